@@ -1,0 +1,38 @@
+"""rapidscore: fast, reference-exact evaluation metrics for LLM and NER outputs.
+
+Public names are imported lazily so that ``import rapidscore`` stays fast and never imports
+torch or transformers.
+"""
+
+from importlib import import_module as _import_module
+
+from rapidscore._version import __version__
+from rapidscore.errors import RapidscoreWarning, TruncationWarning
+
+# name -> module that defines it; resolved on first attribute access.
+_LAZY_ATTRIBUTES = {
+    "Encoder": "rapidscore.encoder",
+    "resolve_model": "rapidscore.model_source",
+    "negative_rejection": "rapidscore.nrr",
+    "BERTScore": "rapidscore.bertscore",
+    "bertscore": "rapidscore.bertscore",
+}
+_LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli"}
+
+__all__ = ["__version__", "RapidscoreWarning", "TruncationWarning", *_LAZY_ATTRIBUTES]
+
+
+def __getattr__(name):
+    if name in _LAZY_ATTRIBUTES:
+        module = _import_module(_LAZY_ATTRIBUTES[name])
+        value = getattr(module, name) if hasattr(module, name) else module
+    elif name in _LAZY_SUBMODULES:
+        value = _import_module(f"rapidscore.{name}")
+    else:
+        raise AttributeError(f"module 'rapidscore' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_ATTRIBUTES) | _LAZY_SUBMODULES)

@@ -1,0 +1,5 @@
+import sys
+
+from rapidscore.cli import main
+
+sys.exit(main())

@@ -1,0 +1,61 @@
+"""Command line entry point: ``rapidscore <metric> ...``.
+
+Each metric keeps its command in its own module, which must import quickly; the heavy work
+(encoders, torch) is imported inside ``run``. A command module provides
+``add_arguments(parser)`` and ``run(args) -> int`` (the exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import import_module
+
+from rapidscore._version import __version__
+
+# command -> (module, one-line help)
+COMMANDS = {
+    "bertscore": ("rapidscore.bertscore.cli", "BERTScore precision, recall and F1 (bert-score compatible)"),
+    "nrr": ("rapidscore.nrr_cli", "semantic similarity and the Negative Rejection Rate"),
+    "abstention": ("rapidscore.abstention.cli", "abstention metrics over a concept taxonomy (SELECT)"),
+    "ner": ("rapidscore.ner.cli", "NER evaluation with DMBertA and SemEval schemes"),
+}
+
+
+def _available_commands():
+    for name, (module_name, help_text) in COMMANDS.items():
+        try:
+            module = import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and module_name.startswith(exc.name):
+                continue  # command not part of this build
+            raise
+        yield name, module, help_text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rapidscore", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"rapidscore {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, module, help_text in _available_commands():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(command)
+        command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        print(f"rapidscore {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

