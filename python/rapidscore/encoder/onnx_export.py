@@ -1,0 +1,172 @@
+"""Export of truncated encoders to ONNX, cached on disk.
+
+A cache entry is a directory ``<cache>/onnx/<key>/`` holding ``model.onnx``, ``tokenizer.json``,
+``tokenizer_spec.json`` and ``meta.json``. The key hashes the model files' fingerprint, the layer,
+precision, opset, tokenizer options and the exporter version, and is computed without torch, so a
+process that finds the entry never imports torch or transformers.
+
+Entries are written into a temporary directory and renamed into place under an exclusive file lock:
+two processes exporting the same model at once produce one entry, and a crash never leaves a
+half-written entry behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+from rapidscore.model_source import fingerprint
+
+EXPORTER_VERSION = 1
+OPSET = 18
+PROBE_TEXTS = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Short.",
+    "A somewhat longer probe sentence, with punctuation; numbers 12345 and accents: café, naïve.",
+)
+# Export is verified against torch on the probe batch: tokens must agree within this bound.
+EXPORT_TOLERANCE = 1e-4
+
+
+def cache_root() -> Path:
+    root = os.environ.get("RAPIDSCORE_CACHE")
+    base = Path(root).expanduser() if root else Path.home() / ".cache" / "rapidscore"
+    return base / "onnx"
+
+
+def cache_key(model_dir: Path, layer: int | str, precision: str, add_prefix_space: bool | None) -> str:
+    description = {
+        "model": fingerprint(model_dir), "layer": layer, "precision": precision, "opset": OPSET,
+        "add_prefix_space": add_prefix_space, "exporter": EXPORTER_VERSION,
+    }
+    return hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()[:32]
+
+
+@contextlib.contextmanager
+def _exclusive_lock(path: Path):
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_space: bool | None,
+                  *, cache_dir: Path | None = None) -> tuple[Path, bool]:
+    """Directory of the ONNX export of (model, layer, precision); exports it when missing.
+
+    ``layer`` is an int (hidden_states[layer]) or "all" (every hidden state, stacked).
+    Returns (entry directory, whether this call performed the export).
+    """
+    root = Path(cache_dir) if cache_dir is not None else cache_root()
+    key = cache_key(model_dir, layer, precision, add_prefix_space)
+    entry = root / key
+    if (entry / "meta.json").is_file():
+        return entry, False
+    with _exclusive_lock(root / f"{key}.lock"):
+        if (entry / "meta.json").is_file():  # another process finished it while we waited
+            return entry, False
+        root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+        try:
+            _export_into(staging, model_dir, layer, precision, add_prefix_space)
+            os.replace(staging, entry)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    return entry, True
+
+
+def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str,
+                 add_prefix_space: bool | None) -> None:
+    import numpy as np
+    import torch
+
+    from rapidscore.encoder.torch_model import (
+        LayerOutput, load_tokenizer, load_truncated_model, tokenizer_spec,
+    )
+
+    if precision != "fp32":
+        raise ValueError(f"ONNX export supports precision 'fp32', got {precision!r}")
+    all_layers = layer == "all"
+    tokenizer, config = load_tokenizer(model_dir, add_prefix_space)
+    spec = tokenizer_spec(tokenizer, config)
+    model = load_truncated_model(model_dir, None if all_layers else int(layer), all_layers=all_layers)
+    wrapped = LayerOutput.build(model, all_layers)
+
+    example = tokenizer(list(PROBE_TEXTS[:2]), padding=True, return_tensors="pt")
+    args = (example["input_ids"], example["attention_mask"])
+    onnx_path = target / "model.onnx"
+    started = time.perf_counter()
+    exporter = _export_graph(wrapped, args, onnx_path, all_layers)
+    export_seconds = time.perf_counter() - started
+
+    # Verify on a batch of another shape than the tracing example.
+    probe = tokenizer(list(PROBE_TEXTS), padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        expected = wrapped(probe["input_ids"], probe["attention_mask"]).numpy()
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    got = session.run(None, {"input_ids": probe["input_ids"].numpy(),
+                             "attention_mask": probe["attention_mask"].numpy()})[0]
+    mask = probe["attention_mask"].numpy().astype(bool)
+    real_expected = expected[..., mask, :] if all_layers else expected[mask]
+    real_got = got[..., mask, :] if all_layers else got[mask]
+    max_diff = float(np.abs(real_expected - real_got).max())
+    if not max_diff <= EXPORT_TOLERANCE:
+        raise RuntimeError(
+            f"ONNX export of {model_dir} (layer {layer}) differs from torch by {max_diff:.3g} "
+            f"> {EXPORT_TOLERANCE}; please report this model")
+
+    tokenizer.backend_tokenizer.save(str(target / "tokenizer.json"))
+    with open(target / "tokenizer_spec.json", "w", encoding="utf-8") as handle:
+        json.dump(spec.to_json(), handle)
+    import transformers
+
+    meta = {
+        "model_dir": str(model_dir), "model_type": config.model_type, "layer": layer,
+        "precision": precision, "opset": OPSET, "exporter_version": EXPORTER_VERSION,
+        "exporter": exporter, "torch": torch.__version__, "transformers": transformers.__version__,
+        "hidden_size": int(config.hidden_size), "verify_max_abs_diff": max_diff,
+        "export_seconds": round(export_seconds, 3),
+    }
+    # meta.json last: its presence marks a complete entry.
+    with open(target / "meta.json", "w", encoding="utf-8") as handle:
+        json.dump(meta, handle, indent=1)
+
+
+def _export_graph(module, args, path: Path, all_layers: bool) -> str:
+    """Export with the TorchScript exporter (fast, mature for BERT-family graphs), falling back to
+    the dynamo exporter. Returns which exporter produced the file."""
+    import torch
+
+    names = {"input_names": ["input_ids", "attention_mask"], "output_names": ["hidden"]}
+    out_axes = {1: "batch", 2: "sequence"} if all_layers else {0: "batch", 1: "sequence"}
+    dynamic_axes = {"input_ids": {0: "batch", 1: "sequence"},
+                    "attention_mask": {0: "batch", 1: "sequence"}, "hidden": out_axes}
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        try:
+            torch.onnx.export(module, args, str(path), dynamo=False, opset_version=OPSET,
+                              dynamic_axes=dynamic_axes, do_constant_folding=True, **names)
+            return "torchscript"
+        except Exception:
+            from torch.export import Dim
+
+            batch, sequence = Dim("batch"), Dim("sequence")
+            shapes = {"input_ids": {0: batch, 1: sequence}, "attention_mask": {0: batch, 1: sequence}}
+            torch.onnx.export(module, args, str(path), dynamo=True, opset_version=OPSET,
+                              dynamic_shapes=shapes, external_data=False, **names)
+            return "dynamo"

@@ -1,0 +1,76 @@
+"""Execution backends: an ONNX Runtime session or the torch model, same call signature.
+
+A runner maps int64 (input_ids, attention_mask) of shape (batch, seq) to float32 hidden states
+(batch, seq, dim), or (layers + 1, batch, seq, dim) for an all-layers export.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+BACKENDS = ("onnx", "torch")
+DEVICES = ("cpu", "cuda")
+
+
+def default_threads() -> int:
+    """Threads for a session: the CPUs this process may use (containers often allow fewer than exist)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class OnnxRunner:
+    def __init__(self, onnx_path: Path, device: str, num_threads: int | None):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = num_threads or default_threads()
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.log_severity_level = 3
+        if device == "cuda":
+            if "CUDAExecutionProvider" not in ort.get_available_providers():
+                raise RuntimeError(
+                    "device='cuda' needs onnxruntime-gpu with the CUDA provider "
+                    f"(available providers: {ort.get_available_providers()}); install "
+                    "'rapidscore[gpu]', or use backend='torch' with a CUDA build of torch")
+            providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+        else:
+            providers = ["CPUExecutionProvider"]
+        self.session = ort.InferenceSession(str(onnx_path), options, providers=providers)
+        self.provider = self.session.get_providers()[0]
+
+    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        return self.session.run(None, {"input_ids": input_ids, "attention_mask": attention_mask})[0]
+
+
+class TorchRunner:
+    def __init__(self, model_dir: Path, layer: int | str, device: str, num_threads: int | None):
+        import torch
+
+        from rapidscore.encoder.torch_model import load_truncated_model
+
+        if device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("device='cuda' with backend='torch' needs a CUDA build of torch and a GPU")
+        if num_threads:
+            torch.set_num_threads(num_threads)
+        all_layers = layer == "all"
+        self._torch = torch
+        self.device = device
+        self.all_layers = all_layers
+        self.model = load_truncated_model(model_dir, None if all_layers else int(layer), all_layers).to(device)
+        self.provider = f"torch-{device}"
+
+    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        torch = self._torch
+        with torch.inference_mode():
+            out = self.model(input_ids=torch.from_numpy(input_ids).to(self.device),
+                             attention_mask=torch.from_numpy(attention_mask).to(self.device),
+                             output_hidden_states=self.all_layers)
+            hidden = torch.stack(tuple(out.hidden_states)) if self.all_layers else out[0]
+            return hidden.float().cpu().numpy()

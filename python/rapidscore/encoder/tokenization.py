@@ -1,0 +1,68 @@
+"""Batch tokenisation with the Rust ``tokenizers`` library, with counted truncation."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TokenizerSpec:
+    """What the runtime needs to know about a tokenizer besides tokenizer.json."""
+
+    max_length: int
+    pad_id: int
+    special_ids: tuple[int, ...]
+    cls_id: int | None
+    sep_id: int | None
+
+    def to_json(self) -> dict:
+        return {
+            "max_length": self.max_length, "pad_id": self.pad_id, "special_ids": list(self.special_ids),
+            "cls_id": self.cls_id, "sep_id": self.sep_id,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TokenizerSpec":
+        return cls(
+            max_length=int(data["max_length"]), pad_id=int(data["pad_id"]),
+            special_ids=tuple(int(i) for i in data["special_ids"]),
+            cls_id=data.get("cls_id"), sep_id=data.get("sep_id"),
+        )
+
+
+class BatchTokenizer:
+    """Turns texts into token id arrays (special tokens added, truncated to ``max_length``)."""
+
+    def __init__(self, tokenizer_json: "Path | str", spec: TokenizerSpec, max_length: int | None = None):
+        """``tokenizer_json``: a tokenizer.json path, or its JSON text."""
+        from tokenizers import Tokenizer
+
+        self.spec = spec
+        self.max_length = spec.max_length if max_length is None else int(max_length)
+        if self.max_length < 2:
+            raise ValueError(f"max_length must be >= 2, got {self.max_length}")
+        if isinstance(tokenizer_json, Path):
+            self._tokenizer = Tokenizer.from_file(str(tokenizer_json))
+        else:
+            self._tokenizer = Tokenizer.from_str(tokenizer_json)
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(self.max_length)
+
+    def encode(self, texts: list[str]) -> tuple[list[np.ndarray], int]:
+        """Token ids per text and the number of texts that were truncated."""
+        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
+        ids = [np.asarray(enc.ids, dtype=np.int64) for enc in encodings]
+        truncated = sum(1 for enc in encodings if enc.overflowing)
+        return ids, truncated
+
+    def id_to_token(self, token_id: int) -> str | None:
+        return self._tokenizer.id_to_token(int(token_id))
+
+
+def load_spec(path: Path) -> TokenizerSpec:
+    with open(path, encoding="utf-8") as handle:
+        return TokenizerSpec.from_json(json.load(handle))

@@ -1,0 +1,105 @@
+"""Loading a Hugging Face encoder truncated to its first N layers (torch needed).
+
+"Layer N" is hidden_states[N] of the full model (0 = embedding output), the convention of
+BERTScore: the model keeps its first N transformer layers and its last output is used.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from rapidscore.encoder.tokenization import TokenizerSpec
+
+ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "longformer", "bart", "gpt2", "mbart"}
+
+
+def _layer_list_owner(model):
+    """The module holding the ModuleList of transformer layers, and that attribute's name."""
+    for owner_name, attr in (("encoder", "layer"), ("transformer", "layer"), ("encoder", "layers")):
+        owner = getattr(model, owner_name, None)
+        if owner is not None and hasattr(owner, attr):
+            return owner, attr
+    raise ValueError(f"do not know how to truncate the layers of {type(model).__name__}")
+
+
+def load_truncated_model(model_dir: Path, layer: int | None, all_layers: bool = False):
+    """The model in eval mode, cut to ``layer`` transformer layers (all when None or all_layers)."""
+    import torch
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a library call should not draw transformers' load bars
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = AutoModel.from_pretrained(
+            str(model_dir), trust_remote_code=False, use_safetensors=_has_safetensors(model_dir),
+            attn_implementation="eager",
+        )
+    if hasattr(model, "get_encoder") and getattr(model.config, "is_encoder_decoder", False):
+        model = model.get_encoder()
+    if layer is not None and not all_layers:
+        owner, attr = _layer_list_owner(model)
+        layers = getattr(owner, attr)
+        setattr(owner, attr, torch.nn.ModuleList(list(layers)[:layer]))
+    return model.eval()
+
+
+def _has_safetensors(model_dir: Path) -> bool:
+    return (Path(model_dir) / "model.safetensors").is_file()
+
+
+class LayerOutput:
+    """Factory for the module exported to ONNX: (input_ids, attention_mask) -> embeddings."""
+
+    @staticmethod
+    def build(model, all_layers: bool):
+        import torch
+
+        class _Wrapped(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+
+            def forward(self, input_ids, attention_mask):
+                out = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                                 output_hidden_states=all_layers)
+                if all_layers:
+                    return torch.stack(tuple(out.hidden_states), dim=0)
+                return out[0]
+
+        return _Wrapped().eval()
+
+
+def load_tokenizer(model_dir: Path, add_prefix_space: bool | None):
+    """The fast tokenizer of a model; byte-level BPE models get a prefix space as BERTScore does."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(str(model_dir), trust_remote_code=False)
+    kwargs = {"use_fast": True, "trust_remote_code": False}
+    if add_prefix_space is None:
+        add_prefix_space = config.model_type in ROBERTA_LIKE
+    if add_prefix_space:
+        kwargs["add_prefix_space"] = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tokenizer = AutoTokenizer.from_pretrained(str(model_dir), **kwargs)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"model {model_dir} has no fast tokenizer (tokenizer.json); rapidscore needs one")
+    return tokenizer, config
+
+
+def tokenizer_spec(tokenizer, config) -> TokenizerSpec:
+    max_length = int(tokenizer.model_max_length)
+    positions = getattr(config, "max_position_embeddings", None)
+    if positions:
+        # RoBERTa-style position ids start after the padding index.
+        usable = positions - (config.pad_token_id + 1 if config.model_type in ROBERTA_LIKE else 0)
+        if max_length > 10**6 or max_length > usable:
+            max_length = usable
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    return TokenizerSpec(
+        max_length=max_length, pad_id=int(pad_id),
+        special_ids=tuple(sorted(int(i) for i in tokenizer.all_special_ids)),
+        cls_id=tokenizer.cls_token_id, sep_id=tokenizer.sep_token_id,
+    )
