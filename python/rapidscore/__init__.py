@@ -15,7 +15,6 @@ _LAZY_ATTRIBUTES = {
     "resolve_model": "rapidscore.model_source",
     "negative_rejection": "rapidscore.nrr",
     "BERTScore": "rapidscore.bertscore",
-    "bertscore": "rapidscore.bertscore",
 }
 _LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli"}
 

@@ -1,0 +1,178 @@
+"""Drop-in replacement for the ``bert-score`` package (0.3.13): same functions, arguments,
+defaults and return types (torch tensors), computed by rapidscore's engine.
+
+    from rapidscore import bert_score
+    P, R, F = bert_score.score(cands, refs, lang="en")
+
+Differences, all deliberate and documented in docs/bertscore.md: the maximum runs over real tokens
+only (no padding artefact), degenerate idf weights fall back to uniform weights with a warning
+instead of NaN, truncation is warned about, and models stay loaded between ``score`` calls.
+Extra keyword arguments select the engine: ``backend``, ``precision``, ``batch_tokens``,
+``num_threads``, ``cache_dir``.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections import OrderedDict
+
+from rapidscore.bertscore import baselines as _baselines
+from rapidscore.bertscore.scorer import BERTScore, normalize_inputs, reference_hash
+from rapidscore.bertscore.tables import MODEL_FOR_LANGUAGE as lang2model  # noqa: F401 (reference name)
+from rapidscore.bertscore.tables import TUNED_LAYER as model2layers  # noqa: F401 (reference name)
+from rapidscore.bertscore.tables import model_for_language, tuned_layer
+
+__all__ = ["score", "BERTScorer", "plot_example", "lang2model", "model2layers"]
+
+# Encoders kept loaded across score() calls (the reference reloads the model on every call).
+_ENCODERS: "OrderedDict[tuple, object]" = OrderedDict()
+_MAX_ENCODERS = 2
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("rapidscore.bert_score returns torch tensors and needs torch; the native "
+                          "API rapidscore.bertscore returns numpy arrays without it") from exc
+    return torch
+
+
+def _device(device):
+    if device is None:
+        return "cpu"
+    device = str(device)
+    return "cuda" if device.startswith("cuda") else "cpu"
+
+
+def _resolve(model_type, num_layers, lang, all_layers):
+    if lang is None and model_type is None:
+        raise ValueError("Either lang or model_type should be specified")
+    if model_type is None:
+        model_type = model_for_language(lang)
+    if num_layers is None and not all_layers:
+        num_layers = tuned_layer(model_type)
+        if num_layers is None:
+            raise ValueError(f"model {model_type!r} has no default layer in the reference's table; "
+                             "pass num_layers")
+    return model_type, num_layers
+
+
+_ENCODER_OPTIONS = ("backend", "precision", "batch_tokens", "num_threads", "cache_dir")
+
+
+def _shared_encoder(model_type, num_layers, all_layers, device, engine_options):
+    from rapidscore.encoder import Encoder
+
+    unknown = sorted(set(engine_options) - set(_ENCODER_OPTIONS))
+    if unknown:
+        raise TypeError(f"score() got unexpected keyword arguments {unknown}; rapidscore adds {_ENCODER_OPTIONS}")
+    encoder_keys = _ENCODER_OPTIONS
+    options = {k: engine_options[k] for k in encoder_keys if k in engine_options}
+    key = (str(model_type), "all" if all_layers else num_layers, device, tuple(sorted(options.items())))
+    if key not in _ENCODERS:
+        _ENCODERS[key] = Encoder(model_type, layer="all" if all_layers else num_layers, device=device, **options)
+        while len(_ENCODERS) > _MAX_ENCODERS:
+            _ENCODERS.popitem(last=False)
+    _ENCODERS.move_to_end(key)
+    return _ENCODERS[key]
+
+
+def _as_tensors(result):
+    torch = _torch()
+    return (torch.from_numpy(result.precision.copy()), torch.from_numpy(result.recall.copy()),
+            torch.from_numpy(result.f1.copy()))
+
+
+def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=False, device=None,
+          batch_size=64, nthreads=4, all_layers=False, lang=None, return_hash=False,
+          rescale_with_baseline=False, baseline_path=None, use_fast_tokenizer=False, **engine_options):
+    """BERTScore of candidates against references; returns (P, R, F) torch tensors of shape (N,)
+    ((L+1, N) with all_layers), and the hash with ``return_hash=True``. See bert_score.score."""
+    normalize_inputs(cands, refs)
+    if rescale_with_baseline and lang is None:
+        raise ValueError("Need to specify Language when rescaling with baseline")
+    model_type, num_layers = _resolve(model_type, num_layers, lang, all_layers)
+    device = _device(device)
+    rescale = rescale_with_baseline
+    if rescale_with_baseline:
+        path = baseline_path if baseline_path is not None else _baselines.default_baseline_path(lang, model_type)
+        if path is None or not _baselines.Path(path).is_file():
+            # The reference's score() warns and returns unscaled scores here (BERTScorer raises).
+            message = f"Baseline not Found for {model_type} on {lang} at {path}"
+            print(f"Warning: {message}", file=sys.stderr)
+            warnings.warn(message + "; scores are not rescaled", stacklevel=2)
+            rescale = False
+    engine = BERTScore(model=model_type, layer=num_layers, lang=lang, idf=idf, all_layers=all_layers,
+                       rescale_with_baseline=rescale, baseline_path=baseline_path if rescale else None,
+                       use_fast_tokenizer=use_fast_tokenizer, progress=verbose,
+                       encoder=_shared_encoder(model_type, num_layers, all_layers, device, engine_options))
+    out = _as_tensors(engine.score(cands, refs))
+    if return_hash:
+        return out, reference_hash(model_type, engine.layer, bool(idf), rescale_with_baseline,
+                                   baseline_path is not None, use_fast_tokenizer)
+    return out
+
+
+class BERTScorer:
+    """Keeps the model loaded; same constructor and methods as bert_score.BERTScorer."""
+
+    def __init__(self, model_type=None, num_layers=None, batch_size=64, nthreads=4, all_layers=False, idf=False,
+                 idf_sents=None, device=None, lang=None, rescale_with_baseline=False, baseline_path=None,
+                 use_fast_tokenizer=False, **engine_options):
+        if rescale_with_baseline and lang is None:
+            raise ValueError("Need to specify Language when rescaling with baseline")
+        model_type, num_layers = _resolve(model_type, num_layers, lang, all_layers)
+        self._engine = BERTScore(model=model_type, layer=num_layers, lang=lang, idf=bool(idf), idf_sents=idf_sents,
+                                 rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
+                                 all_layers=all_layers, use_fast_tokenizer=use_fast_tokenizer,
+                                 device=_device(device), **engine_options)
+        self.batch_size, self.nthreads, self.all_layers = batch_size, nthreads, all_layers
+        self.device = device if device is not None else "cpu"
+
+    lang = property(lambda self: self._engine.lang)
+    idf = property(lambda self: self._engine.idf)
+    model_type = property(lambda self: self._engine.model_name)
+    num_layers = property(lambda self: self._engine.layer)
+    rescale_with_baseline = property(lambda self: self._engine.rescale_with_baseline)
+    use_fast_tokenizer = property(lambda self: self._engine.use_fast_tokenizer)
+    hash = property(lambda self: self._engine.hash)
+
+    @property
+    def baseline_vals(self):
+        if self._engine._baseline is None:
+            raise ValueError(f"Baseline not Found for {self.model_type} on {self.lang}")
+        torch = _torch()
+        base = torch.from_numpy(self._engine._baseline.astype("float32"))
+        return base.unsqueeze(1) if self.all_layers else base
+
+    def compute_idf(self, sents):
+        if self._engine.idf_dict is not None:
+            warnings.warn("Overwriting the previous importance weights.", stacklevel=2)
+        self._engine.compute_idf(sents)
+
+    def score(self, cands, refs, verbose=False, batch_size=64, return_hash=False):
+        if self._engine.idf is True and self._engine.idf_dict is None:
+            raise ValueError("IDF weights are not computed: pass idf_sents or call compute_idf first")
+        out = _as_tensors(self._engine.score(cands, refs))
+        return (out, self.hash) if return_hash else out
+
+    def plot_example(self, candidate, reference, fname=""):
+        from rapidscore.bertscore.plot import plot_similarity
+
+        plot_similarity(self._engine, candidate, reference, fname=fname)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(hash={self.hash}, batch_size={self.batch_size}, nthreads={self.nthreads})"
+
+    __str__ = __repr__
+
+
+def plot_example(candidate, reference, model_type=None, num_layers=None, lang=None, rescale_with_baseline=False,
+                 baseline_path=None, use_fast_tokenizer=False, fname="", **engine_options):
+    """Heatmap of the token similarity matrix of one pair (special tokens left out)."""
+    scorer = BERTScorer(model_type=model_type, num_layers=num_layers, lang=lang,
+                        rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
+                        use_fast_tokenizer=use_fast_tokenizer, **engine_options)
+    scorer.plot_example(candidate, reference, fname=fname)

@@ -1,0 +1,108 @@
+"""Baseline rescaling: reading the reference's baseline files and computing new ones.
+
+A baseline file is a small CSV (the reference names them ``.tsv``) with header ``LAYER,P,R,F`` and
+one row per layer, row k holding the mean P, R and F of layer k over random pairs of unrelated
+sentences. Rescaling maps X to (X - b) / (1 - b), separately for P, R and F.
+
+The published files belong to the bert-score package (Zhang et al., "BERTScore: Evaluating Text
+Generation with BERT", ICLR 2020; MIT licence); rapidscore reads them from an installed bert-score
+and never imports it (no torch needed).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+from pathlib import Path
+
+import numpy as np
+
+
+def reference_baseline_dir() -> Path | None:
+    """``rescale_baseline/`` of an installed bert-score, found without importing it."""
+    spec = importlib.util.find_spec("bert_score")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "rescale_baseline"
+    return path if path.is_dir() else None
+
+
+def default_baseline_path(lang: str, model: str) -> Path | None:
+    """Where the reference keeps the baseline of (lang, model); None without bert-score installed."""
+    root = reference_baseline_dir()
+    return None if root is None else root / lang / f"{model}.tsv"
+
+
+def read_baseline(path: str | os.PathLike) -> np.ndarray:
+    """Rows of a baseline file as float64 array (layers, 3) of P, R, F baselines."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"baseline file not found: {path}")
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    header = [h.strip() for h in rows[0]] if rows else []
+    if header[-3:] != ["P", "R", "F"]:
+        raise ValueError(f"baseline file {path} must have a header ending in P,R,F, got {header}")
+    values = []
+    for line_no, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        try:
+            values.append([float(x) for x in row[-3:]])
+        except ValueError as exc:
+            raise ValueError(f"baseline file {path}, line {line_no}: {exc}") from None
+    return np.asarray(values, dtype=np.float64)
+
+
+def baseline_for_layer(table: np.ndarray, layer: int, path) -> np.ndarray:
+    if not 0 <= layer < len(table):
+        raise ValueError(f"baseline file {path} has {len(table)} layer rows; layer {layer} is not among them")
+    return table[layer]
+
+
+def rescale(values: np.ndarray, baseline: np.ndarray) -> np.ndarray:
+    """(X - b) / (1 - b), computed in float32 like the reference."""
+    b = np.asarray(baseline, dtype=np.float32)
+    return (np.asarray(values, dtype=np.float32) - b) / (np.float32(1) - b)
+
+
+def write_baseline(path: str | os.PathLike, table: np.ndarray) -> None:
+    """Write a (layers, 3) table of P, R, F baselines in the reference's file format."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["LAYER", "P", "R", "F"])
+        for layer, (p, r, f) in enumerate(np.asarray(table, dtype=np.float64)):
+            writer.writerow([layer, repr(float(p)), repr(float(r)), repr(float(f))])
+
+
+def random_pairs(n_sentences: int, n_pairs: int, seed: int) -> np.ndarray:
+    """``n_pairs`` (i, j) index pairs with i != j, drawn uniformly with a fixed seed."""
+    if n_sentences < 2:
+        raise ValueError(f"a baseline needs at least 2 distinct sentences, got {n_sentences}")
+    rng = np.random.default_rng(seed)
+    first = rng.integers(0, n_sentences, size=n_pairs)
+    shift = rng.integers(1, n_sentences, size=n_pairs)  # never 0: the partner is a different sentence
+    return np.stack([first, (first + shift) % n_sentences], axis=1)
+
+
+def compute_baseline(sentences, model=None, *, n_pairs: int = 100_000, seed: int = 0,
+                     out_path: str | os.PathLike | None = None, **scorer_options) -> np.ndarray:
+    """Baseline P, R, F for every layer of ``model`` from a corpus of sentences.
+
+    Scores ``n_pairs`` random pairs of different sentences (deterministic for a given ``seed``) at
+    every layer and averages them, as the published baselines were made. Returns a (layers + 1, 3)
+    array and writes it in the reference's format when ``out_path`` is given.
+    """
+    from rapidscore.bertscore.scorer import BERTScore
+
+    unique = sorted({s.strip() for s in sentences if isinstance(s, str) and s.strip()})
+    pairs = random_pairs(len(unique), n_pairs, seed)
+    scorer = BERTScore(model=model, all_layers=True, **scorer_options)
+    result = scorer.score([unique[i] for i in pairs[:, 0]], [unique[j] for j in pairs[:, 1]])
+    table = np.stack([result.precision.mean(axis=1), result.recall.mean(axis=1), result.f1.mean(axis=1)], axis=1)
+    if out_path is not None:
+        write_baseline(out_path, table)
+    return table

@@ -1,0 +1,137 @@
+"""``rapidscore bertscore``: the reference CLI's flags plus JSON output, tables and plots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-c", "--cand", help="candidate file (one sentence per line, or .jsonl/.csv with "
+                        "--column) or a single candidate string")
+    parser.add_argument("-r", "--ref", nargs="+", action="extend", help="reference file(s) (several files = "
+                        "several references per candidate) or a single reference string")
+    parser.add_argument("--column", default=None, help="column/key holding the text in .jsonl/.csv inputs")
+    parser.add_argument("--lang", default=None, help="language code; picks the reference's model (en -> roberta-large)")
+    parser.add_argument("-m", "--model", default=None, help="model hub id or directory "
+                        "(default: the embedded all-MiniLM-L6-v2 unless --lang is given)")
+    parser.add_argument("-l", "--num_layers", type=int, default=None, help="layer to use (default: tuned layer)")
+    parser.add_argument("-b", "--batch_size", type=int, default=64, help="accepted for compatibility; rapidscore "
+                        "batches by token budget (--batch-tokens)")
+    parser.add_argument("--batch-tokens", type=int, default=16384, help="padded tokens per encoder batch")
+    parser.add_argument("--nthreads", type=int, default=None, help="threads for the encoder and matching")
+    parser.add_argument("--idf", action="store_true", help="idf weighting from the references")
+    parser.add_argument("--rescale_with_baseline", action="store_true", help="rescale with the published baseline")
+    parser.add_argument("--baseline_path", default=None, help="custom baseline file (LAYER,P,R,F)")
+    parser.add_argument("--use_fast_tokenizer", action="store_false",
+                        help="compatibility flag of the reference CLI (whose hash marks the fast tokenizer unless "
+                             "this flag is given); rapidscore always tokenizes with the Rust tokenizer")
+    parser.add_argument("-s", "--seg_level", action="store_true", help="print P, R, F1 of each pair")
+    parser.add_argument("--table", action="store_true", help="print a per-candidate table")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("-v", "--verbose", action="store_true", help="progress bar and timings")
+    parser.add_argument("--backend", default="onnx", choices=("onnx", "torch"))
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--show", action="store_true", help="draw the similarity heatmap of the first pair")
+    parser.add_argument("--fname", default="", help="with --show: save the heatmap to this file")
+    parser.add_argument("--make-baseline", metavar="CORPUS", default=None,
+                        help="compute a rescale baseline file from a corpus (one sentence per line)")
+    parser.add_argument("--out", default=None, help="with --make-baseline: output baseline file")
+    parser.add_argument("--pairs", type=int, default=100_000, help="with --make-baseline: random pairs")
+    parser.add_argument("--seed", type=int, default=0, help="with --make-baseline: random seed")
+
+
+def read_texts(path: str, column: str | None) -> list[str]:
+    """Sentences from a text file (one per line), a .jsonl file or a .csv file (``column``)."""
+    if path.endswith(".jsonl"):
+        if not column:
+            raise ValueError(f"{path}: JSONL input needs --column")
+        texts = []
+        with open(path, encoding="utf-8") as handle:
+            for line_no, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                record = json.loads(line)
+                if column not in record:
+                    raise ValueError(f"{path}, line {line_no}: no key {column!r}")
+                texts.append(str(record[column]))
+        return texts
+    if path.endswith(".csv"):
+        import csv
+
+        if not column:
+            raise ValueError(f"{path}: CSV input needs --column")
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            if column not in (reader.fieldnames or []):
+                raise ValueError(f"{path}: no column {column!r} (columns: {reader.fieldnames})")
+            return [row[column] for row in reader]
+    with open(path, encoding="utf-8") as handle:
+        return [line.rstrip("\n").strip() for line in handle]
+
+
+def _inputs(args) -> tuple[list[str], list]:
+    if not args.cand or not args.ref:
+        raise ValueError("give candidates with -c and references with -r")
+    if os.path.isfile(args.cand):
+        cands = read_texts(args.cand, args.column)
+        per_file = []
+        for ref_file in args.ref:
+            if not os.path.isfile(ref_file):
+                raise FileNotFoundError(f"reference file {ref_file} doesn't exist")
+            refs = read_texts(ref_file, args.column)
+            if len(refs) != len(cands):
+                raise ValueError(f"# of sentences in {ref_file} ({len(refs)}) doesn't match the # of "
+                                 f"candidates ({len(cands)})")
+            per_file.append(refs)
+        refs = [list(group) for group in zip(*per_file)] if len(per_file) > 1 else per_file[0]
+        return cands, refs
+    if any(os.path.isfile(r) for r in args.ref):
+        raise FileNotFoundError(f"candidate file {args.cand} doesn't exist")
+    if args.idf:
+        raise ValueError("idf needs more than a single pair of sentences")
+    return [args.cand], [list(args.ref)]
+
+
+def run(args) -> int:
+    from rapidscore.bertscore import BERTScore, compute_baseline
+
+    engine = dict(backend=args.backend, device=args.device, num_threads=args.nthreads,
+                  batch_tokens=args.batch_tokens)
+    if args.make_baseline:
+        if not args.out:
+            raise ValueError("--make-baseline needs --out FILE")
+        table = compute_baseline(read_texts(args.make_baseline, args.column), args.model, n_pairs=args.pairs,
+                                 seed=args.seed, out_path=args.out, progress=args.verbose, **engine)
+        print(f"wrote {len(table)} layer rows to {args.out}")
+        return 0
+    scorer = BERTScore(model=args.model, layer=args.num_layers, lang=args.lang, idf=args.idf,
+                       rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
+                       use_fast_tokenizer=args.use_fast_tokenizer, progress=True, **engine)
+    if args.show:
+        from rapidscore.bertscore.plot import plot_similarity
+
+        cands, refs = _inputs(args)
+        first_ref = refs[0] if isinstance(refs[0], str) else refs[0][0]
+        plot_similarity(scorer, cands[0], first_ref, fname=args.fname)
+        return 0
+    cands, refs = _inputs(args)
+    result = scorer.score(cands, refs)
+    if args.json:
+        json.dump({"hash": scorer.hash, "signature": result.signature,
+                   "mean": {"P": result.mean_precision, "R": result.mean_recall, "F1": result.mean_f1},
+                   "precision": result.precision.tolist(), "recall": result.recall.tolist(),
+                   "f1": result.f1.tolist()}, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"{scorer.hash} P: {result.mean_precision:.6f} R: {result.mean_recall:.6f} F1: {result.mean_f1:.6f}")
+    if args.seg_level:
+        for p, r, f in zip(result.precision, result.recall, result.f1):
+            print(f"{p:.6f}\t{r:.6f}\t{f:.6f}")
+    if args.table:
+        print("\n| Candidate | Precision | Recall | F1 |\n|---|---|---|---|")
+        for i, (p, r, f) in enumerate(zip(result.precision, result.recall, result.f1), start=1):
+            print(f"| {i} | {p:.3f} | {r:.3f} | {f:.3f} |")
+    return 0

@@ -1,0 +1,288 @@
+"""The BERTScore engine: one encoder pass over unique sentences, then the fused C++ matching."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from rapidscore._version import __version__
+from rapidscore.bertscore import baselines as _baselines
+from rapidscore.bertscore.idf import idf_from_ids, token_weights
+from rapidscore.bertscore.tables import model_for_language, tuned_layer
+from rapidscore.errors import RapidscoreWarning
+from rapidscore.model_source import DEFAULT_MODEL
+
+__all__ = ["BERTScore", "BERTScoreResult", "score", "normalize_inputs"]
+
+
+@dataclass(frozen=True)
+class BERTScoreResult:
+    """Scores of N candidates: arrays of shape (N,), or (layers + 1, N) with all_layers."""
+
+    precision: np.ndarray
+    recall: np.ndarray
+    f1: np.ndarray
+    signature: str
+    details: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def mean_precision(self) -> float:
+        return float(np.mean(self.precision)) if self.precision.size else 0.0
+
+    @property
+    def mean_recall(self) -> float:
+        return float(np.mean(self.recall)) if self.recall.size else 0.0
+
+    @property
+    def mean_f1(self) -> float:
+        return float(np.mean(self.f1)) if self.f1.size else 0.0
+
+    def __str__(self) -> str:
+        return (f"{self.signature} P: {self.mean_precision:.6f} R: {self.mean_recall:.6f} "
+                f"F1: {self.mean_f1:.6f}")
+
+
+def normalize_inputs(cands, refs) -> tuple[list[str], list[list[str]]]:
+    """Validate candidates and references; references become one list per candidate."""
+    if isinstance(cands, str) or not isinstance(cands, Sequence):
+        raise TypeError(f"cands must be a list of strings, got {type(cands).__name__}")
+    if isinstance(refs, str) or not isinstance(refs, Sequence):
+        raise TypeError(f"refs must be a list of strings or of lists of strings, got {type(refs).__name__}")
+    if len(cands) != len(refs):
+        raise ValueError(f"Different number of candidates and references: {len(cands)} != {len(refs)}")
+    for i, cand in enumerate(cands):
+        if not isinstance(cand, str):
+            raise TypeError(f"cands[{i}] must be a str, got {type(cand).__name__}: {cand!r}")
+    groups = []
+    for i, ref in enumerate(refs):
+        group = [ref] if isinstance(ref, str) else ref
+        if not isinstance(group, Sequence) or isinstance(group, (bytes, bytearray)):
+            raise TypeError(f"refs[{i}] must be a str or a list of str, got {type(ref).__name__}: {ref!r}")
+        if len(group) == 0:
+            raise ValueError(f"refs[{i}] is an empty list of references")
+        for j, text in enumerate(group):
+            if not isinstance(text, str):
+                raise TypeError(f"refs[{i}][{j}] must be a str, got {type(text).__name__}: {text!r}")
+        groups.append(list(group))
+    return list(cands), groups
+
+
+def _package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "none"
+
+
+class BERTScore:
+    """A reusable BERTScore scorer: loads the model once, scores many batches.
+
+    Parameters mirror bert-score's BERTScorer: ``model`` (hub id or directory; default from
+    ``lang`` via the reference's table, else the embedded all-MiniLM-L6-v2), ``layer`` (the
+    reference's ``num_layers``; default its tuned layer, or the model's last layer for models the
+    table does not list), ``idf`` (False, True, or a dict token id -> weight), ``idf_sents``,
+    ``rescale_with_baseline`` + ``lang`` or ``baseline_path``, ``all_layers``. Engine options:
+    ``backend``, ``device``, ``precision``, ``batch_tokens``, ``num_threads``, ``progress``.
+    """
+
+    def __init__(self, model: str | os.PathLike | None = None, layer: int | None = None, *, lang: str | None = None,
+                 idf: bool | dict = False, idf_sents: Sequence[str] | None = None,
+                 rescale_with_baseline: bool = False, baseline_path: str | os.PathLike | None = None,
+                 all_layers: bool = False, use_fast_tokenizer: bool = False, backend: str = "onnx",
+                 device: str = "cpu", precision: str = "fp32", batch_tokens: int = 16384,
+                 num_threads: int | None = None, progress: bool = False, cache_dir=None, encoder=None):
+        from rapidscore.encoder import Encoder
+
+        if model is None:
+            model = model_for_language(lang) if lang is not None else DEFAULT_MODEL
+        self.model_name = os.fspath(model)
+        if layer is None and not all_layers:
+            layer = tuned_layer(self.model_name)
+        if rescale_with_baseline and baseline_path is None and lang is None:
+            raise ValueError("rescale_with_baseline=True needs lang (or a baseline_path)")
+        if not isinstance(idf, (bool, dict)):
+            raise TypeError(f"idf must be a bool or a dict token id -> weight, got {type(idf).__name__}")
+        if encoder is None:  # an already loaded Encoder of the same model and layer may be shared
+            encoder = Encoder(model, layer="all" if all_layers else layer, backend=backend, device=device,
+                              precision=precision, batch_tokens=batch_tokens, num_threads=num_threads,
+                              progress=progress, cache_dir=cache_dir)
+        self.encoder = encoder
+        self.layer = self.encoder.num_layers if all_layers else self.encoder.layer
+        self.all_layers = all_layers
+        self.lang = lang
+        self.idf = idf
+        self.use_fast_tokenizer = use_fast_tokenizer
+        self.rescale_with_baseline = rescale_with_baseline
+        self.use_custom_baseline = baseline_path is not None
+        self.num_threads = num_threads
+        spec = self.encoder.spec
+        self._cls_sep = tuple(i for i in (spec.cls_id, spec.sep_id) if i is not None)
+        self._specials = np.asarray(spec.special_ids, dtype=np.int64)
+        self._idf_dict = idf if isinstance(idf, dict) else None
+        if idf_sents is not None:
+            self.compute_idf(idf_sents)
+        self._baseline = None
+        if rescale_with_baseline:
+            path = baseline_path if baseline_path is not None else _baselines.default_baseline_path(lang, self.model_name)
+            if path is None:
+                raise FileNotFoundError(
+                    f"no baseline for {self.model_name} on {lang}: the published baselines come with "
+                    "bert-score (pip install bert-score==0.3.13), or pass baseline_path")
+            self.baseline_path = Path(path)
+            table = _baselines.read_baseline(self.baseline_path)
+            self._baseline = table if all_layers else _baselines.baseline_for_layer(table, self.layer, path)
+        else:
+            self.baseline_path = Path(baseline_path) if baseline_path is not None else None
+
+    # -- idf ----------------------------------------------------------------------------------
+
+    def compute_idf(self, sents: Sequence[str]) -> dict:
+        """Compute (and keep) idf weights from ``sents``, as the reference's compute_idf."""
+        from rapidscore.encoder import check_texts
+
+        sents = check_texts(sents, "idf_sents")
+        self._idf_dict = idf_from_ids(self.encoder.tokenize([s.strip() for s in sents]))
+        return self._idf_dict
+
+    @property
+    def idf_dict(self) -> dict | None:
+        return self._idf_dict
+
+    # -- signature ----------------------------------------------------------------------------
+
+    @property
+    def signature(self) -> str:
+        """Reproducibility signature in the spirit of sacrebleu's."""
+        parts = [
+            f"model:{self.model_name}", f"layer:{'all' if self.all_layers else self.layer}",
+            f"idf:{'dict' if isinstance(self.idf, dict) else ('yes' if self.idf else 'no')}",
+            f"rescaled:{'custom' if self.use_custom_baseline and self.rescale_with_baseline else ('yes' if self.rescale_with_baseline else 'no')}",
+            f"tok:fast-maxlen{self.encoder.max_length}",
+            f"precision:{self.encoder.precision}", f"backend:{self.encoder.backend}-{self.encoder.device}",
+            f"version:{__version__}", f"onnxruntime:{_package_version('onnxruntime')}",
+        ]
+        return "|".join(parts)
+
+    @property
+    def hash(self) -> str:
+        """The reference's hash format, naming rapidscore's version."""
+        return reference_hash(self.model_name, self.layer, bool(self.idf), self.rescale_with_baseline,
+                              self.use_custom_baseline, self.use_fast_tokenizer)
+
+    # -- scoring ------------------------------------------------------------------------------
+
+    def score(self, cands: Sequence[str], refs, *, rescale: bool | None = None) -> BERTScoreResult:
+        """Score candidates against one reference each, or several (best P, R, F independently).
+
+        Sentences are stripped. A candidate or reference that is empty (no token besides the
+        special ones) scores P = R = F = 0 (before rescaling). Never NaN.
+        """
+        cands, groups = normalize_inputs(cands, refs)
+        flat_refs = [ref.strip() for group in groups for ref in group]
+        owners = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+        stripped_cands = [c.strip() for c in cands]
+
+        unique: dict[str, int] = {}
+        for text in stripped_cands + flat_refs:
+            unique.setdefault(text, len(unique))
+        texts = list(unique)
+        encoded = self.encoder.encode(texts)
+
+        idf_dict = self._idf_dict  # a user dict, or computed from idf_sents / compute_idf
+        if self.idf is True and idf_dict is None:
+            # Like the reference's score(): idf from this call's references (duplicates count).
+            idf_dict = idf_from_ids([encoded.token_ids(unique[r]) for r in flat_refs])
+        elif self.idf is False:
+            idf_dict = None
+        weights = token_weights(encoded.ids, idf_dict, self._cls_sep)
+        real_tokens = self._real_token_counts(encoded)
+        self._uniform_fallback(weights, encoded, real_tokens)
+
+        pairs = np.stack([np.array([unique[c] for c in (stripped_cands[o] for o in owners)], dtype=np.int64),
+                          np.array([unique[r] for r in flat_refs], dtype=np.int64)], axis=1) \
+            if len(flat_refs) else np.zeros((0, 2), np.int64)
+        scores = self._match(encoded, weights, pairs)  # (layers?, pairs, 3)
+        empty = (real_tokens[pairs[:, 0]] == 0) | (real_tokens[pairs[:, 1]] == 0)
+        scores[..., empty, :] = 0.0
+        best = _group_max(scores, owners, len(groups))
+        do_rescale = self.rescale_with_baseline if rescale is None else rescale
+        if do_rescale:
+            if self._baseline is None:
+                raise ValueError("no baseline loaded: create the scorer with rescale_with_baseline=True")
+            baseline = self._baseline[:, None, :] if self.all_layers else self._baseline
+            best = _baselines.rescale(best, baseline)
+        best = best.astype(np.float32)
+        return BERTScoreResult(precision=best[..., 0], recall=best[..., 1], f1=best[..., 2],
+                               signature=self.signature,
+                               details={"truncated": encoded.truncated, "empty_pairs": int(empty.sum()),
+                                        "unique_sentences": len(texts)})
+
+    def _real_token_counts(self, encoded) -> np.ndarray:
+        special = np.isin(encoded.ids, self._specials)
+        counts = np.add.reduceat((~special).astype(np.int64), encoded.offsets[:-1]) if len(encoded.ids) else \
+            np.zeros(len(encoded), np.int64)
+        lengths = np.diff(encoded.offsets)
+        counts[lengths == 0] = 0
+        return counts
+
+    def _uniform_fallback(self, weights: np.ndarray, encoded, real_tokens: np.ndarray) -> None:
+        """Sentences whose weights sum to 0 despite real tokens (idf of one or identical
+        references) get uniform weights instead of the reference's NaN."""
+        sums = np.add.reduceat(weights.astype(np.float64), encoded.offsets[:-1]) if len(weights) else np.zeros(0)
+        lengths = np.diff(encoded.offsets)
+        degenerate = np.flatnonzero((sums == 0) & (real_tokens > 0) & (lengths > 0))
+        if len(degenerate) == 0:
+            return
+        for k in degenerate:
+            start, end = encoded.offsets[k], encoded.offsets[k + 1]
+            weights[start:end] = token_weights(encoded.ids[start:end], None, self._cls_sep)
+        warnings.warn(
+            f"idf weights of {len(degenerate)} sentence(s) sum to 0 (idf from a single or identical "
+            "references); they use uniform weights instead of giving NaN", RapidscoreWarning, stacklevel=3)
+
+    def _match(self, encoded, weights: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+        from rapidscore.bertscore.matching import greedy_match
+
+        def one_layer(embeddings):
+            norms = np.linalg.norm(embeddings, axis=-1, keepdims=True)
+            normalized = embeddings / np.where(norms == 0, 1, norms)
+            p, r, f = greedy_match(normalized.astype(np.float32, copy=False), encoded.offsets, weights, pairs,
+                                   num_threads=self.num_threads)
+            return np.stack([p, r, f], axis=-1).astype(np.float64)
+
+        if self.all_layers:
+            return np.stack([one_layer(layer) for layer in encoded.embeddings])
+        return one_layer(encoded.embeddings)
+
+
+def reference_hash(model: str, layer: int, idf: bool, rescaled: bool, custom_baseline: bool,
+                   fast_tokenizer: bool) -> str:
+    """bert-score's hash string, with rapidscore's version in place of bert-score's."""
+    text = "{}_L{}{}_version=rapidscore-{}(hug_trans={})".format(
+        model, layer, "_idf" if idf else "_no-idf", __version__, _package_version("transformers"))
+    if rescaled:
+        text += "-custom-rescaled" if custom_baseline else "-rescaled"
+    if fast_tokenizer:
+        text += "_fast-tokenizer"
+    return text
+
+
+def _group_max(scores: np.ndarray, owners: np.ndarray, n_groups: int) -> np.ndarray:
+    """Max over each candidate's references, separately for P, R and F (last axis).
+
+    ``owners`` is sorted and every candidate has at least one reference."""
+    if len(owners) == n_groups:  # one reference each
+        return scores
+    starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+    return np.maximum.reduceat(scores, starts, axis=-2)
+
+
+def score(cands: Sequence[str], refs, **options) -> BERTScoreResult:
+    """One-shot BERTScore: ``BERTScore(**options).score(cands, refs)``."""
+    return BERTScore(**options).score(cands, refs)
