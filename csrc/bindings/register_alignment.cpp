@@ -1,0 +1,143 @@
+// pybind11 layer of the DMBertA / SemEval span alignment (csrc/core/align_spans.hpp).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+
+#include "bindings/registry.hpp"
+#include "core/align_spans.hpp"
+
+namespace py = pybind11;
+
+namespace rapidscore::bindings {
+namespace {
+
+using IntArray = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+
+IntArray as_int_array(const py::handle& obj, const char* name) {
+    IntArray arr = IntArray::ensure(obj);
+    if (!arr) throw py::type_error(std::string(name) + " must be convertible to an int64 array");
+    if (arr.ndim() != 1) throw py::value_error(std::string(name) + " must be one-dimensional");
+    return arr;
+}
+
+template <typename T>
+py::array_t<T> to_numpy(std::vector<T>&& values) {
+    auto* holder = new std::vector<T>(std::move(values));
+    py::capsule owner(holder, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+    return py::array_t<T>({static_cast<py::ssize_t>(holder->size())}, {static_cast<py::ssize_t>(sizeof(T))},
+                          holder->data(), owner);
+}
+
+// Checks one side's CSR layout and spans; raises ValueError/IndexError naming the record.
+void validate_side(const char* side, const IntArray& offsets, const IntArray& start, const IntArray& end,
+                   const IntArray* label) {
+    const auto n_off = offsets.shape(0);
+    if (n_off < 1) throw py::value_error(std::string(side) + "_offsets must hold n_records + 1 values");
+    if (start.shape(0) != end.shape(0))
+        throw py::value_error(std::string(side) + "_starts and " + side + "_ends differ in length");
+    if (label && label->shape(0) != start.shape(0))
+        throw py::value_error(std::string(side) + "_labels and " + side + "_starts differ in length");
+    const std::int64_t* off = offsets.data();
+    if (off[0] != 0) throw py::value_error(std::string(side) + "_offsets must start at 0");
+    if (off[n_off - 1] != static_cast<std::int64_t>(start.shape(0)))
+        throw py::value_error(std::string(side) + "_offsets must end at the number of spans (" +
+                              std::to_string(start.shape(0)) + "), got " + std::to_string(off[n_off - 1]));
+    for (py::ssize_t r = 0; r + 1 < n_off; ++r) {
+        if (off[r + 1] < off[r])
+            throw py::value_error(std::string(side) + "_offsets decrease at record " + std::to_string(r));
+    }
+    const std::int64_t* s = start.data();
+    const std::int64_t* e = end.data();
+    for (py::ssize_t r = 0; r + 1 < n_off; ++r) {
+        for (std::int64_t k = off[r]; k < off[r + 1]; ++k) {
+            if (s[k] < 0 || e[k] < s[k])
+                throw py::value_error("record " + std::to_string(r) + ": " + side + " span " +
+                                      std::to_string(k - off[r]) + " has invalid offsets (" + std::to_string(s[k]) +
+                                      ", " + std::to_string(e[k]) + "); need 0 <= start <= end");
+        }
+    }
+}
+
+AlignScheme parse_scheme(const std::string& scheme) {
+    if (scheme == "jaccard") return AlignScheme::Jaccard;
+    if (scheme == "strict") return AlignScheme::Strict;
+    if (scheme == "exact") return AlignScheme::Exact;
+    if (scheme == "partial") return AlignScheme::Partial;
+    if (scheme == "type") return AlignScheme::Type;
+    throw py::value_error("scheme must be 'jaccard', 'strict', 'exact', 'partial' or 'type', got '" + scheme + "'");
+}
+
+AlignMethod parse_method(const std::string& method) {
+    if (method == "auto") return AlignMethod::Auto;
+    if (method == "dp") return AlignMethod::DynamicProgramme;
+    if (method == "assignment") return AlignMethod::Assignment;
+    throw py::value_error("method must be 'auto', 'dp' or 'assignment', got '" + method + "'");
+}
+
+py::tuple align_spans_batch(const py::handle& gold_offsets, const py::handle& gold_starts,
+                            const py::handle& gold_ends, const py::handle& pred_offsets,
+                            const py::handle& pred_starts, const py::handle& pred_ends,
+                            const py::handle& gold_labels, const py::handle& pred_labels,
+                            const std::string& scheme, const std::string& method, double min_jaccard,
+                            double min_overlap_percent, int n_threads) {
+    AlignOptions opt;
+    opt.scheme = parse_scheme(scheme);
+    opt.method = parse_method(method);
+    if (!(min_jaccard >= 0.0 && min_jaccard <= 1.0)) throw py::value_error("min_jaccard must lie in [0, 1]");
+    if (!(min_overlap_percent >= 0.0 && min_overlap_percent <= 100.0))
+        throw py::value_error("min_overlap_percent must lie in [0, 100]");
+    opt.min_jaccard = min_jaccard;
+    opt.min_overlap_percent = min_overlap_percent;
+
+    IntArray g_off = as_int_array(gold_offsets, "gold_offsets"), g_s = as_int_array(gold_starts, "gold_starts"),
+             g_e = as_int_array(gold_ends, "gold_ends");
+    IntArray p_off = as_int_array(pred_offsets, "pred_offsets"), p_s = as_int_array(pred_starts, "pred_starts"),
+             p_e = as_int_array(pred_ends, "pred_ends");
+    const bool need_labels = opt.scheme != AlignScheme::Jaccard;
+    if (need_labels && (gold_labels.is_none() || pred_labels.is_none()))
+        throw py::value_error("scheme '" + scheme + "' needs gold_labels and pred_labels (integer label ids)");
+    IntArray g_l, p_l;
+    if (!gold_labels.is_none()) g_l = as_int_array(gold_labels, "gold_labels");
+    if (!pred_labels.is_none()) p_l = as_int_array(pred_labels, "pred_labels");
+    validate_side("gold", g_off, g_s, g_e, gold_labels.is_none() ? nullptr : &g_l);
+    validate_side("pred", p_off, p_s, p_e, pred_labels.is_none() ? nullptr : &p_l);
+    if (g_off.shape(0) != p_off.shape(0))
+        throw py::value_error("gold_offsets and pred_offsets describe different numbers of records (" +
+                              std::to_string(g_off.shape(0) - 1) + " vs " + std::to_string(p_off.shape(0) - 1) + ")");
+    const std::size_t n_records = static_cast<std::size_t>(g_off.shape(0) - 1);
+
+    BatchAlignment out;
+    {
+        py::gil_scoped_release release;
+        out = align_batch(n_records, g_off.data(), g_s.data(), g_e.data(), need_labels ? g_l.data() : nullptr,
+                          p_off.data(), p_s.data(), p_e.data(), need_labels ? p_l.data() : nullptr, opt, n_threads);
+    }
+    return py::make_tuple(to_numpy(std::move(out.pair_offsets)), to_numpy(std::move(out.gold_index)),
+                          to_numpy(std::move(out.pred_index)), to_numpy(std::move(out.jaccard)),
+                          to_numpy(std::move(out.used_dp)).attr("astype")("bool"));
+}
+
+}  // namespace
+
+void register_alignment(py::module_& m) {
+    m.def("align_spans_batch", &align_spans_batch, py::arg("gold_offsets"), py::arg("gold_starts"),
+          py::arg("gold_ends"), py::arg("pred_offsets"), py::arg("pred_starts"), py::arg("pred_ends"),
+          py::kw_only(), py::arg("gold_labels") = py::none(), py::arg("pred_labels") = py::none(),
+          py::arg("scheme") = "jaccard", py::arg("method") = "auto", py::arg("min_jaccard") = 0.0,
+          py::arg("min_overlap_percent") = 1.0, py::arg("n_threads") = 0,
+          R"doc(Align gold and predicted character spans of many records (one-to-one, maximum weight).
+
+Records are in CSR layout: record r owns gold spans gold_offsets[r]:gold_offsets[r+1] (starts,
+ends exclusive). scheme 'jaccard' maximises the sum of character Jaccard (DMBertA); 'strict',
+'exact', 'partial', 'type' maximise correct pairs, then matched pairs, then Jaccard, with
+nervaluate's overlap rule (overlap >= min_overlap_percent of the gold span). method 'auto' uses
+the DJA dynamic programme when both sides are sorted and non-overlapping, the Hungarian
+assignment otherwise. The GIL is released while aligning.
+
+Returns (pair_offsets, gold_index, pred_index, jaccard, used_dp): matched pairs per record with
+within-record indices, sorted by gold index, and whether the DP was used for each record.)doc");
+}
+
+}  // namespace rapidscore::bindings

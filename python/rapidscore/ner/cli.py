@@ -1,0 +1,97 @@
+"""``rapidscore ner``: compare NER models against a gold standard (DMBertA + SemEval).
+
+Examples::
+
+    rapidscore ner --gold gold.jsonl --pred gliner=gliner.jsonl --pred spacy=spacy.jsonl
+    rapidscore ner --gold combined.jsonl --json          # "gold" + "predictions" per line
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+# Kept import-light: the evaluation modules (numpy, the encoder) load inside run().
+
+
+def _model_file(value: str) -> tuple:
+    name, sep, path = value.partition("=")
+    if not sep or not name.strip() or not path.strip():
+        raise argparse.ArgumentTypeError(f"--pred expects NAME=FILE, got {value!r}")
+    return name.strip(), path.strip()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gold", required=True, metavar="FILE",
+                        help="gold JSONL ({'id', 'text' or 'prompt', 'labels'} per line), or a combined file "
+                             "with 'gold' and 'predictions': {model: ...} per line when no --pred is given")
+    parser.add_argument("--pred", action="append", type=_model_file, default=[], metavar="NAME=FILE",
+                        help="one model's predictions (JSONL joined to the gold by id); repeat per model")
+    parser.add_argument("--format", default="auto", help="entity format of the predictions (default: auto)")
+    parser.add_argument("--gold-format", default=None, help="entity format of the gold (default: as --format)")
+    parser.add_argument("--label-similarity", choices=("embedding", "exact"), default="embedding",
+                        help="compare labels by embedding cosine (default) or exact match")
+    parser.add_argument("--label-model", default=None, metavar="M",
+                        help="encoder for label embeddings (default: the embedded all-MiniLM-L6-v2; "
+                             "bert-base-uncased reproduces the seed's choice)")
+    parser.add_argument("--label-map", default=None, metavar="FILE",
+                        help="JSON object {label: canonical label} of synonyms (scored 1 when equal)")
+    parser.add_argument("--min-jaccard", type=float, default=0.0,
+                        help="minimum character Jaccard for a DMBertA pair (default 0: any overlap)")
+    parser.add_argument("--min-overlap-percent", type=float, default=1.0,
+                        help="SemEval overlap threshold, percent of the gold span (default 1, as nervaluate)")
+    parser.add_argument("--semeval-matching", choices=("optimal", "nervaluate"), default="optimal",
+                        help="optimal one-to-one matching (default) or nervaluate's greedy first match")
+    parser.add_argument("--no-trim", action="store_true", help="do not trim whitespace/punctuation at span edges")
+    parser.add_argument("--on-missing-surface", choices=("error", "drop"), default="error",
+                        help="a surface not found in the text: stop with an error (default) or drop and report it")
+    parser.add_argument("--threads", type=int, default=0, help="alignment threads (default 0: all cores)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document keyed by model name (scores, per-label, per-record detail)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rapidscore.ner.evaluation import compare
+    from rapidscore.ner.records import read_combined_jsonl, read_jsonl
+
+    if args.pred:
+        names = [name for name, _ in args.pred]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise ValueError(f"model name(s) given twice with --pred: {duplicated}")
+        gold = read_jsonl(args.gold)
+        predictions = {name: read_jsonl(path) for name, path in args.pred}
+    else:
+        gold, predictions = read_combined_jsonl(args.gold)
+    label_map = None
+    if args.label_map:
+        with open(args.label_map, encoding="utf-8") as handle:
+            label_map = json.load(handle)
+        if not isinstance(label_map, dict):
+            raise ValueError(f"{args.label_map}: the label map must be a JSON object {{label: canonical}}")
+
+    result = compare(
+        gold, predictions, format=args.format, gold_format=args.gold_format,
+        label_similarity=args.label_similarity, label_model=args.label_model, label_map=label_map,
+        min_jaccard=args.min_jaccard, min_overlap_percent=args.min_overlap_percent,
+        semeval_matching=args.semeval_matching, trim=not args.no_trim,
+        on_missing_surface=args.on_missing_surface, n_threads=args.threads,
+    )
+    if args.json:
+        json.dump(result.to_dict(records=True), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    first = next(iter(result.values()))
+    gold_repairs = first.repairs["gold"]
+    print(f"{first.n_records} records; gold repairs: {gold_repairs['trimmed']} trimmed, "
+          f"{gold_repairs['reanchored']} re-anchored, {gold_repairs['duplicates']} duplicates, "
+          f"{gold_repairs['dropped']} dropped")
+    for name, res in result.items():
+        rep = res.repairs["pred"]
+        if rep["trimmed"] or rep["reanchored"] or rep["duplicates"] or rep["dropped"]:
+            print(f"{name} repairs: {rep['trimmed']} trimmed, {rep['reanchored']} re-anchored, "
+                  f"{rep['duplicates']} duplicates, {rep['dropped']} dropped")
+    print()
+    print(result.table(markdown=True))
+    return 0

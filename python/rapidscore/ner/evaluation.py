@@ -1,0 +1,410 @@
+"""DMBertA and SemEval-2013 (strict / exact / partial / type) scores of NER predictions."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from rapidscore.ner.alignment import PackedSpans, align_batch
+from rapidscore.ner.formats import Entity, to_entities
+from rapidscore.ner.labels import Embedder, LabelSimilarity, make_label_similarity
+from rapidscore.ner.normalize import Repairs, normalize_entities
+from rapidscore.ner.records import Record, join_by_id, to_records
+
+SEMEVAL_SCHEMES = ("strict", "exact", "partial", "type")
+SEMEVAL_MATCHING = ("optimal", "nervaluate")
+
+
+@dataclass
+class PreparedSide:
+    """One side (gold or one model) after format conversion and normalisation."""
+
+    entities: list  # per record: list[Entity], sorted, de-duplicated
+    repairs: Repairs
+    record_repairs: list  # per record: Repairs
+
+
+def prepare(
+    records: Sequence[Record],
+    *,
+    texts: Sequence[Optional[str]],
+    format: str = "auto",
+    trim: bool = True,
+    on_missing_surface: str = "error",
+) -> PreparedSide:
+    """Convert and normalise one side of every record (``texts`` come from the gold side)."""
+    total = Repairs()
+    entities, per_record = [], []
+    for rec, text in zip(records, texts):
+        raw = to_entities(rec.entities, format, record=rec.id)
+        ents, repairs = normalize_entities(raw, text, record=rec.id, trim=trim, on_missing_surface=on_missing_surface)
+        entities.append(ents)
+        per_record.append(repairs)
+        total.add(repairs)
+    return PreparedSide(entities, total, per_record)
+
+
+def _prf(correct: float, actual: int, possible: int) -> tuple[float, float, float]:
+    precision = correct / actual if actual > 0 else 0.0
+    recall = correct / possible if possible > 0 else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    return precision, recall, f1
+
+
+def semeval_summary(correct: int, incorrect: int, partial: int, missed: int, spurious: int, scheme: str) -> dict:
+    """SemEval-2013 9.1 counts with precision/recall/F1 as nervaluate computes them: COR/ACT and
+    COR/POS for strict and exact, (COR + 0.5 PAR)/ACT and /POS for partial and type."""
+    actual = correct + incorrect + partial + spurious
+    possible = correct + incorrect + partial + missed
+    credit = correct + 0.5 * partial if scheme in ("partial", "type") else correct
+    precision, recall, f1 = _prf(credit, actual, possible)
+    return {
+        "correct": int(correct), "incorrect": int(incorrect), "partial": int(partial),
+        "missed": int(missed), "spurious": int(spurious), "possible": int(possible), "actual": int(actual),
+        "precision": precision, "recall": recall, "f1": f1,
+    }
+
+
+def _overlap_percent_ok(g: Entity, p: Entity, min_overlap_percent: float) -> bool:
+    # nervaluate's rule on inclusive ends (end - 1), kept verbatim for parity.
+    ge, pe = g.end - 1, p.end - 1
+    if p.start > ge or pe < g.start:
+        return False
+    overlap = min(pe, ge) - max(p.start, g.start) + 1
+    return (overlap / (ge - g.start + 1)) * 100.0 >= min_overlap_percent
+
+
+def semeval_greedy_counts(gold: list, pred: list, gold_labels: list, pred_labels: list, scheme: str,
+                          min_overlap_percent: float = 1.0) -> tuple[int, int, int, int, int]:
+    """(correct, incorrect, partial, missed, spurious) of one record by nervaluate 1.x's greedy
+    first-match rule: predictions in order each take the first unmatched gold entity that
+    qualifies (for 'type', the same-label overlap with the closest boundaries)."""
+    cor = inc = par = spu = 0
+    matched = set()
+    for j, p in enumerate(pred):
+        found_match, fallback, best_distance = None, None, None
+        for i, g in enumerate(gold):
+            if i in matched:
+                continue
+            same_bounds = g.start == p.start and g.end == p.end
+            overlap_ok = _overlap_percent_ok(g, p, min_overlap_percent)
+            if scheme == "type":
+                if overlap_ok:
+                    distance = abs(p.start - g.start) + abs(p.end - g.end)
+                    if gold_labels[i] == pred_labels[j]:
+                        if best_distance is None or distance < best_distance:
+                            found_match, best_distance = i, distance
+                    elif fallback is None:
+                        fallback = i
+                continue
+            if scheme == "partial":
+                if overlap_ok:
+                    if same_bounds:
+                        found_match = i
+                        break
+                    if fallback is None:
+                        fallback = i
+                continue
+            exact = same_bounds and (scheme == "exact" or gold_labels[i] == pred_labels[j])
+            if exact:
+                found_match = i
+                break
+            if overlap_ok and fallback is None:
+                fallback = i
+        if found_match is not None:
+            cor += 1
+            matched.add(found_match)
+        elif fallback is not None:
+            if scheme == "partial":
+                par += 1
+            else:
+                inc += 1
+            matched.add(fallback)
+        else:
+            spu += 1
+    return cor, inc, par, len(gold) - len(matched), spu
+
+
+@dataclass
+class NerResult:
+    """Scores of one model against the gold entities.
+
+    ``dmberta``: ``mean`` (mean record score), ``accumulate`` (sum of record scores, the seed's
+    "Accumulate Score"), ``precision_mean``/``recall_mean``, and micro ``precision``/``recall``/``f1``
+    (total credit over all predicted / gold entities). ``semeval``: per scheme the SemEval counts
+    and precision/recall/F1. ``per_label``: DMBertA by gold label (recall) and by predicted label
+    (precision), with the predicted labels each gold label was matched to. ``records``: per-record
+    detail (built on first access).
+    """
+
+    name: str
+    n_records: int
+    dmberta: dict
+    semeval: dict
+    per_label: dict
+    repairs: dict
+    settings: dict
+    _detail: Any = field(default=None, repr=False)
+    _records: Optional[list] = field(default=None, repr=False)
+
+    @property
+    def records(self) -> list:
+        if self._records is None:
+            self._records = self._detail()
+        return self._records
+
+    def to_dict(self, records: bool = True) -> dict:
+        out = {
+            "n_records": self.n_records, "dmberta": self.dmberta, "semeval": self.semeval,
+            "per_label": self.per_label, "repairs": self.repairs, "settings": self.settings,
+        }
+        if records:
+            out["records"] = self.records
+        return out
+
+
+def _entity_json(e: Entity) -> list:
+    return [e.start, e.end, e.label, e.surface]
+
+
+def score_model(
+    name: str,
+    ids: Sequence,
+    gold: PreparedSide,
+    pred: PreparedSide,
+    similarity: LabelSimilarity,
+    *,
+    min_jaccard: float = 0.0,
+    min_overlap_percent: float = 1.0,
+    semeval_matching: str = "optimal",
+    n_threads: int = 0,
+) -> NerResult:
+    """DMBertA and SemEval scores of one prepared model side against the prepared gold side."""
+    if semeval_matching not in SEMEVAL_MATCHING:
+        raise ValueError(f"semeval_matching must be one of {SEMEVAL_MATCHING}, got {semeval_matching!r}")
+    canonical = {}
+    for side in (gold.entities, pred.entities):
+        for ents in side:
+            for e in ents:
+                if e.label not in canonical:
+                    canonical[e.label] = similarity.canonical(e.label)
+    vocab = sorted(set(canonical.values()))
+    label_id = {label: i for i, label in enumerate(vocab)}
+    raw_id = {raw: label_id[c] for raw, c in canonical.items()}
+    g = PackedSpans.from_records(gold.entities, raw_id, lambda e: e.label)
+    p = PackedSpans.from_records(pred.entities, raw_id, lambda e: e.label)
+    n = g.n_records
+    n_gold, n_pred = np.diff(g.offsets), np.diff(p.offsets)
+
+    # DMBertA: Jaccard-optimal alignment, credit = J x S(labels).
+    sim = similarity.matrix(vocab, vocab) if vocab else np.zeros((0, 0))
+    al = align_batch(g, p, scheme="jaccard", min_jaccard=min_jaccard, n_threads=n_threads)
+    pair_rec = al.pair_records()
+    gi = g.offsets[pair_rec] + al.gold_index
+    pj = p.offsets[pair_rec] + al.pred_index
+    label_sim = sim[g.labels[gi], p.labels[pj]] if len(gi) else np.zeros(0)
+    credit = al.jaccard * label_sim
+    rec_credit = np.bincount(pair_rec, weights=credit, minlength=n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(n_pred > 0, rec_credit / np.maximum(n_pred, 1), 0.0)
+        recall = np.where(n_gold > 0, rec_credit / np.maximum(n_gold, 1), 0.0)
+        score = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
+    both_empty = (n_gold == 0) & (n_pred == 0)
+    precision[both_empty] = recall[both_empty] = score[both_empty] = 1.0
+    total_credit, total_gold, total_pred = float(credit.sum()), int(n_gold.sum()), int(n_pred.sum())
+    micro_p, micro_r, micro_f = _prf(total_credit, total_pred, total_gold)
+    if total_gold == 0 and total_pred == 0:
+        micro_p = micro_r = micro_f = 1.0
+    dmberta = {
+        "mean": float(score.mean()) if n else 0.0,
+        "accumulate": float(score.sum()),
+        "precision_mean": float(precision.mean()) if n else 0.0,
+        "recall_mean": float(recall.mean()) if n else 0.0,
+        "precision": micro_p, "recall": micro_r, "f1": micro_f,
+        "credit": total_credit, "n_gold": total_gold, "n_pred": total_pred,
+    }
+
+    # Per-label breakdown (canonical labels).
+    gold_label_count = np.bincount(g.labels, minlength=len(vocab)) if len(vocab) else np.zeros(0, int)
+    pred_label_count = np.bincount(p.labels, minlength=len(vocab)) if len(vocab) else np.zeros(0, int)
+    gold_label_credit = np.bincount(g.labels[gi], weights=credit, minlength=len(vocab)) if len(vocab) else np.zeros(0)
+    pred_label_credit = np.bincount(p.labels[pj], weights=credit, minlength=len(vocab)) if len(vocab) else np.zeros(0)
+    matched_to = defaultdict(Counter)
+    for a, b in zip(g.labels[gi].tolist(), p.labels[pj].tolist()):
+        matched_to[a][vocab[b]] += 1
+    per_label = {
+        "gold": {
+            vocab[k]: {"n": int(gold_label_count[k]), "credit": float(gold_label_credit[k]),
+                       "recall": float(gold_label_credit[k] / gold_label_count[k]),
+                       "matched_pred_labels": dict(matched_to[k].most_common())}
+            for k in range(len(vocab)) if gold_label_count[k] > 0
+        },
+        "pred": {
+            vocab[k]: {"n": int(pred_label_count[k]), "credit": float(pred_label_credit[k]),
+                       "precision": float(pred_label_credit[k] / pred_label_count[k])}
+            for k in range(len(vocab)) if pred_label_count[k] > 0
+        },
+    }
+
+    # SemEval schemes.
+    semeval, rec_semeval = {}, {}
+    for scheme in SEMEVAL_SCHEMES:
+        if semeval_matching == "optimal":
+            sa = align_batch(g, p, scheme=scheme, min_overlap_percent=min_overlap_percent, n_threads=n_threads)
+            srec = sa.pair_records()
+            sg = g.offsets[srec] + sa.gold_index
+            sp = p.offsets[srec] + sa.pred_index
+            same_bounds = (g.starts[sg] == p.starts[sp]) & (g.ends[sg] == p.ends[sp])
+            same_label = g.labels[sg] == p.labels[sp]
+            ok = {"strict": same_bounds & same_label, "exact": same_bounds, "partial": same_bounds, "type": same_label}[scheme]
+            matched = np.bincount(srec, minlength=n)
+            cor = np.bincount(srec, weights=ok, minlength=n).astype(np.int64)
+            rest = matched - cor
+            par = rest if scheme == "partial" else np.zeros(n, np.int64)
+            inc = np.zeros(n, np.int64) if scheme == "partial" else rest
+            mis, spu = n_gold - matched, n_pred - matched
+            counts = np.stack([cor, inc, par, mis, spu], axis=1)
+        else:
+            counts = np.array(
+                [semeval_greedy_counts(ge, pe, [raw_id[e.label] for e in ge], [raw_id[e.label] for e in pe],
+                                       scheme, min_overlap_percent)
+                 for ge, pe in zip(gold.entities, pred.entities)],
+                dtype=np.int64,
+            ).reshape(n, 5)
+        rec_semeval[scheme] = counts
+        semeval[scheme] = semeval_summary(*counts.sum(axis=0).tolist(), scheme=scheme)
+
+    def detail() -> list:
+        out = []
+        starts = al.pair_offsets
+        for r in range(n):
+            matches = []
+            for k in range(starts[r], starts[r + 1]):
+                ge = gold.entities[r][al.gold_index[k]]
+                pe = pred.entities[r][al.pred_index[k]]
+                matches.append({
+                    "gold": _entity_json(ge), "pred": _entity_json(pe), "jaccard": float(al.jaccard[k]),
+                    "label_similarity": float(label_sim[k]), "credit": float(credit[k]),
+                })
+            out.append({
+                "id": ids[r], "n_gold": int(n_gold[r]), "n_pred": int(n_pred[r]),
+                "precision": float(precision[r]), "recall": float(recall[r]), "score": float(score[r]),
+                "matches": matches,
+                "semeval": {s: dict(zip(("correct", "incorrect", "partial", "missed", "spurious"),
+                                        rec_semeval[s][r].tolist())) for s in SEMEVAL_SCHEMES},
+                "repairs": {"gold": gold.record_repairs[r].to_dict(), "pred": pred.record_repairs[r].to_dict()},
+            })
+        return out
+
+    settings = {
+        "label_similarity": similarity.method, "min_jaccard": min_jaccard,
+        "min_overlap_percent": min_overlap_percent, "semeval_matching": semeval_matching,
+    }
+    return NerResult(name, n, dmberta, semeval, per_label,
+                     {"gold": gold.repairs.to_dict(), "pred": pred.repairs.to_dict()}, settings, _detail=detail)
+
+
+class Comparison(dict):
+    """``{model name: NerResult}`` with a comparison table."""
+
+    def ranking(self) -> list:
+        """Model names, best DMBertA mean first (ties: accumulate, then name)."""
+        return sorted(self, key=lambda m: (-self[m].dmberta["mean"], -self[m].dmberta["accumulate"], m))
+
+    def table(self, markdown: bool = True) -> str:
+        """One row per model, best first: DMBertA mean and accumulate, micro precision/recall,
+        strict and partial F1."""
+        header = ["Model", "DMBertA mean", "DMBertA accumulate", "DMBertA P", "DMBertA R", "Strict F1", "Partial F1"]
+        rows = []
+        for m in self.ranking():
+            r = self[m]
+            rows.append([m, f"{r.dmberta['mean']:.3f}", f"{r.dmberta['accumulate']:.3f}",
+                         f"{r.dmberta['precision']:.3f}", f"{r.dmberta['recall']:.3f}",
+                         f"{r.semeval['strict']['f1']:.3f}", f"{r.semeval['partial']['f1']:.3f}"])
+        if markdown:
+            lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+            lines += ["| " + " | ".join(row) + " |" for row in rows]
+            return "\n".join(lines)
+        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+        fmt = lambda row: "  ".join(str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(row, widths)))
+        return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, rows)])
+
+    def to_dict(self, records: bool = True) -> dict:
+        return {name: result.to_dict(records=records) for name, result in self.items()}
+
+
+def _records_of(data: Any, texts, ids, source: str) -> list:
+    if data and isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and isinstance(data[0], Record):
+        return list(data)
+    return to_records(data, texts=texts, ids=ids, source=source)
+
+
+def compare(
+    gold: Any,
+    predictions: Mapping[str, Any],
+    *,
+    texts: Optional[Sequence[Optional[str]]] = None,
+    ids: Optional[Sequence] = None,
+    format: str = "auto",
+    gold_format: Optional[str] = None,
+    label_similarity: Union[str, LabelSimilarity] = "embedding",
+    label_model: Optional[str] = None,
+    embedder: Optional[Embedder] = None,
+    label_map: Optional[Mapping[str, str]] = None,
+    min_jaccard: float = 0.0,
+    min_overlap_percent: float = 1.0,
+    semeval_matching: str = "optimal",
+    trim: bool = True,
+    on_missing_surface: str = "error",
+    n_threads: int = 0,
+) -> Comparison:
+    """Score several models against one gold standard; returns ``{model: NerResult}`` with
+    ``.table()`` and ``.ranking()``.
+
+    ``gold`` and each ``predictions[model]`` are either lists of record dicts
+    (``{"id", "text", "labels"}``; joined by id) or lists of per-record entities in any supported
+    format (joined by position, ``texts``/``ids`` given separately). Texts come from the gold side.
+    Each distinct label is embedded once for the whole comparison. See :func:`evaluate` for the
+    other options.
+    """
+    if not isinstance(predictions, Mapping) or not predictions:
+        raise TypeError("predictions must be a non-empty mapping of model name -> predictions")
+    similarity = make_label_similarity(label_similarity, label_model=label_model, embedder=embedder, label_map=label_map)
+    gold_records = _records_of(gold, texts, ids, "gold")
+    record_texts = [rec.text for rec in gold_records]
+    gold_side = prepare(gold_records, texts=record_texts, format=gold_format or format, trim=trim,
+                        on_missing_surface=on_missing_surface)
+    out = Comparison()
+    for name, data in predictions.items():
+        pred_records = _records_of(data, texts, ids, f"predictions[{name!r}]")
+        if len(pred_records) != len(gold_records) or any(a.id != b.id for a, b in zip(pred_records, gold_records)):
+            pred_records = join_by_id(gold_records, pred_records, name)
+        else:
+            join_by_id(gold_records, pred_records, name)  # text consistency check
+        pred_side = prepare(pred_records, texts=record_texts, format=format, trim=trim,
+                            on_missing_surface=on_missing_surface)
+        out[name] = score_model(name, [rec.id for rec in gold_records], gold_side, pred_side, similarity,
+                                min_jaccard=min_jaccard, min_overlap_percent=min_overlap_percent,
+                                semeval_matching=semeval_matching, n_threads=n_threads)
+    return out
+
+
+def evaluate(gold: Any, predictions: Any, *, name: str = "model", **options) -> NerResult:
+    """DMBertA and SemEval scores of one model's ``predictions`` against ``gold``.
+
+    Options (all keyword): ``texts``, ``ids``; ``format`` (entity format of the predictions, and
+    of the gold unless ``gold_format`` is given; default ``"auto"``); ``label_similarity``
+    (``"embedding"``, default, or ``"exact"``, or a :class:`LabelSimilarity`); ``label_model``
+    (encoder for label embeddings, default rapidscore's embedded all-MiniLM-L6-v2);
+    ``embedder`` (callable ``list[str] -> (n, dim) array`` replacing the encoder);
+    ``label_map`` (``{label: canonical}`` synonyms, scored 1 when canonical labels agree);
+    ``min_jaccard`` (minimum character Jaccard for a DMBertA pair, default 0 = any overlap);
+    ``min_overlap_percent`` (SemEval overlap threshold on the gold span, default 1 as nervaluate);
+    ``semeval_matching`` (``"optimal"``, default, or ``"nervaluate"`` for its greedy first match);
+    ``trim`` (strip whitespace/punctuation at span edges, default True); ``on_missing_surface``
+    (``"error"``, default, or ``"drop"`` and report); ``n_threads`` (0 = all cores).
+    """
+    return compare(gold, {name: predictions}, **options)[name]

@@ -1,0 +1,124 @@
+"""Label similarity S(gold label, predicted label) for DMBertA.
+
+Labels are normalised (case, underscores, whitespace) and passed through an optional
+user label map (synonyms) before comparison; identical normalised labels score exactly 1.
+``"embedding"`` similarity is the cosine of the labels' sentence embeddings (negative cosines
+count as 0); each distinct normalised label is embedded once per :class:`LabelSimilarity` object
+and cached. ``"exact"`` similarity is 1 for identical normalised labels and 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+Embedder = Callable[[list], np.ndarray]
+
+_SEPARATORS = re.compile(r"[\s_]+")
+
+
+def normalize_label(label: str) -> str:
+    """Lower-case, underscores as spaces, runs of whitespace collapsed: ``"Driver_License  "`` ->
+    ``"driver license"``."""
+    return _SEPARATORS.sub(" ", label).strip().lower()
+
+
+def default_embedder(model: Optional[str] = None) -> Embedder:
+    """Sentence-embedding function of the shared encoder (mean pooling, unit vectors); the model
+    is loaded on first use. ``model`` defaults to rapidscore's embedded all-MiniLM-L6-v2."""
+    state: dict = {}
+
+    def embed(labels: list) -> np.ndarray:
+        if "encoder" not in state:
+            from rapidscore.encoder import Encoder
+            from rapidscore.model_source import DEFAULT_MODEL
+
+            state["encoder"] = Encoder(model or DEFAULT_MODEL)
+        return state["encoder"].sentence_embeddings(list(labels))
+
+    return embed
+
+
+class LabelSimilarity:
+    """Similarity of label strings, shared across records and models of one evaluation run.
+
+    ``method``: ``"embedding"`` (default) or ``"exact"``. ``embedder``: a callable mapping a list
+    of label strings to an ``(n, dim)`` array (default: the shared encoder with ``model``).
+    ``label_map``: ``{label: canonical label}`` applied to both sides after normalisation; labels
+    mapped to the same canonical label score 1.
+    """
+
+    def __init__(
+        self,
+        method: str = "embedding",
+        *,
+        model: Optional[str] = None,
+        embedder: Optional[Embedder] = None,
+        label_map: Optional[Mapping[str, str]] = None,
+    ):
+        if method not in ("embedding", "exact"):
+            raise ValueError(f"label similarity must be 'embedding' or 'exact', got {method!r}")
+        if label_map is not None and not isinstance(label_map, Mapping):
+            raise TypeError(f"label_map must be a mapping of label -> canonical label, got {type(label_map).__name__}")
+        self.method = method
+        self._embedder = embedder if embedder is not None else (default_embedder(model) if method == "embedding" else None)
+        self._map = {}
+        for key, value in (label_map or {}).items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise TypeError(f"label_map entries must be strings, got {key!r}: {value!r}")
+            self._map[normalize_label(key)] = normalize_label(value)
+        self._vectors: dict = {}
+        self.embedded_labels = 0  # how many distinct labels went through the embedder
+        self.embedder_calls = 0
+
+    def canonical(self, label: str) -> str:
+        """Normalised label after the label map."""
+        norm = normalize_label(label)
+        return self._map.get(norm, norm)
+
+    def _ensure_embedded(self, labels: Iterable[str]) -> None:
+        missing = sorted({label for label in labels if label not in self._vectors})
+        if not missing:
+            return
+        vectors = np.asarray(self._embedder(missing), dtype=np.float64)
+        self.embedder_calls += 1
+        if vectors.ndim != 2 or vectors.shape[0] != len(missing):
+            raise ValueError(
+                f"label embedder returned shape {vectors.shape} for {len(missing)} labels; expected (n_labels, dim)"
+            )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+        for label, vector in zip(missing, vectors):
+            self._vectors[label] = vector
+        self.embedded_labels += len(missing)
+
+    def matrix(self, gold_labels: Sequence[str], pred_labels: Sequence[str]) -> np.ndarray:
+        """``(len(gold_labels), len(pred_labels))`` similarities in [0, 1] of canonical labels."""
+        gold = [self.canonical(x) for x in gold_labels]
+        pred = [self.canonical(x) for x in pred_labels]
+        same = np.array([[g == p for p in pred] for g in gold], dtype=bool).reshape(len(gold), len(pred))
+        if self.method == "exact" or not gold or not pred:
+            return same.astype(np.float64)
+        self._ensure_embedded(gold + pred)
+        g = np.stack([self._vectors[x] for x in gold])
+        p = np.stack([self._vectors[x] for x in pred])
+        sim = np.clip(g @ p.T, 0.0, 1.0)
+        sim[same] = 1.0
+        return sim
+
+    def __call__(self, gold_label: str, pred_label: str) -> float:
+        return float(self.matrix([gold_label], [pred_label])[0, 0])
+
+
+def make_label_similarity(
+    label_similarity: Union[str, LabelSimilarity] = "embedding",
+    *,
+    label_model: Optional[str] = None,
+    embedder: Optional[Embedder] = None,
+    label_map: Optional[Mapping[str, str]] = None,
+) -> LabelSimilarity:
+    if isinstance(label_similarity, LabelSimilarity):
+        return label_similarity
+    return LabelSimilarity(label_similarity, model=label_model, embedder=embedder, label_map=label_map)

@@ -1,0 +1,172 @@
+"""Records (one text and its entities) from Python objects and JSONL files, joined by id.
+
+A JSONL line is ``{"id": ..., "text": ... (or "prompt"), "labels": <entities>}``; the entities
+may also sit under ``"entities"``, ``"spans"`` (Prodigy) or ``"ents"`` (spaCy JSON). A combined
+file holds ``{"id", "text", "gold": <entities>, "predictions": {model: <entities>}}`` per line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+ENTITY_KEYS = ("labels", "entities", "spans", "ents")
+TEXT_KEYS = ("text", "prompt")
+
+
+@dataclass
+class Record:
+    """One text and one side's entities in their original format; ``where`` says where it came
+    from (``file:line`` or a list position) for error messages."""
+
+    id: Any
+    text: Optional[str]
+    entities: Any
+    where: str
+
+
+def is_record_dict(item: Any) -> bool:
+    return isinstance(item, Mapping) and any(key in item for key in (*ENTITY_KEYS, "gold", "predictions"))
+
+
+def _text_of(item: Mapping, where: str) -> Optional[str]:
+    present = [key for key in TEXT_KEYS if key in item]
+    if len(present) > 1 and item[present[0]] != item[present[1]]:
+        raise ValueError(f"{where}: 'text' and 'prompt' differ")
+    text = item[present[0]] if present else None
+    if text is not None and not isinstance(text, str):
+        raise ValueError(f"{where}: text must be a string, got {type(text).__name__}")
+    return text
+
+
+def _entities_of(item: Mapping, where: str) -> Any:
+    present = [key for key in ENTITY_KEYS if key in item]
+    if not present:
+        raise ValueError(f"{where}: no entities: expected one of the keys {', '.join(ENTITY_KEYS)}")
+    if len(present) > 1:
+        raise ValueError(f"{where}: several entity keys {present}; keep one")
+    if present[0] in ("spans", "ents"):
+        return {present[0]: item[present[0]]}  # Prodigy task / spaCy JSON: keep the container shape
+    return item[present[0]]
+
+
+def _record_id(item: Mapping, position: int, where: str, require_id: bool) -> Any:
+    if "id" in item:
+        rid = item["id"]
+        if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+            raise ValueError(f"{where}: id must be a string or an integer, got {rid!r}")
+        return rid
+    if require_id:
+        raise ValueError(f"{where}: record has no 'id' (needed to join gold and prediction files)")
+    return position
+
+
+def to_records(
+    data: Any, *, texts: Optional[Sequence[Optional[str]]] = None, ids: Optional[Sequence] = None, source: str = "input"
+) -> list[Record]:
+    """Records from a list of record dicts or a list of per-record entity collections (with
+    optional parallel ``texts`` and ``ids``). Duplicated ids raise ValueError."""
+    if isinstance(data, (str, bytes)) or not isinstance(data, Sequence):
+        raise TypeError(f"{source}: expected a list of records or of per-record entities, got {type(data).__name__}")
+    if texts is not None and len(texts) != len(data):
+        raise ValueError(f"{source}: {len(texts)} texts for {len(data)} records")
+    if ids is not None and len(ids) != len(data):
+        raise ValueError(f"{source}: {len(ids)} ids for {len(data)} records")
+    records = []
+    for position, item in enumerate(data):
+        where = f"{source}[{position}]"
+        if is_record_dict(item):
+            rid = ids[position] if ids is not None else _record_id(item, position, where, False)
+            text = _text_of(item, where)
+            if texts is not None and texts[position] is not None:
+                if text is not None and text != texts[position]:
+                    raise ValueError(f"{where}: the record's text differs from texts[{position}]")
+                text = texts[position]
+            records.append(Record(rid, text, _entities_of(item, where), where))
+        else:
+            rid = ids[position] if ids is not None else position
+            records.append(Record(rid, texts[position] if texts is not None else None, item, where))
+    _check_unique(records, source)
+    return records
+
+
+def _check_unique(records: list[Record], source: str) -> None:
+    seen: dict = {}
+    for rec in records:
+        if rec.id in seen:
+            raise ValueError(f"{source}: duplicated id {rec.id!r} ({seen[rec.id]} and {rec.where})")
+        seen[rec.id] = rec.where
+
+
+def _read_lines(path: str):
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file: {path}")
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{where}: not valid JSON: {exc.msg}") from None
+            if not isinstance(item, dict):
+                raise ValueError(f"{where}: each line must be a JSON object, got {type(item).__name__}")
+            yield item, where
+
+
+def read_jsonl(path: str, *, require_id: bool = True) -> list[Record]:
+    """Records of a JSONL file (one ``{"id", "text", "labels"}`` object per line)."""
+    records = []
+    for position, (item, where) in enumerate(_read_lines(path)):
+        records.append(
+            Record(_record_id(item, position, where, require_id), _text_of(item, where), _entities_of(item, where), where)
+        )
+    _check_unique(records, path)
+    return records
+
+
+def read_combined_jsonl(path: str) -> tuple[list[Record], dict]:
+    """Gold records and ``{model: records}`` from a combined file with ``"gold"`` and
+    ``"predictions": {model: entities}`` per line. Every line must name the same models."""
+    gold, predictions = [], {}
+    models = None
+    for position, (item, where) in enumerate(_read_lines(path)):
+        if "gold" not in item or not isinstance(item.get("predictions"), dict):
+            raise ValueError(f"{where}: a combined file needs 'gold' and a 'predictions' object on every line")
+        rid = _record_id(item, position, where, False)
+        text = _text_of(item, where)
+        if models is None:
+            models = list(item["predictions"])
+            predictions = {name: [] for name in models}
+        elif set(item["predictions"]) != set(models):
+            raise ValueError(f"{where}: predictions name models {sorted(item['predictions'])}, expected {sorted(models)}")
+        gold.append(Record(rid, text, item["gold"], where))
+        for name in models:
+            predictions[name].append(Record(rid, text, item["predictions"][name], where))
+    _check_unique(gold, path)
+    if not gold:
+        raise ValueError(f"{path}: no records")
+    return gold, predictions
+
+
+def join_by_id(gold: list[Record], predicted: list[Record], model: str) -> list[Record]:
+    """``predicted`` reordered to follow ``gold``. Ids present on one side only, or a text that
+    differs between the two sides, raise ValueError naming them; nothing is dropped."""
+    by_id = {rec.id: rec for rec in predicted}
+    gold_ids = {rec.id for rec in gold}
+    missing = [rec.id for rec in gold if rec.id not in by_id]
+    extra = [rec.id for rec in predicted if rec.id not in gold_ids]
+    if missing:
+        raise ValueError(f"model {model!r}: no prediction for gold id(s) {missing[:10]}{' ...' if len(missing) > 10 else ''}")
+    if extra:
+        raise ValueError(f"model {model!r}: prediction id(s) {extra[:10]}{' ...' if len(extra) > 10 else ''} not in the gold file")
+    joined = []
+    for rec in gold:
+        pred = by_id[rec.id]
+        if pred.text is not None and rec.text is not None and pred.text != rec.text:
+            raise ValueError(f"model {model!r}: id {rec.id!r}: text differs from the gold text ({pred.where} vs {rec.where})")
+        joined.append(pred)
+    return joined
