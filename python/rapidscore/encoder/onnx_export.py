@@ -103,7 +103,7 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
     tokenizer, config = load_tokenizer(model_dir, add_prefix_space)
     spec = tokenizer_spec(tokenizer, config)
     model = load_truncated_model(model_dir, None if all_layers else int(layer), all_layers=all_layers)
-    wrapped = LayerOutput.build(model, all_layers)
+    wrapped = LayerOutput.build(model, layer if all_layers else int(layer))
 
     example = tokenizer(list(PROBE_TEXTS[:2]), padding=True, return_tensors="pt")
     args = (example["input_ids"], example["attention_mask"])
@@ -119,8 +119,9 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-    got = session.run(None, {"input_ids": probe["input_ids"].numpy(),
-                             "attention_mask": probe["attention_mask"].numpy()})[0]
+    feed = {"input_ids": probe["input_ids"].numpy(), "attention_mask": probe["attention_mask"].numpy()}
+    declared = {i.name for i in session.get_inputs()}
+    got = session.run(None, {k: v for k, v in feed.items() if k in declared})[0]
     mask = probe["attention_mask"].numpy().astype(bool)
     real_expected = expected[..., mask, :] if all_layers else expected[mask]
     real_got = got[..., mask, :] if all_layers else got[mask]

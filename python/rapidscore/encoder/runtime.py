@@ -44,16 +44,19 @@ class OnnxRunner:
             providers = ["CPUExecutionProvider"]
         self.session = ort.InferenceSession(str(onnx_path), options, providers=providers)
         self.provider = self.session.get_providers()[0]
+        # The exporter drops inputs a graph does not use (layer 0 ignores the attention mask).
+        self._inputs = {i.name for i in self.session.get_inputs()}
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        return self.session.run(None, {"input_ids": input_ids, "attention_mask": attention_mask})[0]
+        feed = {"input_ids": input_ids, "attention_mask": attention_mask}
+        return self.session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
 
 
 class TorchRunner:
     def __init__(self, model_dir: Path, layer: int | str, device: str, num_threads: int | None):
         import torch
 
-        from rapidscore.encoder.torch_model import load_truncated_model
+        from rapidscore.encoder.torch_model import hidden_state_of, load_truncated_model
 
         if device == "cuda" and not torch.cuda.is_available():
             raise RuntimeError("device='cuda' with backend='torch' needs a CUDA build of torch and a GPU")
@@ -61,16 +64,15 @@ class TorchRunner:
             torch.set_num_threads(num_threads)
         all_layers = layer == "all"
         self._torch = torch
+        self._forward = hidden_state_of
         self.device = device
-        self.all_layers = all_layers
+        self.layer = layer
         self.model = load_truncated_model(model_dir, None if all_layers else int(layer), all_layers).to(device)
         self.provider = f"torch-{device}"
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         torch = self._torch
         with torch.inference_mode():
-            out = self.model(input_ids=torch.from_numpy(input_ids).to(self.device),
-                             attention_mask=torch.from_numpy(attention_mask).to(self.device),
-                             output_hidden_states=self.all_layers)
-            hidden = torch.stack(tuple(out.hidden_states)) if self.all_layers else out[0]
+            hidden = self._forward(self.model, torch.from_numpy(input_ids).to(self.device),
+                                   torch.from_numpy(attention_mask).to(self.device), self.layer)
             return hidden.float().cpu().numpy()

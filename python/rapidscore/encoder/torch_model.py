@@ -41,8 +41,24 @@ def load_truncated_model(model_dir: Path, layer: int | None, all_layers: bool = 
     if layer is not None and not all_layers:
         owner, attr = _layer_list_owner(model)
         layers = getattr(owner, attr)
-        setattr(owner, attr, torch.nn.ModuleList(list(layers)[:layer]))
+        # Some encoders (DeBERTa-v2) fail with zero layers: layer 0 keeps one and reads
+        # hidden_states[0] (see hidden_state_of).
+        setattr(owner, attr, torch.nn.ModuleList(list(layers)[:max(layer, 1)]))
     return model.eval()
+
+
+def hidden_state_of(model, input_ids, attention_mask, layer: int | str):
+    """Output of the truncated model: last hidden state, hidden_states[0] for layer 0, or every
+    hidden state stacked on a leading axis for layer "all"."""
+    import torch
+
+    needs_all = layer == "all" or layer == 0
+    out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=needs_all)
+    if layer == "all":
+        return torch.stack(tuple(out.hidden_states), dim=0)
+    if layer == 0:
+        return out.hidden_states[0]
+    return out[0]
 
 
 def _has_safetensors(model_dir: Path) -> bool:
@@ -53,7 +69,7 @@ class LayerOutput:
     """Factory for the module exported to ONNX: (input_ids, attention_mask) -> embeddings."""
 
     @staticmethod
-    def build(model, all_layers: bool):
+    def build(model, layer: int | str):
         import torch
 
         class _Wrapped(torch.nn.Module):
@@ -62,11 +78,7 @@ class LayerOutput:
                 self.model = model
 
             def forward(self, input_ids, attention_mask):
-                out = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                                 output_hidden_states=all_layers)
-                if all_layers:
-                    return torch.stack(tuple(out.hidden_states), dim=0)
-                return out[0]
+                return hidden_state_of(self.model, input_ids, attention_mask, layer)
 
         return _Wrapped().eval()
 
