@@ -76,8 +76,8 @@ class Encoder:
     max_batch_size: sequences per batch at most.
     num_threads: intra-op threads (default: the CPUs available to this process).
     cache_dir: where ONNX exports live (default $RAPIDSCORE_CACHE or ~/.cache/rapidscore).
-    add_prefix_space: for byte-level BPE tokenizers (RoBERTa); None = as BERTScore does (True for
-        RoBERTa-style models).
+    add_prefix_space: for byte-level BPE tokenizers (RoBERTa); None keeps the tokenizer as saved,
+        which is what bert-score 0.3.13 gives under transformers 5.
     progress: show a progress bar over batches.
     """
 

@@ -84,15 +84,18 @@ class LayerOutput:
 
 
 def load_tokenizer(model_dir: Path, add_prefix_space: bool | None):
-    """The fast tokenizer of a model; byte-level BPE models get a prefix space as BERTScore does."""
+    """The fast tokenizer of a model.
+
+    ``add_prefix_space`` None keeps the tokenizer as saved. That is what bert-score 0.3.13 does
+    under transformers 5: its ``add_prefix_space=True`` encode argument for RoBERTa is dropped
+    there, so no prefix space is added. True reproduces transformers-4-era slow RoBERTa tokenizers.
+    """
     from transformers import AutoConfig, AutoTokenizer
 
     config = AutoConfig.from_pretrained(str(model_dir), trust_remote_code=False)
     kwargs = {"use_fast": True, "trust_remote_code": False}
-    if add_prefix_space is None:
-        add_prefix_space = config.model_type in ROBERTA_LIKE
-    if add_prefix_space:
-        kwargs["add_prefix_space"] = True
+    if add_prefix_space is not None:
+        kwargs["add_prefix_space"] = bool(add_prefix_space)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir), **kwargs)
