@@ -1,0 +1,156 @@
+"""Semantic similarity and the Negative Rejection Rate against sentence-transformers."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+
+import numpy as np
+import pytest
+
+from rapidscore.nrr import (
+    SentenceSimilarity, calibrate_threshold, negative_rejection, negative_rejection_frame,
+    negative_rejection_jsonl, nrr_curve,
+)
+
+SUBJECTS = ["The cat", "A physicist", "My neighbour", "The committee", "Our CEO", "Das Kind", "El perro"]
+VERBS = ["approved", "rejected", "studied", "painted", "ignored", "celebrated", "questioned"]
+OBJECTS = ["the budget for next year", "a quantum experiment", "the old red barn", "café naïve menus",
+           "東京 travel plans", "the 😀 emoji report", "an extremely long and winding proposal " * 3]
+
+
+def varied_pairs(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for _ in range(n):
+        s, v, o = rng.choice(SUBJECTS), rng.choice(VERBS), rng.choice(OBJECTS)
+        generated = f"{s} {v} {o}."
+        kind = rng.integers(0, 3)
+        if kind == 0:
+            reference = generated
+        elif kind == 1:
+            reference = f"{rng.choice(SUBJECTS)} {v} {o}, according to the report."
+        else:
+            reference = f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}"
+        pairs.append((generated, reference))
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+@pytest.fixture(scope="module")
+def similarity_model(minilm_path):
+    return SentenceSimilarity(str(minilm_path))
+
+
+def test_similarities_equal_sentence_transformers_cosine(minilm_path, similarity_model):
+    from sentence_transformers import SentenceTransformer
+
+    generated, references = varied_pairs(300)
+    model = SentenceTransformer(str(minilm_path), device="cpu")
+    a = model.encode(generated, normalize_embeddings=True, convert_to_numpy=True).astype(np.float64)
+    b = model.encode(references, normalize_embeddings=True, convert_to_numpy=True).astype(np.float64)
+    expected = (a * b).sum(axis=1)
+    result = negative_rejection(generated, references, threshold=0.8, similarity_model=similarity_model)
+    assert np.abs(result.similarities - expected).max() <= 1e-5
+    # NRR is exactly the share of similarities strictly below the threshold.
+    assert result.n_rejected == int((result.similarities < np.float32(0.8)).sum())
+    assert result.rate == result.n_rejected / 300 and result.capture_rate == (300 - result.n_rejected) / 300
+    assert 0 < result.n_rejected < 300
+
+
+def test_threshold_is_strict(similarity_model):
+    result = negative_rejection(["same text"], ["same text"], threshold=0.5, similarity_model=similarity_model)
+    exact = float(result.similarities[0])
+    at = negative_rejection(["same text"], ["same text"], threshold=exact, similarity_model=similarity_model)
+    assert at.n_rejected == 0  # equal to the threshold is not below it
+
+
+def test_several_references_best_counts(similarity_model):
+    single = negative_rejection(["The cat sat on the mat.", "Paris is in France."],
+                                ["A dog barked.", "Paris is a French city."], similarity_model=similarity_model)
+    other = negative_rejection(["The cat sat on the mat."], ["A cat sat on a mat."], similarity_model=similarity_model)
+    multi = negative_rejection(["The cat sat on the mat.", "Paris is in France."],
+                               [["A dog barked.", "A cat sat on a mat."], ["Paris is a French city."]],
+                               similarity_model=similarity_model)
+    np.testing.assert_allclose(multi.similarities, [other.similarities[0], single.similarities[1]], atol=1e-6)
+    assert multi.best_reference.tolist() == [1, 0]
+
+
+def test_bertscore_method_uses_bertscore_f1(minilm_path):
+    from rapidscore.bertscore import BERTScore
+
+    generated, references = varied_pairs(20, seed=3)
+    result = negative_rejection(generated, references, method="bertscore", model=str(minilm_path), threshold=0.9)
+    expected = BERTScore(str(minilm_path)).score(generated, references).f1
+    np.testing.assert_allclose(result.similarities, expected, atol=1e-6)
+    assert "method:bertscore" in result.signature
+
+
+def test_curve_matches_direct_counts():
+    rng = np.random.default_rng(5)
+    sims = rng.uniform(-1, 1, size=500)
+    grid, rates = nrr_curve(sims)
+    for t, r in zip(grid[::17], rates[::17]):
+        assert r == (sims < t).sum() / 500
+
+
+def test_calibration_against_brute_force():
+    rng = np.random.default_rng(11)
+    sims = np.round(rng.uniform(0, 1, size=80), 2)
+    captured = sims + rng.normal(0, 0.2, size=80) > 0.55
+    for criterion in ("f1", "youden"):
+        cal = calibrate_threshold(sims, captured, criterion)
+        best_value = -np.inf
+        for t in np.concatenate([[sims.min() - 1e-6], (np.unique(sims)[:-1] + np.unique(sims)[1:]) / 2,
+                                 [sims.max() + 1e-6]]):
+            rej = sims < t
+            tp, fp = (rej & ~captured).sum(), (rej & captured).sum()
+            fn = (~rej & ~captured).sum()
+            value = 2 * tp / (2 * tp + fp + fn) if criterion == "f1" else tp / (~captured).sum() - fp / captured.sum()
+            best_value = max(best_value, value)
+        assert cal.value == pytest.approx(best_value)
+        assert cal.confusion_matrix.sum() == 80
+
+
+def test_empty_strings_are_similarity_zero(similarity_model):
+    result = negative_rejection(["", "fine answer"], ["a reference", "   "], similarity_model=similarity_model)
+    assert result.similarities.tolist() == [0.0, 0.0] and result.n_rejected == 2
+
+
+@pytest.mark.parametrize(
+    "generated, references, threshold, error, message",
+    [
+        (["a", None], ["a", "b"], 0.8, TypeError, r"generated\[1\]"),
+        (["a", "b"], ["a"], 0.8, ValueError, "Different number"),
+        ([], [], 0.8, ValueError, "generated is empty"),
+        (["a"], ["b"], 1.5, ValueError, r"\[-1, 1\]"),
+        (["a"], ["b"], float("nan"), TypeError, "threshold"),
+        ("a", ["b"], 0.8, TypeError, "list of strings"),
+    ],
+)
+def test_bad_input(similarity_model, generated, references, threshold, error, message):
+    with pytest.raises(error, match=message):
+        negative_rejection(generated, references, threshold=threshold, similarity_model=similarity_model)
+
+
+def test_dataframe_jsonl_and_cli(minilm_path, similarity_model, tmp_path):
+    pd = pytest.importorskip("pandas")
+    generated, references = varied_pairs(12, seed=9)
+    direct = negative_rejection(generated, references, similarity_model=similarity_model)
+    frame = pd.DataFrame({"answer": generated, "truth": references})
+    via_frame = negative_rejection_frame(frame, "answer", "truth", similarity_model=similarity_model)
+    np.testing.assert_array_equal(via_frame.similarities, direct.similarities)
+    path = tmp_path / "items.jsonl"
+    path.write_text("\n".join(json.dumps({"generated": g, "reference": r}) for g, r in zip(generated, references)))
+    via_jsonl = negative_rejection_jsonl(path, similarity_model=similarity_model)
+    np.testing.assert_array_equal(via_jsonl.similarities, direct.similarities)
+
+    from rapidscore.cli import main
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["nrr", "--generated", str(path), "--references", str(path), "--model", str(minilm_path),
+                     "--json"]) == 0
+    document = json.loads(out.getvalue())
+    assert document["n_rejected"] == direct.n_rejected
+    assert document["negative_rejection_rate"] == pytest.approx(direct.rate)
