@@ -190,27 +190,76 @@ inline void align_assignment(std::size_t n, std::size_t m, AlignScratch& s,
     std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
 }
 
+// DJA on flat spans with the Jaccard weight computed inline: no weight matrix, two rolling rows
+// for the table, back-pointers kept. Both sides sorted and disjoint, so the predictions that can
+// overlap gold i start at the first one ending after gold i's start; that index only grows.
+inline void align_flat_jaccard(const SpanView& g, const SpanView& p, double min_jaccard, AlignScratch& s,
+                               std::vector<std::pair<std::size_t, std::size_t>>& out) {
+    const std::size_t n = g.n, m = p.n, cols = m + 1;
+    s.u.assign(cols, 0.0);  // previous row
+    s.v.assign(cols, 0.0);  // current row
+    s.back.resize((n + 1) * cols);
+    double* prev = s.u.data();
+    double* cur = s.v.data();
+    std::size_t first = 0;
+    for (std::size_t i = 1; i <= n; ++i) {
+        const std::int64_t gs = g.start[i - 1], ge = g.end[i - 1];
+        while (first < m && p.end[first] <= gs) ++first;
+        unsigned char* back = s.back.data() + i * cols;
+        cur[0] = 0.0;
+        for (std::size_t j = 1; j <= m; ++j) {
+            double best = prev[j];
+            unsigned char from = 1;
+            if (cur[j - 1] > best) { best = cur[j - 1]; from = 2; }
+            const std::size_t k = j - 1;
+            if (k >= first && p.start[k] < ge) {
+                const double jac = span_jaccard(gs, ge, p.start[k], p.end[k]);
+                if (jac > 0.0 && jac >= min_jaccard) {
+                    const double diag = prev[j - 1] + jac;
+                    if (diag > best) { best = diag; from = 3; }
+                }
+            }
+            cur[j] = best;
+            back[j] = from;
+        }
+        std::swap(prev, cur);
+    }
+    const std::size_t start = out.size();
+    std::size_t i = n, j = m;
+    while (i > 0 && j > 0) {
+        const unsigned char from = s.back[i * cols + j];
+        if (from == 3) {
+            out.emplace_back(i - 1, j - 1);
+            --i; --j;
+        } else if (from == 1) {
+            --i;
+        } else {
+            --j;
+        }
+    }
+    std::reverse(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
+}
+
 // Aligns one record; appends matched (gold index, pred index) pairs sorted by gold index.
 // Returns true when the dynamic programme was used, false for the assignment solver.
 inline bool align_record(const SpanView& g, const SpanView& p, const AlignOptions& opt, AlignScratch& s,
                          std::vector<std::pair<std::size_t, std::size_t>>& out) {
     const std::size_t n = g.n, m = p.n;
+    const bool flat = spans_are_flat(g) && spans_are_flat(p);
+    if (opt.method == AlignMethod::DynamicProgramme && !flat)
+        throw std::invalid_argument("the dynamic programme needs sorted, non-overlapping spans on both sides");
+    const bool use_dp = opt.method == AlignMethod::Assignment ? false : flat;
+    if (n == 0 || m == 0) return use_dp;
+    if (use_dp && opt.scheme == AlignScheme::Jaccard) {
+        align_flat_jaccard(g, p, opt.min_jaccard, s, out);
+        return true;
+    }
     const double k = static_cast<double>(std::min(n, m));
     const double big_b = k + 1.0;                  // > any total Jaccard
     const double big_a = (k + 1.0) * (big_b + 1.0);  // > any total of (B + J) terms
     s.weight.assign(n * m, 0.0);
     for (std::size_t i = 0; i < n; ++i)
         for (std::size_t j = 0; j < m; ++j) s.weight[i * m + j] = pair_weight(g, i, p, j, opt, big_a, big_b);
-    bool use_dp;
-    if (opt.method == AlignMethod::Auto) {
-        use_dp = spans_are_flat(g) && spans_are_flat(p);
-    } else if (opt.method == AlignMethod::DynamicProgramme) {
-        if (!spans_are_flat(g) || !spans_are_flat(p))
-            throw std::invalid_argument("the dynamic programme needs sorted, non-overlapping spans on both sides");
-        use_dp = true;
-    } else {
-        use_dp = false;
-    }
     if (use_dp) align_dynamic_programme(n, m, s, out);
     else align_assignment(n, m, s, out);
     return use_dp;

@@ -32,7 +32,7 @@ class PackedSpans:
 
     @classmethod
     def from_records(cls, records: Sequence[Sequence], label_ids: Optional[dict] = None, label_of=None) -> "PackedSpans":
-        """Pack per-record lists of ``Entity`` or ``(start, end)`` tuples. With ``label_ids``,
+        """Pack per-record lists of ``Entity`` or ``(start, end, ...)`` tuples. With ``label_ids``,
         ``label_ids[label_of(entity)]`` gives each span's label id."""
         sizes = np.fromiter((len(r) for r in records), dtype=np.int64, count=len(records))
         offsets = np.zeros(len(records) + 1, dtype=np.int64)
@@ -43,8 +43,8 @@ class PackedSpans:
             starts = np.fromiter((e.start for e in flat), dtype=np.int64, count=total)
             ends = np.fromiter((e.end for e in flat), dtype=np.int64, count=total)
         else:
-            pairs = np.asarray(flat, dtype=np.int64).reshape(total, -1) if total else np.zeros((0, 2), np.int64)
-            starts, ends = np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
+            starts = np.fromiter((s[0] for s in flat), dtype=np.int64, count=total)
+            ends = np.fromiter((s[1] for s in flat), dtype=np.int64, count=total)
         labels = None
         if label_ids is not None:
             labels = np.fromiter((label_ids[label_of(e)] for e in flat), dtype=np.int64, count=total)

@@ -20,8 +20,7 @@ trimming and offset repair happen later, in :mod:`rapidscore.ner.normalize`). Su
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 FORMATS = ("auto", "seed", "hf", "gliner", "spacy", "presidio", "nervaluate", "prodigy", "tuples")
 
@@ -29,8 +28,7 @@ _SEED_KEY = re.compile(r"^(?P<surface>.*):(?P<start>[^:]*):(?P<end>[^:]*)$", re.
 _BIO_PREFIX = re.compile(r"^(?P<prefix>[BIESLU])-(?P<type>.+)$")
 
 
-@dataclass(frozen=True)
-class Entity:
+class Entity(NamedTuple):
     """One entity: character offsets ``[start, end)`` in the record's text, a label, the surface
     string when the format carries one (else None), and the detector's confidence when given."""
 
@@ -60,16 +58,17 @@ def _offset(value: Any, what: str, record: Any) -> int:
 
 
 def _label(value: Any, record: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
+    if value.__class__ is not str and not isinstance(value, str) or not value or value.isspace():
         raise ValueError(f"{_where(record)}: entity label must be a non-empty string, got {value!r}")
     return value
 
 
-def _check_span(start: int, end: int, record: Any, shown: str) -> None:
+def _check_span(start: int, end: int, record: Any, item: Any) -> None:
+    """``item`` (the entity as given) is only formatted when the check fails."""
     if start < 0 or end < 0:
-        raise ValueError(f"{_where(record)}: entity {shown} has a negative offset")
+        raise ValueError(f"{_where(record)}: entity {item!r} has a negative offset")
     if end < start:
-        raise ValueError(f"{_where(record)}: entity {shown} ends before it starts (end {end} < start {start})")
+        raise ValueError(f"{_where(record)}: entity {item!r} ends before it starts (end {end} < start {start})")
 
 
 def parse_seed_key(key: str, record: Any = None) -> tuple[str, int, int]:
@@ -86,7 +85,7 @@ def parse_seed_key(key: str, record: Any = None) -> tuple[str, int, int]:
             f"got {match['start']!r} and {match['end']!r}"
         )
     start, end = int(start_text), int(end_text)
-    _check_span(start, end, record, repr(key))
+    _check_span(start, end, record, key)
     return match["surface"], start, end
 
 
@@ -122,7 +121,7 @@ def _span_entity(item: Any, label_key: tuple, surface_key: tuple, record: Any) -
     if start is None or end is None:
         raise ValueError(f"{_where(record)}: entity {item!r} has no start/end offsets")
     start, end = _offset(start, "start", record), _offset(end, "end", record)
-    _check_span(start, end, record, repr(item))
+    _check_span(start, end, record, item)
     label = _get(item, *label_key)
     if label is None:
         raise ValueError(f"{_where(record)}: entity {item!r} has no label (expected {' or '.join(map(repr, label_key))})")
@@ -155,7 +154,7 @@ def from_hf(items: list, record: Any = None) -> list[Entity]:
         match = _BIO_PREFIX.match(tag)
         prefix, etype = (match["prefix"], match["type"]) if match else ("I", tag)
         start, end = _offset(it.get("start"), "start", record), _offset(it.get("end"), "end", record)
-        _check_span(start, end, record, repr(it))
+        _check_span(start, end, record, it)
         index = it.get("index")
         adjacent = current is not None and (
             (index is not None and current[4] is not None and index == current[4] + 1)
@@ -209,7 +208,7 @@ def from_tuples(items: list, record: Any = None) -> list[Entity]:
         if not isinstance(it, (tuple, list)) or len(it) not in (3, 4):
             raise ValueError(f"{_where(record)}: tuple entity must be (start, end, label[, score]), got {it!r}")
         start, end = _offset(it[0], "start", record), _offset(it[1], "end", record)
-        _check_span(start, end, record, repr(it))
+        _check_span(start, end, record, it)
         out.append(Entity(start, end, _label(it[2], record), score=_score(it[3], record) if len(it) == 4 else None))
     return out
 
