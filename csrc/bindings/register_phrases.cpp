@@ -1,0 +1,71 @@
+// Bindings for the refusal keyword matcher (csrc/core/phrase_match.hpp).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "bindings/registry.hpp"
+#include "core/parallel.hpp"
+#include "core/phrase_match.hpp"
+
+namespace py = pybind11;
+
+namespace rapidscore::bindings {
+
+void register_phrases(py::module_& m) {
+    using rapidscore::phrases::FuzzyPhraseMatcher;
+    py::class_<FuzzyPhraseMatcher>(m, "FuzzyPhraseMatcher",
+                                   "Exact fast decision of max_k partial_ratio(response, phrase_k) / 100 > threshold "
+                                   "(SELECT keyword detector) for ASCII responses.")
+        .def(py::init([](std::vector<std::string> phrases, std::vector<std::size_t> raw_lengths, double threshold) {
+                 return FuzzyPhraseMatcher(std::move(phrases), std::move(raw_lengths), threshold);
+             }),
+             py::arg("processed_phrases"), py::arg("raw_lengths"), py::arg("threshold"))
+        .def_property_readonly("threshold", &FuzzyPhraseMatcher::threshold)
+        .def("__len__", &FuzzyPhraseMatcher::size)
+        .def(
+            "match",
+            [](const FuzzyPhraseMatcher& self, const py::list& texts, int n_threads) {
+                std::vector<std::string> items;
+                items.reserve(texts.size());
+                for (std::size_t i = 0; i < texts.size(); ++i) {
+                    py::handle item = texts[i];
+                    if (!py::isinstance<py::str>(item))
+                        throw py::type_error("texts[" + std::to_string(i) + "] is not a str");
+                    items.push_back(item.cast<std::string>());
+                }
+                const std::size_t n = items.size();
+                py::array_t<int8_t> status(static_cast<py::ssize_t>(n));
+                py::array_t<int32_t> best_index(static_cast<py::ssize_t>(n));
+                py::array_t<double> best_score(static_cast<py::ssize_t>(n));
+                int8_t* st = status.mutable_data();
+                int32_t* bi = best_index.mutable_data();
+                double* bs = best_score.mutable_data();
+                {
+                    py::gil_scoped_release release;
+                    rapidscore::parallel_for(
+                        n, n_threads,
+                        [&](std::size_t i) {
+                            auto r = self.match(items[i]);
+                            st[i] = r.status;
+                            bi[i] = r.best_index;
+                            bs[i] = r.best_score;
+                        },
+                        256);
+                }
+                return py::make_tuple(status, best_index, best_score);
+            },
+            py::arg("texts"), py::arg("n_threads") = 0,
+            "Returns (status int8: 0 below threshold, 1 above, 2 needs the reference path; "
+            "best phrase index int32; best partial_ratio float64) per text.");
+    m.def("expand_contractions_ascii",
+          [](const std::string& s) { return rapidscore::phrases::expand_contractions_ascii(s); }, py::arg("text"),
+          "SELECT's contraction rules for ASCII text (exposed for tests).");
+    m.def("default_process_ascii",
+          [](const std::string& s) { return rapidscore::phrases::default_process_ascii(s); }, py::arg("text"),
+          "rapidfuzz.utils.default_process for ASCII text (exposed for tests).");
+}
+
+}  // namespace rapidscore::bindings

@@ -1,0 +1,274 @@
+"""Loading model responses: SELECT results files and flat tables.
+
+SELECT layout: ``{root}/{model}/{eval_type}/{technique}.json.gz`` holding
+``{seed: {concept: {instance_id: record}}}`` (compositions: ``{seed: {relation: {concept:
+{instance_id: record}}}}``); a record has ``response`` (str, or ``{"complete", "answer"}`` for
+chain-of-thought) and the stored ``refusal`` flags. Flat tables (JSONL / CSV / pandas DataFrame)
+have columns ``model, technique, eval_type, seed, concept, question, response`` (optional
+``relation``, ``id``).
+
+Errors name the file and the key path. With ``on_error="skip"`` malformed records are skipped and
+counted in the returned :class:`LoadReport` instead (nothing is dropped silently).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import os
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+EVAL_TYPES = ("abstention", "generalization", "specificity")
+FLAT_COLUMNS = ("model", "technique", "eval_type", "seed", "concept", "question", "response")
+
+
+class ResultsError(ValueError):
+    """A results file or table is malformed; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class Record:
+    model: str
+    technique: str
+    eval_type: str
+    seed: str
+    concept: str
+    response: Any  # str or {"complete", "answer"}
+    relation: str | None = None
+    instance_id: str | None = None
+    question: str | None = None
+    stored_refusal: Mapping[str, bool] | None = None
+
+
+@dataclass
+class LoadReport:
+    records: list[Record] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
+    files: int = 0
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    @property
+    def n_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+
+def _check_on_error(on_error: str) -> None:
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+
+
+def _read_json(path: str):
+    try:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                return json.load(handle)
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise ResultsError(f"{path}: cannot read gzip data (truncated or corrupt file?): {exc}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: invalid JSON (truncated file?): {exc}") from exc
+
+
+def _is_record(value) -> bool:
+    return isinstance(value, Mapping) and "response" in value
+
+
+def load_select_file(path: str | os.PathLike, *, model: str | None = None, technique: str | None = None,
+                     eval_type: str | None = None, on_error: str = "raise",
+                     report: LoadReport | None = None) -> LoadReport:
+    """Read one SELECT results file (``.json.gz`` or ``.json``). model / eval_type / technique
+    default to the path components ``{model}/{eval_type}/{technique}.json.gz``."""
+    _check_on_error(on_error)
+    path = os.fspath(path)
+    report = report if report is not None else LoadReport()
+    parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
+    stem = parts[-1]
+    for suffix in (".gz", ".json"):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+    technique = technique or stem
+    eval_type = eval_type or parts[-2]
+    model = model or parts[-3]
+    data = _read_json(path)
+    report.files += 1
+    if not isinstance(data, Mapping) or not data:
+        raise ResultsError(f"{path}: expected a non-empty object keyed by seed")
+    if len(data) == 1 and next(iter(data)) in (eval_type, *EVAL_TYPES):  # {eval_type: {seed: ...}}
+        data = next(iter(data.values()))
+
+    def fail(key_path, message, reason):
+        where = "/".join(str(k) for k in key_path)
+        if on_error == "skip":
+            report.skip(reason)
+            return
+        raise ResultsError(f"{path}: at key {where}: {message}")
+
+    depth = _record_depth(data)
+    if depth is None:
+        raise ResultsError(f"{path}: no record with a 'response' found")
+    if depth not in (3, 4):
+        raise ResultsError(f"{path}: records found {depth} levels deep; expected {{seed: {{concept: {{id: record}}}}}} "
+                           "or {seed: {relation: {concept: {id: record}}}}")
+    for seed, seed_data in data.items():
+        if not isinstance(seed_data, Mapping) or not seed_data:
+            fail([seed], "seed has no concepts (empty or not an object)", "empty seed")
+            continue
+        groups = [(None, seed_data, [seed])]
+        if depth == 4:
+            groups = []
+            for relation, rel_data in seed_data.items():
+                if not isinstance(rel_data, Mapping) or not rel_data:
+                    fail([seed, relation], "relation has no concepts (empty or not an object)", "empty relation")
+                    continue
+                groups.append((relation, rel_data, [seed, relation]))
+        for relation, concepts, key_path in groups:
+            for concept, records in concepts.items():
+                if not isinstance(concept, str) or not concept.strip():
+                    fail(key_path + [concept], "missing concept id", "missing concept id")
+                    continue
+                if not isinstance(records, Mapping) or not records:
+                    fail(key_path + [concept], "concept has no records (empty or not an object)", "empty concept")
+                    continue
+                for instance_id, record in records.items():
+                    _add_record(report, fail, key_path + [concept, instance_id], model, technique, eval_type,
+                                str(seed), concept, relation, instance_id, record)
+    return report
+
+
+def _record_depth(node, depth=0):
+    """Nesting depth of the first record (1 = top-level values)."""
+    if _is_record(node):
+        return depth
+    if isinstance(node, Mapping):
+        for value in node.values():
+            found = _record_depth(value, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _add_record(report, fail, key_path, model, technique, eval_type, seed, concept, relation, instance_id, record):
+    if not isinstance(record, Mapping) or "response" not in record:
+        fail(key_path, "malformed record (expected an object with a 'response')", "malformed record")
+        return
+    response = record["response"]
+    if isinstance(response, Mapping):
+        if not isinstance(response.get("answer"), str):
+            fail(key_path, "chain-of-thought response without a str 'answer'", "malformed record")
+            return
+    elif not isinstance(response, str):
+        fail(key_path, f"response must be a str or a {{complete, answer}} object, got {type(response).__name__}",
+             "malformed record")
+        return
+    stored = record.get("refusal")
+    report.records.append(Record(model, technique, eval_type, seed, concept, response, relation,
+                                 str(record.get("id", instance_id)), record.get("query"),
+                                 dict(stored) if isinstance(stored, Mapping) else None))
+
+
+def load_results_tree(root: str | os.PathLike, *, models: Iterable[str] | None = None,
+                      techniques: Iterable[str] | None = None, eval_types: Iterable[str] = EVAL_TYPES,
+                      on_error: str = "raise", progress: bool = False) -> LoadReport:
+    """Every ``{root}/{model}/{eval_type}/{technique}.json[.gz]`` file under ``root``."""
+    _check_on_error(on_error)
+    root = os.fspath(root)
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"results directory {root!r} does not exist")
+    wanted_models = set(models) if models else None
+    wanted_techniques = set(techniques) if techniques else None
+    files = []
+    for model in sorted(os.listdir(root)):
+        if wanted_models is not None and model not in wanted_models:
+            continue
+        for eval_type in eval_types:
+            folder = os.path.join(root, model, eval_type)
+            if not os.path.isdir(folder):
+                continue
+            for name in sorted(os.listdir(folder)):
+                if not (name.endswith(".json.gz") or name.endswith(".json")):
+                    continue
+                technique = name[: -len(".json.gz")] if name.endswith(".gz") else name[: -len(".json")]
+                if wanted_techniques is None or technique in wanted_techniques:
+                    files.append((os.path.join(folder, name), model, eval_type, technique))
+    if not files:
+        raise ResultsError(f"{root}: no results files found under {{model}}/{{eval_type}}/{{technique}}.json.gz")
+    report = LoadReport()
+    iterator = files
+    if progress:
+        from tqdm import tqdm
+
+        iterator = tqdm(files, desc="loading results", unit="file", file=__import__("sys").stderr)
+    for path, model, eval_type, technique in iterator:
+        load_select_file(path, model=model, technique=technique, eval_type=eval_type, on_error=on_error,
+                         report=report)
+    return report
+
+
+def load_flat_table(table, *, on_error: str = "raise") -> LoadReport:
+    """Records from a flat table: a path (``.jsonl``, ``.csv``), a pandas DataFrame or a list of
+    dicts, with columns ``model, technique, eval_type, seed, concept, question, response``."""
+    _check_on_error(on_error)
+    source = "<table>"
+    if isinstance(table, (str, os.PathLike)):
+        source = os.fspath(table)
+        if source.endswith(".csv"):
+            with open(source, newline="", encoding="utf-8") as handle:
+                rows = list(csv.DictReader(handle))
+            start = 2
+        else:
+            rows, start = [], 1
+            with open(source, encoding="utf-8") as handle:
+                for line_no, line in enumerate(handle, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        if on_error == "skip":
+                            rows.append(None)
+                            continue
+                        raise ResultsError(f"{source}: line {line_no}: invalid JSON: {exc}") from exc
+    elif hasattr(table, "to_dict") and hasattr(table, "columns"):
+        rows, start = table.to_dict(orient="records"), 0
+    else:
+        rows, start = list(table), 0
+    report = LoadReport(files=1)
+    for i, row in enumerate(rows, start=start):
+        where = f"{source}: row {i}"
+        if not isinstance(row, Mapping):
+            if on_error == "skip":
+                report.skip("malformed record")
+                continue
+            raise ResultsError(f"{where}: not an object/row")
+        missing = [c for c in FLAT_COLUMNS if c not in row or row[c] is None or row[c] == ""]
+        if "question" in missing and "response" not in missing:
+            missing.remove("question")  # the question text is informative only
+        if missing:
+            if on_error == "skip":
+                report.skip(f"missing {missing[0]}")
+                continue
+            raise ResultsError(f"{where}: missing key(s) {missing}")
+        response = row["response"]
+        if isinstance(response, Mapping):
+            ok = isinstance(response.get("answer"), str)
+        else:
+            ok = isinstance(response, str)
+        if not ok:
+            if on_error == "skip":
+                report.skip("malformed record")
+                continue
+            raise ResultsError(f"{where}: key 'response' must be a str or a {{complete, answer}} object")
+        relation = row.get("relation")
+        report.records.append(Record(str(row["model"]), str(row["technique"]), str(row["eval_type"]),
+                                     str(row["seed"]), str(row["concept"]), response,
+                                     relation if relation not in (None, "") else None,
+                                     None if row.get("id") in (None, "") else str(row["id"]), row.get("question")))
+    return report
