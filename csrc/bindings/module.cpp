@@ -5,6 +5,7 @@
 PYBIND11_MODULE(_core, m) {
     m.doc() = "rapidscore native kernels (C++17, threads inside kernels with the GIL released)";
     rapidscore::bindings::register_build_info(m);
+    rapidscore::bindings::register_matching(m);
     rapidscore::bindings::register_alignment(m);
     rapidscore::bindings::register_phrases(m);
     // register_matching / register_alignment / register_phrases are called here once their

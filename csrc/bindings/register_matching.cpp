@@ -1,0 +1,178 @@
+// pybind11 layer of the BERTScore greedy matching kernel (core/greedy_match.hpp).
+// Everything the kernel trusts (shapes, offsets, indices, finiteness) is checked here with the
+// GIL held; the kernel then runs with the GIL released.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "bindings/registry.hpp"
+#include "core/greedy_match.hpp"
+
+namespace py = pybind11;
+
+namespace rapidscore::bindings {
+namespace {
+
+using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using IndexArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+std::string dtype_name(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
+
+py::array as_array(const py::handle& obj, const char* name) {
+    if (!py::isinstance<py::array>(obj))
+        throw py::type_error(std::string(name) + " must be a numpy array, got " +
+                             py::str(py::type::of(obj)).cast<std::string>());
+    return py::reinterpret_borrow<py::array>(obj);
+}
+
+// Floating arrays: float16/32/64 accepted (converted to contiguous float32).
+FloatArray float_array(const py::handle& obj, const char* name, py::ssize_t ndim) {
+    py::array a = as_array(obj, name);
+    if (a.dtype().kind() != 'f')
+        throw py::type_error(std::string(name) + " must be a floating-point array, got dtype " +
+                             dtype_name(a));
+    if (a.ndim() != ndim)
+        throw py::value_error(std::string(name) + " must have " + std::to_string(ndim) +
+                              " dimension(s), got shape with " + std::to_string(a.ndim()));
+    FloatArray out = FloatArray::ensure(a);
+    if (!out) throw py::error_already_set();
+    const float* p = out.data();
+    for (py::ssize_t i = 0, n = out.size(); i < n; ++i)
+        if (!std::isfinite(p[i]))
+            throw py::value_error(std::string(name) + " contains a non-finite value (NaN or inf) at flat index " +
+                                  std::to_string(i));
+    return out;
+}
+
+// Integer arrays (any signed/unsigned integer dtype; floats are refused rather than truncated).
+IndexArray index_array(const py::handle& obj, const char* name, py::ssize_t ndim) {
+    py::array a = as_array(obj, name);
+    const char kind = a.dtype().kind();
+    if (kind != 'i' && kind != 'u')
+        throw py::type_error(std::string(name) + " must be an integer array, got dtype " + dtype_name(a));
+    if (a.ndim() != ndim)
+        throw py::value_error(std::string(name) + " must have " + std::to_string(ndim) +
+                              " dimension(s), got shape with " + std::to_string(a.ndim()));
+    if (kind == 'u' && a.itemsize() == 8) {
+        // uint64 values above INT64_MAX would wrap when cast; compare before converting.
+        auto u = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+        for (py::ssize_t i = 0; i < u.size(); ++i)
+            if (u.data()[i] > static_cast<uint64_t>(INT64_MAX))
+                throw py::index_error(std::string(name) + " value " + std::to_string(u.data()[i]) +
+                                      " is out of range");
+    }
+    IndexArray out = IndexArray::ensure(a);
+    if (!out) throw py::error_already_set();
+    return out;
+}
+
+struct Store {
+    FloatArray emb;
+    IndexArray offsets;
+    FloatArray weights;
+    int64_t n_tokens = 0, dim = 0, n_sentences = 0;
+};
+
+Store validate_store(const py::handle& embeddings, const py::handle& offsets, const py::handle& weights) {
+    Store s;
+    s.emb = float_array(embeddings, "embeddings", 2);
+    s.n_tokens = s.emb.shape(0);
+    s.dim = s.emb.shape(1);
+    if (s.dim < 1) throw py::value_error("embeddings must have at least one column (shape (T, D), D >= 1)");
+    s.offsets = index_array(offsets, "offsets", 1);
+    if (s.offsets.size() < 1)
+        throw py::value_error("offsets must hold n_sentences + 1 values (at least one, e.g. [0])");
+    s.n_sentences = s.offsets.size() - 1;
+    const int64_t* o = s.offsets.data();
+    if (o[0] < 0) throw py::value_error("offsets[0] = " + std::to_string(o[0]) + " is negative");
+    for (int64_t i = 0; i < s.n_sentences; ++i)
+        if (o[i + 1] < o[i])
+            throw py::value_error("offsets must be non-decreasing: offsets[" + std::to_string(i + 1) +
+                                  "] = " + std::to_string(o[i + 1]) + " < offsets[" + std::to_string(i) +
+                                  "] = " + std::to_string(o[i]));
+    if (o[s.n_sentences] > s.n_tokens)
+        throw py::value_error("offsets[-1] = " + std::to_string(o[s.n_sentences]) +
+                              " exceeds the number of embedding rows " + std::to_string(s.n_tokens));
+    s.weights = float_array(weights, "weights", 1);
+    if (s.weights.size() != s.n_tokens)
+        throw py::value_error("weights has " + std::to_string(s.weights.size()) +
+                              " values but embeddings has " + std::to_string(s.n_tokens) + " rows");
+    return s;
+}
+
+void check_indices(const int64_t* idx, int64_t count, int64_t n_sentences, const char* name, int64_t stride = 1) {
+    for (int64_t k = 0; k < count; ++k) {
+        const int64_t v = idx[k];
+        if (v < 0 || v >= n_sentences)
+            throw py::index_error(std::string(name) + " entry " + std::to_string(k / stride) +
+                                  (stride > 1 ? ", column " + std::to_string(k % stride) : std::string()) +
+                                  " = " + std::to_string(v) + " is not a sentence index in [0, " +
+                                  std::to_string(n_sentences) + ")");
+    }
+}
+
+int check_threads(int num_threads) {
+    if (num_threads < 0)
+        throw py::value_error("num_threads must be >= 0 (0 = all hardware threads), got " +
+                              std::to_string(num_threads));
+    return num_threads;
+}
+
+py::tuple greedy_match_py(const py::object& embeddings, const py::object& offsets, const py::object& weights,
+                          const py::object& pairs_obj, int num_threads) {
+    check_threads(num_threads);
+    Store s = validate_store(embeddings, offsets, weights);
+    IndexArray pairs = index_array(pairs_obj, "pairs", 2);
+    if (pairs.shape(1) != 2)
+        throw py::value_error("pairs must have shape (m, 2) of (candidate, reference) indices, got second dimension " +
+                              std::to_string(pairs.shape(1)));
+    const int64_t m = pairs.shape(0);
+    check_indices(pairs.data(), 2 * m, s.n_sentences, "pairs", 2);
+    py::array_t<double> P(m), R(m), F(m);
+    double *pp = P.mutable_data(), *rp = R.mutable_data(), *fp = F.mutable_data();
+    {
+        py::gil_scoped_release release;
+        greedy_match_pairs(s.emb.data(), s.dim, s.offsets.data(), s.n_sentences, s.weights.data(), pairs.data(), m,
+                           pp, rp, fp, num_threads);
+    }
+    return py::make_tuple(P, R, F);
+}
+
+py::tuple pairwise_match_py(const py::object& embeddings, const py::object& offsets, const py::object& weights,
+                            const py::object& candidates_obj, const py::object& references_obj, int num_threads) {
+    check_threads(num_threads);
+    Store s = validate_store(embeddings, offsets, weights);
+    IndexArray cands = index_array(candidates_obj, "candidates", 1);
+    IndexArray refs = index_array(references_obj, "references", 1);
+    const int64_t nc = cands.size(), nr = refs.size();
+    check_indices(cands.data(), nc, s.n_sentences, "candidates");
+    check_indices(refs.data(), nr, s.n_sentences, "references");
+    py::array_t<double> P({nc, nr}), R({nc, nr}), F({nc, nr});
+    double *pp = P.mutable_data(), *rp = R.mutable_data(), *fp = F.mutable_data();
+    {
+        py::gil_scoped_release release;
+        greedy_match_pairwise(s.emb.data(), s.dim, s.offsets.data(), s.n_sentences, s.weights.data(), cands.data(),
+                              nc, refs.data(), nr, pp, rp, fp, num_threads);
+    }
+    return py::make_tuple(P, R, F);
+}
+
+}  // namespace
+
+void register_matching(py::module_& m) {
+    m.def("greedy_match", &greedy_match_py, py::arg("embeddings"), py::arg("offsets"), py::arg("weights"),
+          py::arg("pairs"), py::arg("num_threads") = 0,
+          "BERTScore greedy cosine matching of (candidate, reference) sentence pairs.\n\n"
+          "embeddings (T, D) floating, offsets (n + 1,) integer, weights (T,) floating, pairs (m, 2) integer.\n"
+          "Returns (P, R, F) float64 arrays of shape (m,). See rapidscore.bertscore.matching.greedy_match.");
+    m.def("pairwise_match", &pairwise_match_py, py::arg("embeddings"), py::arg("offsets"), py::arg("weights"),
+          py::arg("candidates"), py::arg("references"), py::arg("num_threads") = 0,
+          "BERTScore greedy matching of every candidate against every reference.\n\n"
+          "Returns (P, R, F) float64 arrays of shape (len(candidates), len(references)).\n"
+          "See rapidscore.bertscore.matching.pairwise_match.");
+}
+
+}  // namespace rapidscore::bindings

@@ -1,0 +1,327 @@
+// BERTScore greedy cosine max-matching over a flat store of token embeddings.
+//
+// Every sentence s owns rows offsets[s] .. offsets[s+1] of one row-major float32 matrix
+// E (T x D) of (L2-normalised) token embeddings, and one weight per token. For a pair
+// (candidate c, reference r):
+//   sim[i, j] = <E_c[i], E_r[j]>            over all real tokens of both sentences
+//   p_i = max_j sim[i, j],  r_j = max_i sim[i, j]
+//   P = sum_i w_i p_i / sum_i w_i,  R = sum_j w_j r_j / sum_j w_j,  F = 2PR / (P + R)
+// with P = R = F = 0 when either side has no tokens or a zero weight sum, and F = 0 when
+// P + R == 0. Sums are accumulated in double; dot products in float32 (as the reference's
+// torch.bmm does).
+//
+// The similarity matrix is never stored: a reference is packed, transposed into column panels
+// (D x 16 or D x 8 floats), and a register-blocked micro-kernel computes a 6 x 16 tile of sim
+// at a time, folding it into running row maxima (complete once all panels of the reference
+// are done) and column maxima (a scratch of the reference length).
+// Callers validate inputs (sizes, offsets, indices); this header trusts them.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "core/parallel.hpp"
+
+// Runtime ISA dispatch for the matching loop: AVX-512 / AVX2+FMA / baseline clones selected by
+// the dynamic loader (GNU ifunc). Only where ifunc exists (Linux x86-64, GCC or clang >= 14).
+#if defined(__x86_64__) && defined(__linux__) && !defined(RAPIDSCORE_NO_TARGET_CLONES) && \
+    ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11) ||                      \
+     (defined(__clang__) && __clang_major__ >= 14))
+#define RAPIDSCORE_TARGET_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define RAPIDSCORE_TARGET_CLONES
+#endif
+
+#if defined(__GNUC__)
+#define RAPIDSCORE_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define RAPIDSCORE_ALWAYS_INLINE inline
+#endif
+
+namespace rapidscore {
+namespace greedy_detail {
+
+constexpr int kMR = 6;         // candidate rows per tile
+constexpr int kNRWide = 16;    // reference columns per full panel
+constexpr int kNRNarrow = 8;   // reference columns of a short trailing panel
+
+// Packed layout of one reference sentence: consecutive panels; a panel of width w holds
+// D x w floats, element (k, j) at k * w + j, columns beyond the sentence zero-filled.
+struct PackedRef {
+    std::size_t offset = 0;  // first float of this sentence in the packed buffer
+    int64_t length = 0;      // real tokens
+};
+
+// Panel widths for a reference of n tokens: 16-wide panels, and a trailing 8-wide one when
+// at most 8 columns remain (so at most 7 padded columns are computed per reference).
+inline int64_t packed_columns(int64_t n) {
+    int64_t full = n / kNRWide, rest = n % kNRWide;
+    if (rest == 0) return full * kNRWide;
+    return full * kNRWide + (rest <= kNRNarrow ? kNRNarrow : kNRWide);
+}
+
+inline void pack_reference(const float* rows, int64_t n, int64_t dim, float* out) {
+    int64_t j0 = 0;
+    while (j0 < n) {
+        const int64_t rest = n - j0;
+        const int width = rest > kNRNarrow ? kNRWide : kNRNarrow;
+        const int64_t valid = std::min<int64_t>(width, rest);
+        for (int64_t k = 0; k < dim; ++k) {
+            float* dst = out + k * width;
+            for (int64_t j = 0; j < valid; ++j) dst[j] = rows[(j0 + j) * dim + k];
+            for (int64_t j = valid; j < width; ++j) dst[j] = 0.0f;
+        }
+        out += dim * width;
+        j0 += width;
+    }
+}
+
+// acc[r][j] = sum_k a[r][k] * panel[k * NR + j] for MR candidate rows and one panel.
+#if defined(__GNUC__)
+// 8-float vectors (GCC/clang vector extension): accumulators stay in registers, which plain
+// float arrays do not reliably achieve; each ISA clone lowers them to its own instructions.
+typedef float vec8 __attribute__((vector_size(32)));
+
+// By reference, not by value: returning a vector type is ABI-dependent (-Wpsabi).
+RAPIDSCORE_ALWAYS_INLINE void load8(vec8& v, const float* p) { __builtin_memcpy(&v, p, sizeof(v)); }
+
+template <int MR, int NR>
+RAPIDSCORE_ALWAYS_INLINE void micro_tile(const float* const* a, const float* panel, int64_t dim,
+                                         float (&acc)[kMR][kNRWide]) {
+    constexpr int NV = NR / 8;
+    vec8 sum[MR][NV];
+    for (int r = 0; r < MR; ++r)
+        for (int v = 0; v < NV; ++v) sum[r][v] = vec8{};
+    for (int64_t k = 0; k < dim; ++k) {
+        const float* b = panel + k * NR;
+        vec8 bv[NV];
+        for (int v = 0; v < NV; ++v) load8(bv[v], b + 8 * v);
+        for (int r = 0; r < MR; ++r) {
+            vec8 av = vec8{} + a[r][k];  // broadcast
+            for (int v = 0; v < NV; ++v) sum[r][v] += av * bv[v];
+        }
+    }
+    for (int r = 0; r < MR; ++r)
+        for (int v = 0; v < NV; ++v) __builtin_memcpy(&acc[r][8 * v], &sum[r][v], sizeof(vec8));
+}
+#else
+template <int MR, int NR>
+inline void micro_tile(const float* const* a, const float* panel, int64_t dim,
+                       float (&acc)[kMR][kNRWide]) {
+    float sum[MR][NR] = {};
+    for (int64_t k = 0; k < dim; ++k) {
+        const float* b = panel + k * NR;
+        for (int r = 0; r < MR; ++r) {
+            const float av = a[r][k];
+            for (int j = 0; j < NR; ++j) sum[r][j] += av * b[j];
+        }
+    }
+    for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < NR; ++j) acc[r][j] = sum[r][j];
+}
+#endif
+
+template <int MR, int NR>
+RAPIDSCORE_ALWAYS_INLINE void tile_and_fold(const float* const* a, const float* panel, int64_t dim,
+                                            int64_t valid_cols, float* row_max, float* col_max) {
+    float acc[kMR][kNRWide];
+    micro_tile<MR, NR>(a, panel, dim, acc);
+    for (int r = 0; r < MR; ++r) {
+        float m = row_max[r];
+        for (int64_t j = 0; j < valid_cols; ++j) m = acc[r][j] > m ? acc[r][j] : m;
+        row_max[r] = m;
+    }
+    for (int64_t j = 0; j < valid_cols; ++j) {
+        float m = col_max[j];
+        for (int r = 0; r < MR; ++r) m = acc[r][j] > m ? acc[r][j] : m;
+        col_max[j] = m;
+    }
+}
+
+template <int MR>
+RAPIDSCORE_ALWAYS_INLINE void rows_against_reference(const float* const* a, const float* packed,
+                                                     int64_t n_ref, int64_t dim, float* row_max,
+                                                     float* col_max) {
+    for (int r = 0; r < MR; ++r) row_max[r] = -std::numeric_limits<float>::infinity();
+    int64_t j0 = 0;
+    while (j0 < n_ref) {
+        const int64_t rest = n_ref - j0;
+        if (rest > kNRNarrow) {
+            tile_and_fold<MR, kNRWide>(a, packed, dim, std::min<int64_t>(kNRWide, rest), row_max,
+                                       col_max + j0);
+            packed += dim * kNRWide;
+            j0 += kNRWide;
+        } else {
+            tile_and_fold<MR, kNRNarrow>(a, packed, dim, rest, row_max, col_max + j0);
+            packed += dim * kNRNarrow;
+            j0 += kNRNarrow;
+        }
+    }
+}
+
+// Weighted precision and recall sums of one pair. col_max must hold n_ref floats.
+// Returns sum_i w_i p_i in *p_sum and sum_j w_j r_j in *r_sum.
+RAPIDSCORE_TARGET_CLONES
+static void match_pair_sums(const float* cand, int64_t n_cand, const float* cand_w,
+                            const float* packed_ref, int64_t n_ref, const float* ref_w,
+                            int64_t dim, float* col_max, double* p_sum, double* r_sum) {
+    for (int64_t j = 0; j < n_ref; ++j) col_max[j] = -std::numeric_limits<float>::infinity();
+    double ps = 0.0;
+    float row_max[kMR];
+    const float* a[kMR];
+    int64_t i0 = 0;
+    for (; i0 + kMR <= n_cand; i0 += kMR) {
+        for (int r = 0; r < kMR; ++r) a[r] = cand + (i0 + r) * dim;
+        rows_against_reference<kMR>(a, packed_ref, n_ref, dim, row_max, col_max);
+        for (int r = 0; r < kMR; ++r) ps += static_cast<double>(cand_w[i0 + r]) * row_max[r];
+    }
+    const int64_t rest = n_cand - i0;
+    if (rest > 0) {
+        for (int r = 0; r < rest; ++r) a[r] = cand + (i0 + r) * dim;
+        switch (rest) {
+            case 1: rows_against_reference<1>(a, packed_ref, n_ref, dim, row_max, col_max); break;
+            case 2: rows_against_reference<2>(a, packed_ref, n_ref, dim, row_max, col_max); break;
+            case 3: rows_against_reference<3>(a, packed_ref, n_ref, dim, row_max, col_max); break;
+            case 4: rows_against_reference<4>(a, packed_ref, n_ref, dim, row_max, col_max); break;
+            default: rows_against_reference<5>(a, packed_ref, n_ref, dim, row_max, col_max); break;
+        }
+        for (int r = 0; r < rest; ++r) ps += static_cast<double>(cand_w[i0 + r]) * row_max[r];
+    }
+    double rs = 0.0;
+    for (int64_t j = 0; j < n_ref; ++j) rs += static_cast<double>(ref_w[j]) * col_max[j];
+    *p_sum = ps;
+    *r_sum = rs;
+}
+
+}  // namespace greedy_detail
+
+// Per-sentence weight sums and the scoring of one pair against a packed reference.
+class GreedyMatcher {
+public:
+    // embeddings: T x dim row-major; offsets: n_sentences + 1 monotone values in [0, T]; weights: T.
+    GreedyMatcher(const float* embeddings, int64_t dim, const int64_t* offsets, int64_t n_sentences,
+                  const float* weights)
+        : emb_(embeddings), dim_(dim), offsets_(offsets), weights_(weights),
+          weight_sums_(static_cast<std::size_t>(n_sentences), 0.0) {
+        for (int64_t s = 0; s < n_sentences; ++s) {
+            double total = 0.0;
+            for (int64_t t = offsets[s]; t < offsets[s + 1]; ++t) total += weights[t];
+            weight_sums_[s] = total;
+        }
+    }
+
+    int64_t length(int64_t s) const { return offsets_[s + 1] - offsets_[s]; }
+    int64_t dim() const { return dim_; }
+
+    // Floats needed to pack a reference of n tokens.
+    std::size_t packed_size(int64_t n) const {
+        return static_cast<std::size_t>(greedy_detail::packed_columns(n) * dim_);
+    }
+
+    void pack(int64_t r, float* out) const {
+        greedy_detail::pack_reference(emb_ + offsets_[r] * dim_, length(r), dim_, out);
+    }
+
+    // Scores candidate c against reference r packed at packed_r; col_max holds length(r) floats.
+    void score(int64_t c, int64_t r, const float* packed_r, float* col_max, double* P, double* R,
+               double* F) const {
+        const int64_t n_cand = length(c), n_ref = length(r);
+        const double wc = weight_sums_[c], wr = weight_sums_[r];
+        if (n_cand == 0 || n_ref == 0 || wc == 0.0 || wr == 0.0) {
+            *P = *R = *F = 0.0;
+            return;
+        }
+        double ps = 0.0, rs = 0.0;
+        greedy_detail::match_pair_sums(emb_ + offsets_[c] * dim_, n_cand, weights_ + offsets_[c], packed_r,
+                                       n_ref, weights_ + offsets_[r], dim_, col_max, &ps, &rs);
+        const double p = ps / wc, rr = rs / wr;
+        const double denom = p + rr;
+        *P = p;
+        *R = rr;
+        *F = denom == 0.0 ? 0.0 : 2.0 * p * rr / denom;
+    }
+
+private:
+    const float* emb_;
+    int64_t dim_;
+    const int64_t* offsets_;
+    const float* weights_;
+    std::vector<double> weight_sums_;
+};
+
+// Scores m (candidate, reference) pairs given as pairs[2k], pairs[2k + 1]; writes P, R, F (m).
+// Pairs are visited grouped by reference so that a reference shared by consecutive pairs is
+// packed once per task; each task packs into its own scratch (O(max length x dim)), so no
+// second copy of the embeddings is made. Results do not depend on the visiting order.
+inline void greedy_match_pairs(const float* embeddings, int64_t dim, const int64_t* offsets,
+                               int64_t n_sentences, const float* weights, const int64_t* pairs,
+                               int64_t m, double* P, double* R, double* F, int n_threads) {
+    GreedyMatcher matcher(embeddings, dim, offsets, n_sentences, weights);
+    std::vector<int64_t> order(static_cast<std::size_t>(m));
+    int64_t max_ref_len = 0;
+    for (int64_t k = 0; k < m; ++k) {
+        order[k] = k;
+        max_ref_len = std::max(max_ref_len, matcher.length(pairs[2 * k + 1]));
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return pairs[2 * a + 1] < pairs[2 * b + 1]; });
+    const std::size_t pack_floats = std::max<std::size_t>(1, matcher.packed_size(max_ref_len));
+    const std::size_t col_floats = static_cast<std::size_t>(std::max<int64_t>(1, max_ref_len));
+    constexpr int64_t kBlock = 32;
+    const std::size_t n_blocks = static_cast<std::size_t>((m + kBlock - 1) / kBlock);
+    parallel_for(n_blocks, n_threads, [&](std::size_t b) {
+        std::vector<float> packed(pack_floats), col_max(col_floats);
+        int64_t packed_ref = -1;
+        const int64_t end = std::min<int64_t>(m, static_cast<int64_t>(b + 1) * kBlock);
+        for (int64_t o = static_cast<int64_t>(b) * kBlock; o < end; ++o) {
+            const int64_t k = order[o], c = pairs[2 * k], r = pairs[2 * k + 1];
+            if (r != packed_ref) {
+                matcher.pack(r, packed.data());
+                packed_ref = r;
+            }
+            matcher.score(c, r, packed.data(), col_max.data(), P + k, R + k, F + k);
+        }
+    });
+}
+
+// Scores every candidate against every reference: P, R, F are row-major (nc x nr).
+// Every distinct reference is packed once (a copy of the references' embeddings, padded to
+// whole panels) and reused by all candidates; one task per candidate keeps its rows in cache.
+inline void greedy_match_pairwise(const float* embeddings, int64_t dim, const int64_t* offsets,
+                                  int64_t n_sentences, const float* weights,
+                                  const int64_t* candidates, int64_t nc, const int64_t* references,
+                                  int64_t nr, double* P, double* R, double* F, int n_threads) {
+    GreedyMatcher matcher(embeddings, dim, offsets, n_sentences, weights);
+    std::vector<std::size_t> where(static_cast<std::size_t>(n_sentences), SIZE_MAX);
+    std::vector<int64_t> distinct;
+    std::size_t total = 0;
+    int64_t max_ref_len = 0;
+    for (int64_t j = 0; j < nr; ++j) {
+        const int64_t r = references[j];
+        if (where[r] != SIZE_MAX) continue;
+        where[r] = total;
+        distinct.push_back(r);
+        total += matcher.packed_size(matcher.length(r));
+        max_ref_len = std::max(max_ref_len, matcher.length(r));
+    }
+    std::vector<float> buffer(total);
+    parallel_for(
+        distinct.size(), n_threads,
+        [&](std::size_t k) { matcher.pack(distinct[k], buffer.data() + where[distinct[k]]); }, 64);
+    const std::size_t col_floats = static_cast<std::size_t>(std::max<int64_t>(1, max_ref_len));
+    parallel_for(static_cast<std::size_t>(nc), n_threads, [&](std::size_t ci) {
+        std::vector<float> col_max(col_floats);
+        const std::size_t row = ci * static_cast<std::size_t>(nr);
+        for (int64_t j = 0; j < nr; ++j) {
+            const int64_t r = references[j];
+            matcher.score(candidates[ci], r, buffer.data() + where[r], col_max.data(), P + row + j,
+                          R + row + j, F + row + j);
+        }
+    });
+}
+
+}  // namespace rapidscore

@@ -1,0 +1,191 @@
+"""Greedy cosine max-matching of BERTScore over a flat store of token embeddings.
+
+All sentences live in one matrix: ``embeddings`` holds the token embeddings of every unique
+sentence one after another, and sentence ``s`` owns rows ``offsets[s]:offsets[s + 1]``.
+For a (candidate c, reference r) pair, with ``sim[i, j] = <E_c[i], E_r[j]>`` over *all* tokens
+(special tokens included, as in bert-score)::
+
+    p_i = max_j sim[i, j]            r_j = max_i sim[i, j]
+    P = sum_i w_i p_i / sum_i w_i    R = sum_j w_j r_j / sum_j w_j    F = 2 P R / (P + R)
+
+The maxima run over real tokens only. bert-score pads batches and lets padded positions
+(similarity 0) take part in the max, so a token whose best similarity is negative scores 0
+there; on real text (positive contextual cosines) both agree, see docs/matching.md.
+
+If a side has no tokens or its weights sum to 0, P = R = F = 0 (bert-score's result for an
+empty sentence; it returns NaN for a zero idf sum, rapidscore returns 0). F = 0 when P + R = 0.
+No result is ever NaN.
+
+Precision: dot products in float32 (like bert-score's ``torch.bmm``), weighted sums and the
+divisions in float64. Results are float64 arrays; they agree with bert-score's float32
+computation to about 1e-7.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from rapidscore import _core
+
+__all__ = ["greedy_match", "pairwise_match", "flatten_sentences"]
+
+Scores = Tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _threads(num_threads: Optional[int]) -> int:
+    if num_threads is None:
+        return 0
+    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)):
+        raise TypeError(f"num_threads must be an int or None, got {num_threads!r}")
+    if num_threads < 1:
+        raise ValueError(f"num_threads must be >= 1 (or None for all cores), got {num_threads}")
+    return int(num_threads)
+
+
+def _layers(embeddings) -> Tuple[np.ndarray, bool]:
+    """Returns the embeddings as an array and whether it carries a leading layer axis."""
+    array = np.asarray(embeddings)
+    if array.ndim == 3:
+        return array, True
+    if array.ndim != 2:
+        raise ValueError(
+            f"embeddings must have shape (T, D) or (L, T, D), got shape {array.shape}"
+        )
+    return array, False
+
+
+def greedy_match(
+    embeddings,
+    offsets,
+    weights,
+    pairs,
+    num_threads: Optional[int] = None,
+) -> Scores:
+    """BERTScore P, R, F of (candidate, reference) sentence pairs.
+
+    Args:
+        embeddings: float array (T, D) of L2-normalised token embeddings of all sentences
+            (normalisation is the caller's job: the kernel uses plain dot products), or
+            (L, T, D) to score L layers at once (bert-score's ``all_layers``).
+            float16/float64 are converted to float32. NaN or inf raises ValueError.
+        offsets: integer array (n + 1,), non-decreasing, within [0, T]: sentence ``s`` is
+            rows ``offsets[s]:offsets[s + 1]`` (an empty range is an empty sentence).
+        weights: float array (T,) of raw per-token weights (idf, or 1 with 0 for special
+            tokens); they are normalised per sentence here. Must be finite.
+        pairs: integer array (m, 2) of (candidate index, reference index) into the sentences.
+            The same sentence may appear in many pairs and on both sides.
+        num_threads: worker threads (None: all cores). Results do not depend on it.
+
+    Returns:
+        (P, R, F): float64 arrays of shape (m,), or (L, m) for (L, T, D) embeddings.
+
+    Raises:
+        TypeError: non-numeric arrays, float indices.
+        ValueError: wrong shapes, bad offsets, non-finite values.
+        IndexError: a pair index outside [0, n).
+    """
+    threads = _threads(num_threads)
+    array, layered = _layers(embeddings)
+    pairs = np.asarray(pairs)
+    if pairs.size == 0 and pairs.ndim < 2:
+        pairs = pairs.reshape(0, 2).astype(np.int64)
+    if not layered:
+        return _core.greedy_match(array, np.asarray(offsets), np.asarray(weights), pairs, threads)
+    per_layer = [
+        _core.greedy_match(layer, np.asarray(offsets), np.asarray(weights), pairs, threads)
+        for layer in array
+    ]
+    return _stack(per_layer, m_shape=(pairs.shape[0],) if pairs.ndim == 2 else (0,))
+
+
+def pairwise_match(
+    embeddings,
+    offsets,
+    weights,
+    candidates,
+    references,
+    num_threads: Optional[int] = None,
+) -> Scores:
+    """BERTScore P, R, F of every candidate against every reference.
+
+    Same inputs as :func:`greedy_match`, with two integer index lists instead of pairs.
+    Each reference is packed once and each candidate's rows stay in cache while all
+    references stream past, so this is faster than listing the nc * nr pairs
+    (minimum-Bayes-risk selection, multi-reference scoring, similarity matrices).
+
+    Returns:
+        (P, R, F): float64 arrays of shape (len(candidates), len(references)), or
+        (L, nc, nr) for (L, T, D) embeddings. ``P[a, b]`` scores candidate ``candidates[a]``
+        against reference ``references[b]``.
+    """
+    threads = _threads(num_threads)
+    array, layered = _layers(embeddings)
+    candidates = np.asarray(candidates)
+    references = np.asarray(references)
+    if candidates.size == 0:
+        candidates = candidates.reshape(0).astype(np.int64)
+    if references.size == 0:
+        references = references.reshape(0).astype(np.int64)
+    if not layered:
+        return _core.pairwise_match(
+            array, np.asarray(offsets), np.asarray(weights), candidates, references, threads
+        )
+    per_layer = [
+        _core.pairwise_match(
+            layer, np.asarray(offsets), np.asarray(weights), candidates, references, threads
+        )
+        for layer in array
+    ]
+    return _stack(per_layer, m_shape=(candidates.shape[0], references.shape[0]))
+
+
+def _stack(per_layer, m_shape) -> Scores:
+    if not per_layer:  # zero layers
+        empty = np.zeros((0, *m_shape), dtype=np.float64)
+        return empty, empty.copy(), empty.copy()
+    return tuple(np.stack([scores[k] for scores in per_layer]) for k in range(3))
+
+
+def flatten_sentences(
+    token_embeddings: Sequence[np.ndarray],
+    token_weights: Optional[Sequence[np.ndarray]] = None,
+    normalize: bool = True,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Concatenates per-sentence token embeddings into the flat store the matchers take.
+
+    Args:
+        token_embeddings: one (n_tokens, D) array per sentence (n_tokens may be 0).
+        token_weights: one (n_tokens,) array per sentence; default all ones.
+        normalize: L2-normalise each row (a zero row stays zero).
+
+    Returns:
+        (embeddings float32 (T, D), offsets int64 (n + 1,), weights float32 (T,)).
+    """
+    if len(token_embeddings) == 0:
+        raise ValueError("token_embeddings is empty: cannot infer the embedding dimension")
+    arrays = [np.asarray(e, dtype=np.float32) for e in token_embeddings]
+    dims = {a.shape[1] for a in arrays if a.ndim == 2}
+    if any(a.ndim != 2 for a in arrays) or len(dims) != 1:
+        shapes = [a.shape for a in arrays]
+        raise ValueError(f"token_embeddings must all be (n_tokens, D) with one D, got shapes {shapes}")
+    lengths = np.array([a.shape[0] for a in arrays], dtype=np.int64)
+    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    embeddings = np.concatenate(arrays, axis=0)
+    if normalize:
+        norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
+        np.divide(embeddings, norms, out=embeddings, where=norms > 0)
+    if token_weights is None:
+        weights = np.ones(int(offsets[-1]), dtype=np.float32)
+    else:
+        if len(token_weights) != len(arrays):
+            raise ValueError(
+                f"token_weights has {len(token_weights)} sentences, token_embeddings {len(arrays)}"
+            )
+        for s, (w, n) in enumerate(zip(token_weights, lengths)):
+            if np.shape(w) != (n,):
+                raise ValueError(f"token_weights[{s}] has shape {np.shape(w)}, expected ({n},)")
+        weights = np.concatenate([np.asarray(w, dtype=np.float32) for w in token_weights])
+    return embeddings, offsets, weights
