@@ -291,3 +291,77 @@ def test_parity_with_bert_score_all_layers(monkeypatch):
     assert min(rP.min(), rR.min()) > 0.2 and np.abs(P[0] - P[1]).max() > 1e-3  # layers differ
     for ours, theirs in ((P, rP), (R, rR), (F, rF)):
         assert np.abs(ours - theirs).max() <= 1e-5
+
+
+@pytest.mark.slow
+def test_parity_with_bert_score_on_real_encoder_embeddings(monkeypatch):
+    from rapidscore.encoder import Encoder
+    from rapidscore.model_source import DEFAULT_MODEL
+
+    sentences = [
+        "The cat sat on the mat.",
+        "A cat was sitting on the mat.",
+        "Stock markets fell sharply on Monday after the announcement.",
+        "Shares dropped on Monday.",
+        "I cannot help with that request.",
+        "",  # [CLS] [SEP] only: both implementations give 0
+        "Photosynthesis converts light energy into chemical energy in plants.",
+    ]
+    tokens = Encoder(model=DEFAULT_MODEL).token_embeddings(sentences)
+    token_weights = []
+    for t in tokens:  # idf=False weighting: 1 per token, 0 on CLS and SEP
+        w = np.ones(len(t), np.float32)
+        w[0] = w[-1] = 0.0
+        token_weights.append(w)
+    E, offsets, weights = flatten_sentences(tokens, token_weights)
+    n = len(sentences)
+    pairs = np.array([(c, r) for c in range(n) for r in range(n)])
+    P, R, F = greedy_match(E, offsets, weights, pairs)
+    rP, rR, rF = reference_scores(monkeypatch, E, offsets, weights, pairs)
+    # This model's last layer gives unrelated sentences negative token similarities, where
+    # bert-score's padding artefact (padded positions score 0 in the max) can act. Where every
+    # token's best similarity is positive the artefact cannot act: exact parity is required.
+    # Elsewhere the reference can only be higher (its max runs over extra zeros).
+    def smallest_token_max(c, r):
+        sim = E[offsets[c] : offsets[c + 1]].astype(np.float64) @ E[offsets[r] : offsets[r + 1]].T
+        return min(sim.max(axis=1).min(), sim.max(axis=0).min())
+
+    clean = np.array([smallest_token_max(c, r) > 1e-3 for c, r in pairs])
+    assert clean.sum() >= 10 and (~clean).sum() >= 10
+    for ours, theirs in ((P, rP), (R, rR), (F, rF)):
+        assert np.abs(ours - theirs)[clean].max() <= 1e-5
+    assert (rP >= P - 1e-6).all() and (rR >= R - 1e-6).all()
+    assert F[pairs[:, 0] == 5].max() == 0.0 and rF[pairs[:, 0] == 5].max() == 0.0
+    # With the padding emulation every pair matches, the artefact-affected ones included.
+    eP, eR, eF = greedy_match(E, offsets, weights, pairs, bert_score_batch_size=64)
+    for ours, theirs in ((eP, rP), (eR, rR), (eF, rF)):
+        assert np.abs(ours - theirs).max() <= 1e-5
+    assert np.abs(F - rF).max() > 1e-3  # the emulation was needed here
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("batch_size", [1, 7, 64])
+def test_padding_emulation_matches_bert_score_on_negative_similarities(monkeypatch, batch_size):
+    rng = np.random.default_rng(batch_size)
+    E, offsets, weights = realistic_store(rng, 60, 32, min_len=3, max_len=25)
+    E = E + 0.6 * rng.standard_normal(E.shape).astype(np.float32)  # many negative cosines
+    E /= np.linalg.norm(E, axis=1, keepdims=True)
+    pairs = rng.integers(0, 60, size=(150, 2))
+    rP, rR, rF = reference_scores(monkeypatch, E, offsets, weights, pairs, batch_size=batch_size)
+    P, R, F = greedy_match(E, offsets, weights, pairs, bert_score_batch_size=batch_size)
+    for ours, theirs in ((P, rP), (R, rR), (F, rF)):
+        assert np.abs(ours - theirs).max() <= 1e-5
+    plain = greedy_match(E, offsets, weights, pairs)
+    if batch_size == 1:  # nothing is padded in batches of one pair
+        np.testing.assert_array_equal(plain[2], F)
+    else:
+        assert np.abs(plain[2] - rF).max() > 1e-3
+
+
+def test_padding_emulation_bad_batch_size():
+    E, offsets, weights = flatten_sentences([np.ones((2, 4)), np.ones((3, 4))])
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="bert_score_batch_size"):
+            greedy_match(E, offsets, weights, [[0, 1]], bert_score_batch_size=bad)
+    with pytest.raises(IndexError, match="pairs entry 0"):  # still the native message
+        greedy_match(E, offsets, weights, [[0, 5]], bert_score_batch_size=4)

@@ -122,7 +122,7 @@ int check_threads(int num_threads) {
 }
 
 py::tuple greedy_match_py(const py::object& embeddings, const py::object& offsets, const py::object& weights,
-                          const py::object& pairs_obj, int num_threads) {
+                          const py::object& pairs_obj, int num_threads, const py::object& floors_obj) {
     check_threads(num_threads);
     Store s = validate_store(embeddings, offsets, weights);
     IndexArray pairs = index_array(pairs_obj, "pairs", 2);
@@ -131,12 +131,23 @@ py::tuple greedy_match_py(const py::object& embeddings, const py::object& offset
                               std::to_string(pairs.shape(1)));
     const int64_t m = pairs.shape(0);
     check_indices(pairs.data(), 2 * m, s.n_sentences, "pairs", 2);
+    py::array_t<uint8_t, py::array::c_style | py::array::forcecast> floors;
+    if (!floors_obj.is_none()) {
+        py::array f = as_array(floors_obj, "floors");
+        if (f.dtype().kind() != 'b')
+            throw py::type_error("floors must be a boolean array, got dtype " + dtype_name(f));
+        if (f.ndim() != 2 || f.shape(0) != m || f.shape(1) != 2)
+            throw py::value_error("floors must have shape (m, 2) like pairs");
+        floors = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>::ensure(f);
+        if (!floors) throw py::error_already_set();
+    }
+    const uint8_t* floors_ptr = floors_obj.is_none() ? nullptr : floors.data();
     py::array_t<double> P(m), R(m), F(m);
     double *pp = P.mutable_data(), *rp = R.mutable_data(), *fp = F.mutable_data();
     {
         py::gil_scoped_release release;
         greedy_match_pairs(s.emb.data(), s.dim, s.offsets.data(), s.n_sentences, s.weights.data(), pairs.data(), m,
-                           pp, rp, fp, num_threads);
+                           pp, rp, fp, num_threads, floors_ptr);
     }
     return py::make_tuple(P, R, F);
 }
@@ -164,9 +175,10 @@ py::tuple pairwise_match_py(const py::object& embeddings, const py::object& offs
 
 void register_matching(py::module_& m) {
     m.def("greedy_match", &greedy_match_py, py::arg("embeddings"), py::arg("offsets"), py::arg("weights"),
-          py::arg("pairs"), py::arg("num_threads") = 0,
+          py::arg("pairs"), py::arg("num_threads") = 0, py::arg("floors") = py::none(),
           "BERTScore greedy cosine matching of (candidate, reference) sentence pairs.\n\n"
-          "embeddings (T, D) floating, offsets (n + 1,) integer, weights (T,) floating, pairs (m, 2) integer.\n"
+          "embeddings (T, D) floating, offsets (n + 1,) integer, weights (T,) floating, pairs (m, 2) integer,\n"
+          "floors None or (m, 2) bool: start pair k's precision / recall token maxima at 0 (bert-score padding).\n"
           "Returns (P, R, F) float64 arrays of shape (m,). See rapidscore.bertscore.matching.greedy_match.");
     m.def("pairwise_match", &pairwise_match_py, py::arg("embeddings"), py::arg("offsets"), py::arg("weights"),
           py::arg("candidates"), py::arg("references"), py::arg("num_threads") = 0,

@@ -144,9 +144,9 @@ RAPIDSCORE_ALWAYS_INLINE void tile_and_fold(const float* const* a, const float* 
 
 template <int MR>
 RAPIDSCORE_ALWAYS_INLINE void rows_against_reference(const float* const* a, const float* packed,
-                                                     int64_t n_ref, int64_t dim, float* row_max,
-                                                     float* col_max) {
-    for (int r = 0; r < MR; ++r) row_max[r] = -std::numeric_limits<float>::infinity();
+                                                     int64_t n_ref, int64_t dim, float row_start,
+                                                     float* row_max, float* col_max) {
+    for (int r = 0; r < MR; ++r) row_max[r] = row_start;
     int64_t j0 = 0;
     while (j0 < n_ref) {
         const int64_t rest = n_ref - j0;
@@ -164,30 +164,34 @@ RAPIDSCORE_ALWAYS_INLINE void rows_against_reference(const float* const* a, cons
 }
 
 // Weighted precision and recall sums of one pair. col_max must hold n_ref floats.
-// Returns sum_i w_i p_i in *p_sum and sum_j w_j r_j in *r_sum.
+// Returns sum_i w_i p_i in *p_sum and sum_j w_j r_j in *r_sum. floor_p / floor_r start the
+// row / column maxima at 0 instead of -inf (emulates bert-score's zero-similarity padding).
 RAPIDSCORE_TARGET_CLONES
 static void match_pair_sums(const float* cand, int64_t n_cand, const float* cand_w,
                             const float* packed_ref, int64_t n_ref, const float* ref_w,
-                            int64_t dim, float* col_max, double* p_sum, double* r_sum) {
-    for (int64_t j = 0; j < n_ref; ++j) col_max[j] = -std::numeric_limits<float>::infinity();
+                            int64_t dim, bool floor_p, bool floor_r, float* col_max,
+                            double* p_sum, double* r_sum) {
+    const float row_start = floor_p ? 0.0f : -std::numeric_limits<float>::infinity();
+    const float col_start = floor_r ? 0.0f : -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n_ref; ++j) col_max[j] = col_start;
     double ps = 0.0;
     float row_max[kMR];
     const float* a[kMR];
     int64_t i0 = 0;
     for (; i0 + kMR <= n_cand; i0 += kMR) {
         for (int r = 0; r < kMR; ++r) a[r] = cand + (i0 + r) * dim;
-        rows_against_reference<kMR>(a, packed_ref, n_ref, dim, row_max, col_max);
+        rows_against_reference<kMR>(a, packed_ref, n_ref, dim, row_start, row_max, col_max);
         for (int r = 0; r < kMR; ++r) ps += static_cast<double>(cand_w[i0 + r]) * row_max[r];
     }
     const int64_t rest = n_cand - i0;
     if (rest > 0) {
         for (int r = 0; r < rest; ++r) a[r] = cand + (i0 + r) * dim;
         switch (rest) {
-            case 1: rows_against_reference<1>(a, packed_ref, n_ref, dim, row_max, col_max); break;
-            case 2: rows_against_reference<2>(a, packed_ref, n_ref, dim, row_max, col_max); break;
-            case 3: rows_against_reference<3>(a, packed_ref, n_ref, dim, row_max, col_max); break;
-            case 4: rows_against_reference<4>(a, packed_ref, n_ref, dim, row_max, col_max); break;
-            default: rows_against_reference<5>(a, packed_ref, n_ref, dim, row_max, col_max); break;
+            case 1: rows_against_reference<1>(a, packed_ref, n_ref, dim, row_start, row_max, col_max); break;
+            case 2: rows_against_reference<2>(a, packed_ref, n_ref, dim, row_start, row_max, col_max); break;
+            case 3: rows_against_reference<3>(a, packed_ref, n_ref, dim, row_start, row_max, col_max); break;
+            case 4: rows_against_reference<4>(a, packed_ref, n_ref, dim, row_start, row_max, col_max); break;
+            default: rows_against_reference<5>(a, packed_ref, n_ref, dim, row_start, row_max, col_max); break;
         }
         for (int r = 0; r < rest; ++r) ps += static_cast<double>(cand_w[i0 + r]) * row_max[r];
     }
@@ -227,8 +231,9 @@ public:
     }
 
     // Scores candidate c against reference r packed at packed_r; col_max holds length(r) floats.
+    // floor_p / floor_r: see match_pair_sums (bert-score padding emulation; false = exact maxima).
     void score(int64_t c, int64_t r, const float* packed_r, float* col_max, double* P, double* R,
-               double* F) const {
+               double* F, bool floor_p = false, bool floor_r = false) const {
         const int64_t n_cand = length(c), n_ref = length(r);
         const double wc = weight_sums_[c], wr = weight_sums_[r];
         if (n_cand == 0 || n_ref == 0 || wc == 0.0 || wr == 0.0) {
@@ -237,7 +242,8 @@ public:
         }
         double ps = 0.0, rs = 0.0;
         greedy_detail::match_pair_sums(emb_ + offsets_[c] * dim_, n_cand, weights_ + offsets_[c], packed_r,
-                                       n_ref, weights_ + offsets_[r], dim_, col_max, &ps, &rs);
+                                       n_ref, weights_ + offsets_[r], dim_, floor_p, floor_r, col_max,
+                                       &ps, &rs);
         const double p = ps / wc, rr = rs / wr;
         const double denom = p + rr;
         *P = p;
@@ -254,12 +260,15 @@ private:
 };
 
 // Scores m (candidate, reference) pairs given as pairs[2k], pairs[2k + 1]; writes P, R, F (m).
+// floors (nullable, 2m bytes): floors[2k] / floors[2k + 1] non-zero start pair k's token
+// precision / recall maxima at 0 (bert-score's padded positions), see match_pair_sums.
 // Pairs are visited grouped by reference so that a reference shared by consecutive pairs is
 // packed once per task; each task packs into its own scratch (O(max length x dim)), so no
 // second copy of the embeddings is made. Results do not depend on the visiting order.
 inline void greedy_match_pairs(const float* embeddings, int64_t dim, const int64_t* offsets,
                                int64_t n_sentences, const float* weights, const int64_t* pairs,
-                               int64_t m, double* P, double* R, double* F, int n_threads) {
+                               int64_t m, double* P, double* R, double* F, int n_threads,
+                               const uint8_t* floors = nullptr) {
     GreedyMatcher matcher(embeddings, dim, offsets, n_sentences, weights);
     std::vector<int64_t> order(static_cast<std::size_t>(m));
     int64_t max_ref_len = 0;
@@ -283,7 +292,9 @@ inline void greedy_match_pairs(const float* embeddings, int64_t dim, const int64
                 matcher.pack(r, packed.data());
                 packed_ref = r;
             }
-            matcher.score(c, r, packed.data(), col_max.data(), P + k, R + k, F + k);
+            const bool floor_p = floors != nullptr && floors[2 * k] != 0;
+            const bool floor_r = floors != nullptr && floors[2 * k + 1] != 0;
+            matcher.score(c, r, packed.data(), col_max.data(), P + k, R + k, F + k, floor_p, floor_r);
         }
     });
 }

@@ -62,6 +62,7 @@ def greedy_match(
     weights,
     pairs,
     num_threads: Optional[int] = None,
+    bert_score_batch_size: Optional[int] = None,
 ) -> Scores:
     """BERTScore P, R, F of (candidate, reference) sentence pairs.
 
@@ -77,6 +78,13 @@ def greedy_match(
         pairs: integer array (m, 2) of (candidate index, reference index) into the sentences.
             The same sentence may appear in many pairs and on both sides.
         num_threads: worker threads (None: all cores). Results do not depend on it.
+        bert_score_batch_size: None (default) takes every maximum over real tokens only.
+            An int B reproduces bert-score's padding artefact as if these pairs, in this
+            order, were matched in batches of B (bert-score's ``batch_size``, 64 by default):
+            a token's best similarity is raised to 0 when the other side of its pair was
+            padded in that batch (shorter than the batch's longest sentence on that side).
+            It matters only where token similarities are negative (e.g. the last layer of
+            all-MiniLM-L6-v2 on unrelated sentences); it makes scores depend on batching.
 
     Returns:
         (P, R, F): float64 arrays of shape (m,), or (L, m) for (L, T, D) embeddings.
@@ -91,13 +99,40 @@ def greedy_match(
     pairs = np.asarray(pairs)
     if pairs.size == 0 and pairs.ndim < 2:
         pairs = pairs.reshape(0, 2).astype(np.int64)
+    offsets = np.asarray(offsets)
+    floors = None
+    if bert_score_batch_size is not None:
+        floors = _padding_floors(offsets, pairs, bert_score_batch_size)
     if not layered:
-        return _core.greedy_match(array, np.asarray(offsets), np.asarray(weights), pairs, threads)
+        return _core.greedy_match(array, offsets, np.asarray(weights), pairs, threads, floors)
     per_layer = [
-        _core.greedy_match(layer, np.asarray(offsets), np.asarray(weights), pairs, threads)
+        _core.greedy_match(layer, offsets, np.asarray(weights), pairs, threads, floors)
         for layer in array
     ]
     return _stack(per_layer, m_shape=(pairs.shape[0],) if pairs.ndim == 2 else (0,))
+
+
+def _padding_floors(offsets: np.ndarray, pairs: np.ndarray, batch_size) -> Optional[np.ndarray]:
+    """(m, 2) bool: [k, 0] the reference of pair k was padded in its batch (its candidate
+    tokens' maxima include a 0), [k, 1] the candidate was padded (reference tokens' maxima)."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"bert_score_batch_size must be a positive int or None, got {batch_size!r}")
+    n = len(offsets) - 1
+    if (
+        pairs.ndim != 2 or pairs.shape[1:] != (2,) or pairs.dtype.kind not in "iu"
+        or offsets.ndim != 1 or n < 0 or offsets.dtype.kind not in "iu"
+        or (pairs.size and (pairs.min() < 0 or pairs.max() >= n))
+    ):
+        return None  # invalid input: the native call reports it with its usual message
+    lengths = np.diff(offsets.astype(np.int64))
+    cand_len, ref_len = lengths[pairs[:, 0]], lengths[pairs[:, 1]]
+    floors = np.zeros(pairs.shape, dtype=bool)
+    if len(pairs):
+        starts = np.arange(0, len(pairs), batch_size)
+        batch = np.arange(len(pairs)) // batch_size
+        floors[:, 0] = ref_len < np.maximum.reduceat(ref_len, starts)[batch]
+        floors[:, 1] = cand_len < np.maximum.reduceat(cand_len, starts)[batch]
+    return floors
 
 
 def pairwise_match(
