@@ -146,6 +146,9 @@ def run_case(name, torch, greedy_cos_idf, store, hyps, refs, ours_fn, reps):
         "ours_median_s": t_ours,
         "reference_median_s": t_ref,
         "speedup": t_ref / t_ours,
+        # Under CPU contention from other jobs torch's thread pool slows far more than the
+        # kernel; the ratio of the fastest runs is the conservative comparison.
+        "speedup_of_minima": min(ref_times) / min(ours_times),
         "ours_times_s": ours_times,
         "reference_times_s": ref_times,
         "max_abs_dP": float(np.abs(P - rP).max()),
@@ -208,12 +211,13 @@ def main(argv=None):
         "them. Ours: rapidscore.bertscore.matching (all cores). Encoding excluded from both. "
         "Interleaved repetitions, medians.",
         "",
-        "| case | reference (s) | rapidscore (s) | speed-up | max abs dF | peak RSS growth ref / ours (MiB) | ref tensors per batch (MiB) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| case | reference (s) | rapidscore (s) | speed-up (medians) | speed-up (fastest runs) | max abs dF | peak RSS growth ref / ours (MiB) | ref tensors per batch (MiB) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         lines.append(
             f"| {r['case']} | {r['reference_median_s']:.3f} | {r['ours_median_s']:.4f} | {r['speedup']:.1f}x | "
+            f"{r['speedup_of_minima']:.1f}x | "
             f"{r['max_abs_dF']:.2e} | {mib(r['reference_peak_rss_delta_bytes'])} / {mib(r['ours_peak_rss_delta_bytes'])} | "
             f"{mib(r['reference_live_tensor_bytes_per_batch'])} |"
         )
