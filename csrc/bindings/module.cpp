@@ -8,6 +8,4 @@ PYBIND11_MODULE(_core, m) {
     rapidscore::bindings::register_matching(m);
     rapidscore::bindings::register_alignment(m);
     rapidscore::bindings::register_phrases(m);
-    // register_matching / register_alignment / register_phrases are called here once their
-    // areas exist (see registry.hpp).
 }
