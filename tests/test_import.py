@@ -33,6 +33,8 @@ def test_cached_model_runs_without_torch_or_transformers(minilm_path, tmp_path, 
         "from rapidscore.encoder import Encoder\n"
         f"enc = Encoder({str(minilm_path)!r}, layer=2, cache_dir={str(cache)!r})\n"
         "emb = enc.token_embeddings(['a cached model needs no torch'])\n"
+        "from rapidscore.bertscore import BERTScore\n"
+        "BERTScore(encoder=enc).score(['a candidate'], ['a reference'])\n"
         "print(json.dumps({'exported': enc.exported, 'torch': 'torch' in sys.modules,\n"
         "                  'transformers': 'transformers' in sys.modules, 'rows': emb[0].shape[0]}))\n"
     )

@@ -154,3 +154,14 @@ def test_dataframe_jsonl_and_cli(minilm_path, similarity_model, tmp_path):
     document = json.loads(out.getvalue())
     assert document["n_rejected"] == direct.n_rejected
     assert document["negative_rejection_rate"] == pytest.approx(direct.rate)
+
+
+def test_similarity_histogram_with_threshold_line(similarity_model, tmp_path):
+    pytest.importorskip("matplotlib", reason="plotting needs the [plot] extra")
+    from rapidscore.nrr import plot_similarities
+
+    result = negative_rejection(*varied_pairs(30, seed=2), similarity_model=similarity_model)
+    figure = plot_similarities(result, tmp_path / "hist.png")
+    assert (tmp_path / "hist.png").stat().st_size > 1000
+    line = figure.axes[0].lines[0]
+    assert list(line.get_xdata()) == [0.8, 0.8]

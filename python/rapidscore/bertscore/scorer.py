@@ -99,6 +99,8 @@ class BERTScore:
                  num_threads: int | None = None, progress: bool = False, cache_dir=None, encoder=None):
         from rapidscore.encoder import Encoder
 
+        if model is None and encoder is not None:
+            model = encoder.model_name
         if model is None:
             model = model_for_language(lang) if lang is not None else DEFAULT_MODEL
         self.model_name = os.fspath(model)
