@@ -218,3 +218,4 @@ def test_batch_plan_covers_every_sequence_once_within_budget(lengths, budget, ma
         assert len(batch) <= max_batch
         padded = len(batch) * max(max(lengths[i] for i in batch), 1)
         assert len(batch) == 1 or padded <= budget
+        assert len(batch) == 1 or sum(max(lengths[i], 1) for i in batch) >= 0.85 * padded

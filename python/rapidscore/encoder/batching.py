@@ -5,23 +5,27 @@ from __future__ import annotations
 import numpy as np
 
 
-def plan_batches(lengths, batch_tokens: int, max_batch_size: int) -> list[np.ndarray]:
+def plan_batches(lengths, batch_tokens: int, max_batch_size: int, min_fill: float = 0.85) -> list[np.ndarray]:
     """Group sequence indices into batches, longest first.
 
-    Each batch holds sequences of similar length; a batch's padded size (count x longest) stays
-    within ``batch_tokens`` (a single over-long sequence still gets a batch of its own) and its
-    count within ``max_batch_size``. Returns arrays of indices into ``lengths``.
+    Each batch holds sequences of similar length: its padded size (count x longest) stays within
+    ``batch_tokens`` (a single over-long sequence still gets a batch of its own), its count within
+    ``max_batch_size``, and its real tokens fill at least ``min_fill`` of the padded size (so a
+    batch never mixes very different lengths). Returns arrays of indices into ``lengths``.
     """
     if batch_tokens < 1 or max_batch_size < 1:
         raise ValueError(f"batch_tokens and max_batch_size must be >= 1, got {batch_tokens}, {max_batch_size}")
     lengths = np.asarray(lengths, dtype=np.int64)
     order = np.argsort(-lengths, kind="stable")
+    sorted_lengths = np.maximum(lengths[order], 1)
     batches: list[np.ndarray] = []
-    start = 0
-    n = len(order)
+    start, n = 0, len(order)
     while start < n:
-        longest = max(int(lengths[order[start]]), 1)
+        longest = int(sorted_lengths[start])
         size = max(1, min(max_batch_size, batch_tokens // longest, n - start))
+        # Real-token fill of the batch's first k sequences; keep the largest k that fills enough.
+        fill = np.cumsum(sorted_lengths[start:start + size]) / (longest * np.arange(1, size + 1))
+        size = int(np.flatnonzero(fill >= min_fill)[-1]) + 1
         batches.append(order[start:start + size])
         start += size
     return batches
