@@ -32,7 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--table", action="store_true", help="print a per-candidate table")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("-v", "--verbose", action="store_true", help="progress bar and timings")
-    parser.add_argument("--backend", default="onnx", choices=("onnx", "torch"))
+    parser.add_argument("--backend", default=None, choices=("onnx", "openvino", "torch"),
+                        help="encoder runtime (default: onnx; openvino for bf16)")
+    parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
+                        help="fp32 = exact; bf16 = fast mode on CPUs with bf16 instructions")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--show", action="store_true", help="draw the similarity heatmap of the first pair")
     parser.add_argument("--fname", default="", help="with --show: save the heatmap to this file")
@@ -98,7 +101,7 @@ def _inputs(args) -> tuple[list[str], list]:
 def run(args) -> int:
     from rapidscore.bertscore import BERTScore, compute_baseline
 
-    engine = dict(backend=args.backend, device=args.device, num_threads=args.nthreads,
+    engine = dict(backend=args.backend, precision=args.precision, device=args.device, num_threads=args.nthreads,
                   batch_tokens=args.batch_tokens)
     if args.make_baseline:
         if not args.out:

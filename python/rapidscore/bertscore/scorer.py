@@ -94,7 +94,7 @@ class BERTScore:
     def __init__(self, model: str | os.PathLike | None = None, layer: int | None = None, *, lang: str | None = None,
                  idf: bool | dict = False, idf_sents: Sequence[str] | None = None,
                  rescale_with_baseline: bool = False, baseline_path: str | os.PathLike | None = None,
-                 all_layers: bool = False, use_fast_tokenizer: bool = False, backend: str = "onnx",
+                 all_layers: bool = False, use_fast_tokenizer: bool = False, backend: str | None = None,
                  device: str = "cpu", precision: str = "fp32", batch_tokens: int = 16384,
                  num_threads: int | None = None, progress: bool = False, cache_dir=None, encoder=None):
         from rapidscore.encoder import Encoder

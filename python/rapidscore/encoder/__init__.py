@@ -15,12 +15,12 @@ from typing import Sequence
 import numpy as np
 
 from rapidscore.encoder.batching import pad_batch, plan_batches
-from rapidscore.encoder.runtime import BACKENDS, DEVICES, OnnxRunner, TorchRunner
+from rapidscore.encoder.runtime import BACKENDS, DEVICES, OnnxRunner, OpenVinoRunner, TorchRunner
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec, load_spec
 from rapidscore.errors import TruncationWarning
 from rapidscore.model_source import DEFAULT_MODEL, num_layers, read_config, resolve_model
 
-PRECISIONS = ("fp32",)
+PRECISIONS = ("fp32", "bf16")
 POOLINGS = ("mean", "cls")
 
 __all__ = ["Encoder", "EncodedTexts", "DEFAULT_MODEL", "check_texts"]
@@ -68,9 +68,12 @@ class Encoder:
     model: hub id or local directory. "all-MiniLM-L6-v2" resolves to the embedded copy offline.
     layer: transformer layer whose output is used: hidden_states[layer], 0 = embedding output,
         None = last layer, "all" = every hidden state (arrays get a leading layer axis).
-    backend: "onnx" (ONNX Runtime; exported and cached on first use) or "torch".
+    backend: "onnx" (ONNX Runtime; exported and cached on first use), "openvino" (the same ONNX
+        graph compiled by OpenVINO; faster on CPUs) or "torch". None (default): "onnx" for fp32,
+        "openvino" for bf16.
     device: "cpu" or "cuda".
-    precision: "fp32".
+    precision: "fp32" (exact) or "bf16" (fast mode: OpenVINO on CPUs with bf16 instructions;
+        BERTScore within about 1e-4 of fp32, see docs/performance.md).
     max_length: truncation length in tokens, special tokens included (default: the model's maximum).
     batch_tokens: padded tokens per batch (batch size x longest sequence); bounds memory.
     max_batch_size: sequences per batch at most.
@@ -81,17 +84,22 @@ class Encoder:
     progress: show a progress bar over batches.
     """
 
-    def __init__(self, model: str | os.PathLike = DEFAULT_MODEL, layer: int | str | None = None, backend: str = "onnx",
+    def __init__(self, model: str | os.PathLike = DEFAULT_MODEL, layer: int | str | None = None,
+                 backend: str | None = None,
                  device: str = "cpu", precision: str = "fp32", *, max_length: int | None = None,
                  batch_tokens: int = 16384, max_batch_size: int = 256, num_threads: int | None = None,
                  cache_dir: str | os.PathLike | None = None, add_prefix_space: bool | None = None,
                  progress: bool = False):
+        if backend is None:
+            backend = "openvino" if precision == "bf16" else "onnx"
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if device not in DEVICES:
             raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        if precision == "bf16" and backend != "openvino":
+            raise ValueError(f"precision='bf16' runs on backend='openvino' (CPU), got backend={backend!r}")
         if max_length is not None and (not isinstance(max_length, int) or max_length < 2):
             raise ValueError(f"max_length must be an int >= 2, got {max_length!r}")
         self.model_dir = resolve_model(model)
@@ -105,15 +113,20 @@ class Encoder:
         self.progress = progress
         self.exported = False
 
-        if backend == "onnx":
+        if backend in ("onnx", "openvino"):
             from rapidscore.encoder.onnx_export import cached_export
 
-            entry, self.exported = cached_export(self.model_dir, self.layer, precision, add_prefix_space,
+            # One fp32 graph serves every precision: the runtime decides how to execute it.
+            entry, self.exported = cached_export(self.model_dir, self.layer, "fp32", add_prefix_space,
                                                  cache_dir=Path(cache_dir) if cache_dir else None)
             self.cache_entry = entry
             spec = load_spec(entry / "tokenizer_spec.json")
             self.tokenizer = BatchTokenizer(entry / "tokenizer.json", spec, max_length)
-            self._runner = OnnxRunner(entry / "model.onnx", device, num_threads)
+            if backend == "onnx":
+                self._runner = OnnxRunner(entry / "model.onnx", device, num_threads)
+            else:
+                self._runner = OpenVinoRunner(entry / "model.onnx", device, precision, num_threads,
+                                              compile_cache=entry.parent.parent / "openvino")
         else:
             from rapidscore.encoder.torch_model import load_tokenizer, tokenizer_spec
 

@@ -1,0 +1,63 @@
+"""The OpenVINO backend (exact fp32) and the bf16 fast mode's accuracy bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rapidscore.bertscore import BERTScore
+from rapidscore.encoder import Encoder
+
+ov = pytest.importorskip("openvino", reason="the OpenVINO backend needs the [openvino] extra")
+
+WORDS = ("the a of to and in band metal singer voice jazz trumpet outlaw forest river city music "
+         "history science famous known world heavy legend career player album song").split()
+
+
+def sentences(n: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=rng.integers(6, 30))).capitalize() + "." for _ in range(n)]
+
+
+def has_bf16() -> bool:
+    return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
+    """Kendall's tau-a by brute force (independent of scipy)."""
+    i, j = np.triu_indices(len(a), k=1)
+    return float(np.mean(np.sign(a[i] - a[j]) * np.sign(b[i] - b[j])))
+
+
+def test_openvino_fp32_matches_onnx_runtime(minilm_path):
+    texts = sentences(40, 0) + ["café 東京 😀", ""]
+    exact = Encoder(str(minilm_path), layer=4).token_embeddings(texts)
+    fast = Encoder(str(minilm_path), layer=4, backend="openvino").token_embeddings(texts)
+    assert max(np.abs(a - b).max() for a, b in zip(exact, fast)) <= 1e-4
+
+
+@pytest.mark.skipif(not has_bf16(), reason="this CPU has no bf16 instructions; the fast mode refuses to run")
+def test_bf16_bertscore_stays_within_the_accuracy_bounds(minilm_path):
+    cands, refs = sentences(150, 1), sentences(150, 2)
+    exact = BERTScore(str(minilm_path), 6).score(cands, refs).f1.astype(np.float64)
+    fast = BERTScore(str(minilm_path), 6, precision="bf16").score(cands, refs).f1.astype(np.float64)
+    # Bounds from the issue: mean |dF| <= 5e-4 and Kendall tau >= 0.995 against fp32.
+    assert np.abs(fast - exact).mean() <= 5e-4
+    assert kendall_tau(fast, exact) >= 0.995
+    assert not np.array_equal(fast, exact)  # it really ran in reduced precision
+
+
+def test_kendall_tau_helper_agrees_with_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=60), rng.normal(size=60)
+    assert kendall_tau(a, b) == pytest.approx(stats.kendalltau(a, b).statistic, abs=1e-12)
+
+
+def test_bad_fast_mode_combinations(minilm_path):
+    with pytest.raises(ValueError, match="backend='openvino'"):
+        Encoder(str(minilm_path), layer=2, backend="onnx", precision="bf16")
+    with pytest.raises(ValueError, match="device='cpu'"):
+        Encoder(str(minilm_path), layer=2, backend="openvino", device="cuda")
+    with pytest.raises(ValueError, match="got backend='torch'"):
+        Encoder(str(minilm_path), layer=2, backend="torch", precision="bf16")
