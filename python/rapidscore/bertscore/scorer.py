@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ def normalize_inputs(cands, refs) -> tuple[list[str], list[list[str]]]:
     return list(cands), groups
 
 
+@functools.lru_cache(maxsize=None)  # metadata lookups scan sys.path: once per process
 def _package_version(name: str) -> str:
     try:
         return version(name)

@@ -54,7 +54,12 @@ class BatchTokenizer:
 
     def encode(self, texts: list[str]) -> tuple[list[np.ndarray], int]:
         """Token ids per text and the number of texts that were truncated."""
-        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
+        if len(texts) < 32:
+            # Small inputs (latency): the batch call's thread pool would wait for cores that the
+            # runtime's threads still spin on after the previous call.
+            encodings = [self._tokenizer.encode(text, add_special_tokens=True) for text in texts]
+        else:
+            encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
         ids = [np.asarray(enc.ids, dtype=np.int64) for enc in encodings]
         truncated = sum(1 for enc in encodings if enc.overflowing)
         return ids, truncated
