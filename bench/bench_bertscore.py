@@ -26,6 +26,7 @@ Writes bench/results/bertscore.md and bench/results/bertscore.json.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -290,7 +291,9 @@ def steady_state(name: str, model_dir: Path, layer: int, cands, refs, reps: int,
     extra = {}
     for precision in precisions:
         try:
-            extra[precision] = BERTScore(str(model_dir), layer, precision=precision)
+            # "openvino-fp32": the exact mode on the OpenVINO backend; other names are precisions.
+            options = {"backend": "openvino"} if precision == "openvino-fp32" else {"precision": precision}
+            extra[precision] = BERTScore(str(model_dir), layer, **options)
         except Exception as exc:  # noqa: BLE001 - recorded in the report, not fatal
             extra[precision] = exc
 
@@ -734,6 +737,8 @@ def main(argv=None) -> int:
     available = list(getattr(encoder_module, "PRECISIONS", ("fp32",)))
     if args.precisions == "auto":
         precisions = [p for p in available if p != "fp32"]
+        if importlib.util.find_spec("openvino") is not None:
+            precisions.insert(0, "openvino-fp32")
     elif args.precisions == "none":
         precisions = []
     else:
