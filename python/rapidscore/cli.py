@@ -34,7 +34,10 @@ def _available_commands():
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rapidscore", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="rapidscore",
+        description="Fast, reference-exact evaluation metrics for LLM and NER outputs.",
+        epilog="Run 'rapidscore COMMAND --help' for a command's options.")
     parser.add_argument("--version", action="version", version=f"rapidscore {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
