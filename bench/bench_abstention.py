@@ -7,16 +7,18 @@ checked identical in the same run. Writes bench/results/abstention.md and .json.
 """
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import random
 import statistics
-import subprocess
 import time
+import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402  (bench/common.py: machine facts shared by every benchmark)
 
 from rapidscore.abstention import reference as R
 from rapidscore.abstention.detectors import SelectDetector
@@ -56,20 +58,7 @@ def make_responses(n, seed=0):
 
 
 def machine_info():
-    cpu = platform.processor()
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name"):
-                cpu = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import rapidfuzz
-
-    from rapidscore import __version__
-
-    return {"cpu": cpu, "cores": os.cpu_count(), "date": datetime.datetime.now().isoformat(timespec="seconds"),
-            "python": platform.python_version(), "rapidscore": __version__, "rapidfuzz": rapidfuzz.__version__,
-            "numpy": np.__version__}
+    return {"date": common.now(), "machine": common.machine_info(), "versions": common.package_versions()}
 
 
 def main():
@@ -113,8 +102,7 @@ def main():
         "`rapidscore.abstention.reference` (rapidfuzz `partial_ratio` per phrase + `re`, as SELECT does); "
         f"decisions checked identical in every repetition. Threads: {args.threads or 'all'}.",
         "",
-        f"Machine: {info['cpu']}, {info['cores']} cores, {info['date']}, Python {info['python']}, "
-        f"rapidfuzz {info['rapidfuzz']}, rapidscore {info['rapidscore']}.",
+        f"Machine: {common.machine_line(info['machine'])}, {info['date']}; {common.versions_line(info['versions'])}.",
         "",
         "| method | reference (s) | rapidscore (s) | speed-up (median) | refusal rate |",
         "|---|---:|---:|---:|---:|",

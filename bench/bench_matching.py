@@ -14,16 +14,17 @@ Writes bench/results/matching.md and bench/results/matching.json.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
-import platform
 import statistics
-import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402  (bench/common.py: machine facts shared by every benchmark)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 64  # bert_score.score's default batch_size
@@ -95,29 +96,8 @@ def rss_peak_delta(fn):
 
 
 def machine_info(torch):
-    import rapidscore
-    import bert_score
-
-    cpu = platform.processor()
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                cpu = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return {
-        "date": _dt.datetime.now().isoformat(timespec="seconds"),
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "load_average_at_start": os.getloadavg(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "bert_score": "0.3.13 (reports %s)" % bert_score.__version__,
-        "rapidscore": rapidscore.__version__,
-        "rapidscore_build": rapidscore._core.build_info(),
-    }
+    return {"date": common.now(), "machine": common.machine_info(), "versions": common.package_versions(),
+            "torch_threads": torch.get_num_threads(), "load_average_at_start": os.getloadavg()}
 
 
 def run_case(name, torch, greedy_cos_idf, store, hyps, refs, ours_fn, reps):
@@ -202,8 +182,8 @@ def main(argv=None):
     lines = [
         "## BERTScore greedy matching kernel",
         "",
-        f"{info['date']}, {info['cpu']}, {info['cores']} cores, torch {info['torch']} "
-        f"({info['torch_threads']} threads), bert-score {info['bert_score']}, rapidscore {info['rapidscore']}; "
+        f"{info['date']}, {common.machine_line(info['machine'])}; {common.versions_line(info['versions'])}; "
+        f"torch threads {info['torch_threads']}; "
         f"1-min load average {info['load_average_at_start'][0]:.1f} at start, {info['load_average_at_end'][0]:.1f} at end "
         "(other jobs shared the machine when above the core count).",
         "Embeddings: dim 384, lengths 10-60 tokens, positive cosines, idf-like weights (0 on CLS/SEP).",

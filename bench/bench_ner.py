@@ -21,17 +21,17 @@ Writes bench/results/ner.md and bench/results/ner.json.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
-import os
-import platform
 import random
 import statistics
-import subprocess
 import time
 from pathlib import Path
+import sys
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402  (bench/common.py: machine facts shared by every benchmark)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LABELS = ["person", "address", "phone number", "email", "driver licence", "ssn", "credit card", "date of birth"]
@@ -108,26 +108,8 @@ def python_dja(gold_records, pred_records):
 
 
 def machine_info():
-    cpu = platform.processor()
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                cpu = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import rapidscore
-    from rapidscore import _core
-
-    return {
-        "date": _dt.datetime.now().isoformat(timespec="seconds"),
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "rapidscore": rapidscore.__version__,
-        "compiler": _core.build_info()["compiler"],
-        "load_average_1min": os.getloadavg()[0],  # other work on the machine inflates both sides
-    }
+    return {"date": common.now(), "machine": common.machine_info(), "versions": common.package_versions(),
+            "cores": common.available_cpus()}
 
 
 def end_to_end(n_records: int):
@@ -200,8 +182,8 @@ def main() -> None:
     lines = [
         "## NER: DMBertA span alignment",
         "",
-        f"{info['date']}, {info['cpu']}, {info['cores']} cores, Python {info['python']}, numpy {info['numpy']}, "
-        f"rapidscore {info['rapidscore']}, 1-minute load average {info['load_average_1min']:.1f} at start. Command: `python bench/bench_ner.py --records {args.records} --reps {args.reps}`.",
+        f"{info['date']}, {common.machine_line(info['machine'])}; {common.versions_line(info['versions'])}; "
+        f"1-minute load average {info['machine']['load_average_1min']:.1f} at start. Command: `python bench/bench_ner.py --records {args.records} --reps {args.reps}`.",
         "",
         f"{args.records:,} records, {n_gold:,} gold and {n_pred:,} predicted entities (~{n_gold / args.records:.1f} / "
         f"~{n_pred / args.records:.1f} per record). Same DJA definition on both sides (pair Jaccard, DP table, "
