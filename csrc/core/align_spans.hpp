@@ -93,6 +93,26 @@ struct AlignScratch {
     std::vector<char> used;
 };
 
+// Follows the DP back-pointers from (n, m) (3 = diagonal match, 1 = skip a gold span, else skip a
+// predicted span) and appends the matched (gold, pred) index pairs in increasing order.
+inline void trace_back(std::size_t n, std::size_t m, std::size_t cols, const std::vector<unsigned char>& back,
+                       std::vector<std::pair<std::size_t, std::size_t>>& out) {
+    const std::size_t first = out.size();
+    std::size_t i = n, j = m;
+    while (i > 0 && j > 0) {
+        const unsigned char from = back[i * cols + j];
+        if (from == 3) {
+            out.emplace_back(i - 1, j - 1);
+            --i; --j;
+        } else if (from == 1) {
+            --i;
+        } else {
+            --j;
+        }
+    }
+    std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+}
+
 // Maximum-weight matching on flat spans: DJA(i, j) = max(DJA(i-1, j), DJA(i, j-1),
 // DJA(i-1, j-1) + w(i, j)), with back-pointers. Appends pairs in increasing order.
 inline void align_dynamic_programme(std::size_t n, std::size_t m, AlignScratch& s,
@@ -115,20 +135,7 @@ inline void align_dynamic_programme(std::size_t n, std::size_t m, AlignScratch& 
             s.back[i * cols + j] = from;
         }
     }
-    const std::size_t first = out.size();
-    std::size_t i = n, j = m;
-    while (i > 0 && j > 0) {
-        const unsigned char from = s.back[i * cols + j];
-        if (from == 3) {
-            out.emplace_back(i - 1, j - 1);
-            --i; --j;
-        } else if (from == 1) {
-            --i;
-        } else {
-            --j;
-        }
-    }
-    std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+    trace_back(n, m, cols, s.back, out);
 }
 
 // Exact maximum-weight matching (Hungarian algorithm with potentials, O(r^2 c), r <= c) on the
@@ -224,20 +231,7 @@ inline void align_flat_jaccard(const SpanView& g, const SpanView& p, double min_
         }
         std::swap(prev, cur);
     }
-    const std::size_t start = out.size();
-    std::size_t i = n, j = m;
-    while (i > 0 && j > 0) {
-        const unsigned char from = s.back[i * cols + j];
-        if (from == 3) {
-            out.emplace_back(i - 1, j - 1);
-            --i; --j;
-        } else if (from == 1) {
-            --i;
-        } else {
-            --j;
-        }
-    }
-    std::reverse(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
+    trace_back(n, m, cols, s.back, out);
 }
 
 // Aligns one record; appends matched (gold index, pred index) pairs sorted by gold index.
