@@ -134,7 +134,7 @@ def test_bad_input(similarity_model, generated, references, threshold, error, me
 
 
 def test_dataframe_jsonl_and_cli(minilm_path, similarity_model, tmp_path):
-    pd = pytest.importorskip("pandas")
+    pd = pytest.importorskip("pandas", reason="the DataFrame entry point needs pandas")
     generated, references = varied_pairs(12, seed=9)
     direct = negative_rejection(generated, references, similarity_model=similarity_model)
     frame = pd.DataFrame({"answer": generated, "truth": references})

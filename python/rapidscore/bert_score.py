@@ -68,8 +68,7 @@ def _shared_encoder(model_type, num_layers, all_layers, device, engine_options):
     unknown = sorted(set(engine_options) - set(_ENCODER_OPTIONS))
     if unknown:
         raise TypeError(f"score() got unexpected keyword arguments {unknown}; rapidscore adds {_ENCODER_OPTIONS}")
-    encoder_keys = _ENCODER_OPTIONS
-    options = {k: engine_options[k] for k in encoder_keys if k in engine_options}
+    options = {k: engine_options[k] for k in _ENCODER_OPTIONS if k in engine_options}
     key = (str(model_type), "all" if all_layers else num_layers, device, tuple(sorted(options.items())))
     if key not in _ENCODERS:
         _ENCODERS[key] = Encoder(model_type, layer="all" if all_layers else num_layers, device=device, **options)

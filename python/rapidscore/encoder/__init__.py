@@ -106,6 +106,7 @@ class Encoder:
         self.model_name = os.fspath(model)
         config = read_config(self.model_dir)
         self.num_layers = num_layers(config)
+        self.hidden_size = int(config.get("hidden_size") or config.get("dim"))
         self.model_type = config.get("model_type")
         self.layer = self._check_layer(layer)
         self.backend, self.device, self.precision = backend, device, precision
@@ -185,7 +186,7 @@ class Encoder:
         lengths = np.array([len(ids[u]) for u in inverse], dtype=np.int64)
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        if len(set(inverse)) == len(inverse) and inverse == list(range(len(inverse))):
+        if len(unique_texts) == len(texts):  # no duplicates: unique order is input order
             flat_ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
             flat = unique_embeddings
         else:
@@ -244,7 +245,7 @@ class Encoder:
         encoded = self.encode(texts)
         n = len(encoded)
         if n == 0:
-            return np.zeros((0, self._hidden_size()), dtype=np.float32)
+            return np.zeros((0, self.hidden_size), dtype=np.float32)
         starts, ends = encoded.offsets[:-1], encoded.offsets[1:]
         counts = ends - starts
         pooled = np.zeros((n, encoded.embeddings.shape[-1]), dtype=np.float32)
@@ -259,9 +260,6 @@ class Encoder:
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             pooled = pooled / np.maximum(norms, 1e-12)
         return pooled
-
-    def _hidden_size(self) -> int:
-        return int(read_config(self.model_dir).get("hidden_size") or read_config(self.model_dir).get("dim"))
 
 
 def _unique(texts: list[str]) -> tuple[list[str], list[int]]:
