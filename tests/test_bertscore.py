@@ -275,3 +275,47 @@ def test_plot_example_writes_a_heatmap(minilm_path, tmp_path):
     rapidscore.bert_score.plot_example("The cat sat.", "A cat was sitting.", model_type=str(minilm_path),
                                        num_layers=4, fname=str(fname))
     assert fname.stat().st_size > 1000
+
+
+UNRELATED = [
+    "The quarterly earnings report exceeded analyst expectations by a wide margin.",
+    "Penguins huddle together to survive the Antarctic winter.",
+    "She tuned the violin before the evening concert began.",
+    "Rust's borrow checker rejects data races at compile time.",
+    "A light drizzle fell over the vineyard all afternoon.",
+    "The museum reopened its Egyptian wing after renovations.",
+    "Add two cups of flour and stir until the batter is smooth.",
+    "The goalkeeper saved a penalty in the final minute.",
+    "Volcanic ash grounded flights across northern Europe.",
+    "He forgot his umbrella on the crowded morning train.",
+    "Quantum dots emit light at sizes tuned by their diameter.",
+    "The committee postponed the vote until next Tuesday.",
+]
+
+
+@pytest.mark.parametrize("batch_size", [3, 64])
+def test_drop_in_reproduces_the_reference_padding_on_negative_similarities(minilm_path, batch_size):
+    """MiniLM's last layer gives unrelated tokens negative cosines, where bert-score's zero padding
+    changes maxima. The drop-in reproduces that; the native API (maxima over real tokens) does not."""
+    cands = UNRELATED
+    refs = UNRELATED[5:] + UNRELATED[:5]
+    multi = [[r, UNRELATED[(k + 3) % len(UNRELATED)]] if k % 3 == 0 else [r] for k, r in enumerate(refs)]
+    for references in (refs, multi):
+        kwargs = dict(model_type=str(minilm_path), num_layers=6, batch_size=batch_size)
+        expected = reference(cands, references, **kwargs)
+        ours = [t.numpy() for t in rapidscore.bert_score.score(cands, references, **kwargs)]
+        scorer = rapidscore.bert_score.BERTScorer(model_type=str(minilm_path), num_layers=6)
+        kept = [t.numpy() for t in scorer.score(cands, references, batch_size=batch_size)]
+        for got, alt, want in zip(ours, kept, expected):
+            assert np.abs(got - want).max() <= TOLERANCE and np.abs(alt - want).max() <= TOLERANCE
+        native = BERTScore(str(minilm_path), 6).score(cands, references)
+        assert np.abs(native.f1 - expected[2]).max() > 1e-4  # the artefact is present in this input
+        plain = rapidscore.bert_score.score(cands, references, reference_padding=False, **kwargs)
+        np.testing.assert_array_equal(plain[2].numpy(), native.f1)
+
+
+def test_drop_in_rejects_a_bad_batch_size(minilm_path):
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="batch_size"):
+            rapidscore.bert_score.score(CANDS[:2], REFS[:2], model_type=str(minilm_path), num_layers=2,
+                                        batch_size=bad)

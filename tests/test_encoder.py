@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from rapidscore import TruncationWarning
 from rapidscore.encoder import Encoder
-from rapidscore.encoder.batching import pad_batch, plan_batches
+from rapidscore.encoder.batching import MIN_FILL, default_batch_tokens, pad_batch, plan_batches
 from rapidscore.errors import ModelNotFoundError
 from tiny_models import FAMILIES
 
@@ -218,4 +218,14 @@ def test_batch_plan_covers_every_sequence_once_within_budget(lengths, budget, ma
         assert len(batch) <= max_batch
         padded = len(batch) * max(max(lengths[i] for i in batch), 1)
         assert len(batch) == 1 or padded <= budget
-        assert len(batch) == 1 or sum(max(lengths[i], 1) for i in batch) >= 0.85 * padded
+        assert len(batch) == 1 or sum(max(lengths[i], 1) for i in batch) >= MIN_FILL * padded
+
+
+def test_default_batch_budget_follows_device_and_precision(minilm_path):
+    assert Encoder(str(minilm_path), layer=1).batch_tokens == default_batch_tokens("cpu", "fp32") == 1024
+    assert default_batch_tokens("cpu", "bf16") == 2048
+    assert default_batch_tokens("cuda", "fp32") == 16384
+    assert Encoder(str(minilm_path), layer=1, batch_tokens=64).batch_tokens == 64
+    for bad in (0, -5, 2.5, "1024", True):
+        with pytest.raises(ValueError, match="batch_tokens"):
+            Encoder(str(minilm_path), layer=1, batch_tokens=bad)

@@ -4,11 +4,13 @@ defaults and return types (torch tensors), computed by rapidscore's engine.
     from rapidscore import bert_score
     P, R, F = bert_score.score(cands, refs, lang="en")
 
-Differences, all deliberate and documented in docs/bertscore.md: the maximum runs over real tokens
-only (no padding artefact), degenerate idf weights fall back to uniform weights with a warning
-instead of NaN, truncation is warned about, and models stay loaded between ``score`` calls.
+Scores equal the reference's, including the effect of its ``batch_size`` on the token maxima
+(bert-score pads each batch of pairs with zero vectors; see docs/bertscore.md). Differences, all
+deliberate and documented there: degenerate idf weights fall back to uniform weights with a
+warning instead of NaN, truncation is warned about, and models stay loaded between ``score`` calls.
 Extra keyword arguments select the engine: ``backend``, ``precision``, ``batch_tokens``,
-``num_threads``, ``cache_dir``.
+``num_threads``, ``cache_dir``, and ``reference_padding=False`` to take every maximum over real
+tokens only (scores that do not depend on ``batch_size``).
 """
 
 from __future__ import annotations
@@ -62,6 +64,15 @@ def _resolve(model_type, num_layers, lang, all_layers):
 _ENCODER_OPTIONS = ("backend", "precision", "batch_tokens", "num_threads", "cache_dir")
 
 
+def _padding_batch_size(batch_size, engine_options) -> int | None:
+    """The batch size whose padding the scores reproduce, or None (``reference_padding=False``)."""
+    if not engine_options.pop("reference_padding", True):
+        return None
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    return batch_size
+
+
 def _shared_encoder(model_type, num_layers, all_layers, device, engine_options):
     from rapidscore.encoder import Encoder
 
@@ -90,6 +101,7 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
     """BERTScore of candidates against references; returns (P, R, F) torch tensors of shape (N,)
     ((L+1, N) with all_layers), and the hash with ``return_hash=True``. See bert_score.score."""
     normalize_inputs(cands, refs)
+    padding_batch = _padding_batch_size(batch_size, engine_options)
     if rescale_with_baseline and lang is None:
         raise ValueError("Need to specify Language when rescaling with baseline")
     model_type, num_layers = _resolve(model_type, num_layers, lang, all_layers)
@@ -107,7 +119,7 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
                        rescale_with_baseline=rescale, baseline_path=baseline_path if rescale else None,
                        use_fast_tokenizer=use_fast_tokenizer, progress=verbose,
                        encoder=_shared_encoder(model_type, num_layers, all_layers, device, engine_options))
-    out = _as_tensors(engine.score(cands, refs))
+    out = _as_tensors(engine.score(cands, refs, reference_batch_size=padding_batch))
     if return_hash:
         return out, reference_hash(model_type, engine.layer, bool(idf), rescale_with_baseline,
                                    baseline_path is not None, use_fast_tokenizer)
@@ -123,6 +135,7 @@ class BERTScorer:
         if rescale_with_baseline and lang is None:
             raise ValueError("Need to specify Language when rescaling with baseline")
         model_type, num_layers = _resolve(model_type, num_layers, lang, all_layers)
+        self._reference_padding = _padding_batch_size(batch_size, engine_options) is not None
         self._engine = BERTScore(model=model_type, layer=num_layers, lang=lang, idf=bool(idf), idf_sents=idf_sents,
                                  rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
                                  all_layers=all_layers, use_fast_tokenizer=use_fast_tokenizer,
@@ -154,7 +167,8 @@ class BERTScorer:
     def score(self, cands, refs, verbose=False, batch_size=64, return_hash=False):
         if self._engine.idf is True and self._engine.idf_dict is None:
             raise ValueError("IDF weights are not computed: pass idf_sents or call compute_idf first")
-        out = _as_tensors(self._engine.score(cands, refs))
+        padding_batch = _padding_batch_size(batch_size, {"reference_padding": self._reference_padding})
+        out = _as_tensors(self._engine.score(cands, refs, reference_batch_size=padding_batch))
         return (out, self.hash) if return_hash else out
 
     def plot_example(self, candidate, reference, fname=""):

@@ -18,9 +18,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--model", default=None, help="model hub id or directory "
                         "(default: the embedded all-MiniLM-L6-v2 unless --lang is given)")
     parser.add_argument("-l", "--num_layers", type=int, default=None, help="layer to use (default: tuned layer)")
-    parser.add_argument("-b", "--batch_size", type=int, default=64, help="accepted for compatibility; rapidscore "
-                        "batches by token budget (--batch-tokens)")
-    parser.add_argument("--batch-tokens", type=int, default=16384, help="padded tokens per encoder batch")
+    parser.add_argument("-b", "--batch_size", type=int, default=64,
+                        help="the reference's batch size, whose zero padding the scores reproduce so that they "
+                             "equal the reference CLI's (0: maxima over real tokens only); the encoder batches "
+                             "by token budget (--batch-tokens) either way")
+    parser.add_argument("--batch-tokens", type=int, default=None,
+                        help="padded tokens per encoder batch (default: 1024 on CPU in fp32, 2048 in bf16, 16384 on GPU)")
     parser.add_argument("--nthreads", type=int, default=None, help="threads for the encoder and matching")
     parser.add_argument("--idf", action="store_true", help="idf weighting from the references")
     parser.add_argument("--rescale_with_baseline", action="store_true", help="rescale with the published baseline")
@@ -121,7 +124,9 @@ def run(args) -> int:
         plot_similarity(scorer, cands[0], first_ref, fname=args.fname)
         return 0
     cands, refs = _inputs(args)
-    result = scorer.score(cands, refs)
+    if args.batch_size < 0:
+        raise ValueError(f"--batch_size must be >= 0, got {args.batch_size}")
+    result = scorer.score(cands, refs, reference_batch_size=args.batch_size or None)
     if args.json:
         json.dump({"hash": scorer.hash, "signature": result.signature,
                    "mean": {"P": result.mean_precision, "R": result.mean_recall, "F1": result.mean_f1},

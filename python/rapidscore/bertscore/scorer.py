@@ -97,7 +97,7 @@ class BERTScore:
                  idf: bool | dict = False, idf_sents: Sequence[str] | None = None,
                  rescale_with_baseline: bool = False, baseline_path: str | os.PathLike | None = None,
                  all_layers: bool = False, use_fast_tokenizer: bool = False, backend: str | None = None,
-                 device: str = "cpu", precision: str = "fp32", batch_tokens: int = 16384,
+                 device: str = "cpu", precision: str = "fp32", batch_tokens: int | None = None,
                  num_threads: int | None = None, progress: bool = False, cache_dir=None, encoder=None):
         from rapidscore.encoder import Encoder
 
@@ -181,11 +181,19 @@ class BERTScore:
 
     # -- scoring ------------------------------------------------------------------------------
 
-    def score(self, cands: Sequence[str], refs, *, rescale: bool | None = None) -> BERTScoreResult:
+    def score(self, cands: Sequence[str], refs, *, rescale: bool | None = None,
+              reference_batch_size: int | None = None) -> BERTScoreResult:
         """Score candidates against one reference each, or several (best P, R, F independently).
 
         Sentences are stripped. A candidate or reference that is empty (no token besides the
         special ones) scores P = R = F = 0 (before rescaling). Never NaN.
+
+        ``reference_batch_size``: None (default) takes each token's best match over the other
+        sentence's real tokens. An int B reproduces bert-score's result digit for digit, padding
+        artefact included: bert-score matches pairs in batches of B (its ``batch_size``) padded
+        with zero vectors, so a token whose similarities are all negative gets 0 instead when
+        the other side is shorter than its batch's longest. The drop-in
+        ``rapidscore.bert_score`` passes its ``batch_size`` here.
         """
         cands, groups = normalize_inputs(cands, refs)
         flat_refs = [ref.strip() for group in groups for ref in group]
@@ -211,7 +219,7 @@ class BERTScore:
         pairs = np.stack([np.array([unique[c] for c in (stripped_cands[o] for o in owners)], dtype=np.int64),
                           np.array([unique[r] for r in flat_refs], dtype=np.int64)], axis=1) \
             if len(flat_refs) else np.zeros((0, 2), np.int64)
-        scores = self._match(encoded, weights, pairs)  # (layers?, pairs, 3)
+        scores = self._match(encoded, weights, pairs, reference_batch_size)  # (layers?, pairs, 3)
         empty = (real_tokens[pairs[:, 0]] == 0) | (real_tokens[pairs[:, 1]] == 0)
         scores[..., empty, :] = 0.0
         best = _group_max(scores, owners, len(groups))
@@ -250,14 +258,14 @@ class BERTScore:
             f"idf weights of {len(degenerate)} sentence(s) sum to 0 (idf from a single or identical "
             "references); they use uniform weights instead of giving NaN", RapidscoreWarning, stacklevel=3)
 
-    def _match(self, encoded, weights: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    def _match(self, encoded, weights: np.ndarray, pairs: np.ndarray, reference_batch_size=None) -> np.ndarray:
         from rapidscore.bertscore.matching import greedy_match
 
         def one_layer(embeddings):
             norms = np.linalg.norm(embeddings, axis=-1, keepdims=True)
             normalized = embeddings / np.where(norms == 0, 1, norms)
             p, r, f = greedy_match(normalized.astype(np.float32, copy=False), encoded.offsets, weights, pairs,
-                                   num_threads=self.num_threads)
+                                   num_threads=self.num_threads, bert_score_batch_size=reference_batch_size)
             return np.stack([p, r, f], axis=-1).astype(np.float64)
 
         if self.all_layers:

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from rapidscore.encoder.batching import pad_batch, plan_batches
+from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches
 from rapidscore.encoder.runtime import BACKENDS, DEVICES, OnnxRunner, OpenVinoRunner, TorchRunner
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec, load_spec
 from rapidscore.errors import TruncationWarning
@@ -75,7 +75,9 @@ class Encoder:
     precision: "fp32" (exact) or "bf16" (fast mode: OpenVINO on CPUs with bf16 instructions;
         BERTScore within about 1e-4 of fp32, see docs/performance.md).
     max_length: truncation length in tokens, special tokens included (default: the model's maximum).
-    batch_tokens: padded tokens per batch (batch size x longest sequence); bounds memory.
+    batch_tokens: padded tokens per batch (batch size x longest sequence). The default depends on
+        where the model runs: on CPUs small batches keep activations in cache and run faster per
+        token (1024 in fp32, 2048 in bf16, measured in docs/performance.md); on GPUs 16384.
     max_batch_size: sequences per batch at most.
     num_threads: intra-op threads (default: the CPUs available to this process).
     cache_dir: where ONNX exports live (default $RAPIDSCORE_CACHE or ~/.cache/rapidscore).
@@ -87,7 +89,7 @@ class Encoder:
     def __init__(self, model: str | os.PathLike = DEFAULT_MODEL, layer: int | str | None = None,
                  backend: str | None = None,
                  device: str = "cpu", precision: str = "fp32", *, max_length: int | None = None,
-                 batch_tokens: int = 16384, max_batch_size: int = 256, num_threads: int | None = None,
+                 batch_tokens: int | None = None, max_batch_size: int = 256, num_threads: int | None = None,
                  cache_dir: str | os.PathLike | None = None, add_prefix_space: bool | None = None,
                  progress: bool = False):
         if backend is None:
@@ -110,7 +112,11 @@ class Encoder:
         self.model_type = config.get("model_type")
         self.layer = self._check_layer(layer)
         self.backend, self.device, self.precision = backend, device, precision
-        self.batch_tokens, self.max_batch_size = int(batch_tokens), int(max_batch_size)
+        if batch_tokens is None:
+            batch_tokens = default_batch_tokens(device, precision)
+        if not isinstance(batch_tokens, int) or isinstance(batch_tokens, bool) or batch_tokens < 1:
+            raise ValueError(f"batch_tokens must be an int >= 1, got {batch_tokens!r}")
+        self.batch_tokens, self.max_batch_size = batch_tokens, int(max_batch_size)
         self.progress = progress
         self.exported = False
 
