@@ -14,7 +14,7 @@ import numpy as np
 
 from rapidscore._version import __version__
 from rapidscore.bertscore import baselines as _baselines
-from rapidscore.bertscore.idf import idf_from_ids, token_weights
+from rapidscore.bertscore.idf import idf_from_ids, is_any_of, token_weights
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
 from rapidscore.errors import RapidscoreWarning
 from rapidscore.model_source import DEFAULT_MODEL
@@ -236,7 +236,7 @@ class BERTScore:
                                         "unique_sentences": len(texts)})
 
     def _real_token_counts(self, encoded) -> np.ndarray:
-        special = np.isin(encoded.ids, self._specials)
+        special = is_any_of(encoded.ids, self._specials)
         counts = np.add.reduceat((~special).astype(np.int64), encoded.offsets[:-1]) if len(encoded.ids) else \
             np.zeros(len(encoded), np.int64)
         lengths = np.diff(encoded.offsets)
