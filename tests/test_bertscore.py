@@ -319,3 +319,5 @@ def test_drop_in_rejects_a_bad_batch_size(minilm_path):
         with pytest.raises(ValueError, match="batch_size"):
             rapidscore.bert_score.score(CANDS[:2], REFS[:2], model_type=str(minilm_path), num_layers=2,
                                         batch_size=bad)
+        with pytest.raises(ValueError, match="reference_batch_size"):
+            BERTScore(str(minilm_path), 2).score(CANDS[:2], REFS[:2], reference_batch_size=bad)

@@ -195,6 +195,9 @@ class BERTScore:
         the other side is shorter than its batch's longest. The drop-in
         ``rapidscore.bert_score`` passes its ``batch_size`` here.
         """
+        if reference_batch_size is not None and (isinstance(reference_batch_size, bool) or not isinstance(
+                reference_batch_size, int) or reference_batch_size < 1):
+            raise ValueError(f"reference_batch_size must be a positive int or None, got {reference_batch_size!r}")
         cands, groups = normalize_inputs(cands, refs)
         flat_refs = [ref.strip() for group in groups for ref in group]
         owners = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
