@@ -773,8 +773,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", default="W1,W2,W3,W4", help="comma-separated subset of W1,W2,W3,W4")
     parser.add_argument("--w1-pairs", type=int, default=2000)
-    parser.add_argument("--w2-pairs", type=int, default=150, help="issue target size: 500")
-    parser.add_argument("--w3-pairs", type=int, default=48, help="issue target size: 1000")
+    parser.add_argument("--w2-pairs", type=int, default=500, help="the issue size")
+    parser.add_argument("--w3-pairs", type=int, default=200,
+                        help="issue size: 1000 (the reference needs about 12 min per repetition there on 2 cores)")
     parser.add_argument("--w4-calls", type=int, default=200)
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions per comparison")
     parser.add_argument("--e2e-reps", type=int, default=3, help="fresh-process repetitions for W1 end to end (0: skip)")

@@ -200,6 +200,24 @@ def test_bad_inputs_raise(change, error, message):
         greedy_match(**args)
 
 
+@pytest.mark.parametrize("position", [0, 4095, 4096, 4097, 3 * 4096 + 11, -1])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_embedding_reported_at_its_flat_index(position, bad):
+    """The vectorised scan works in blocks of 4096 values; the index must be exact anywhere,
+    block edges and the ragged last block included, against numpy's own search."""
+    rng = np.random.default_rng(1)
+    E, offsets, weights = random_store(rng, [40, 57, 33], 128)  # 130 x 128 = 16,640 values
+    flat = E.ravel().copy()
+    flat[position] = bad
+    expected = int(np.flatnonzero(~np.isfinite(flat))[0])
+    with pytest.raises(ValueError, match=f"non-finite value \\(NaN or inf\\) at flat index {expected}$"):
+        greedy_match(flat.reshape(E.shape), offsets, weights, [[0, 1]])
+    # Largest finite magnitudes and subnormals are finite.
+    edge = E.copy()
+    edge[0, :3] = [np.finfo(np.float32).max, -np.finfo(np.float32).max, np.float32(1e-45)]
+    greedy_match(edge, offsets, weights, [[0, 1]])
+
+
 def test_pairwise_bad_indices():
     E, offsets, weights = flatten_sentences([np.ones((2, 4)), np.ones((3, 4))])
     with pytest.raises(IndexError, match="references entry 1 = 2"):

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bindings/registry.hpp"
+#include "core/finite.hpp"
 #include "core/greedy_match.hpp"
 
 namespace py = pybind11;
@@ -39,11 +40,11 @@ FloatArray float_array(const py::handle& obj, const char* name, py::ssize_t ndim
                               " dimension(s), got shape with " + std::to_string(a.ndim()));
     FloatArray out = FloatArray::ensure(a);
     if (!out) throw py::error_already_set();
-    const float* p = out.data();
-    for (py::ssize_t i = 0, n = out.size(); i < n; ++i)
-        if (!std::isfinite(p[i]))
-            throw py::value_error(std::string(name) + " contains a non-finite value (NaN or inf) at flat index " +
-                                  std::to_string(i));
+    const std::size_t n = static_cast<std::size_t>(out.size());
+    const std::size_t bad = rapidscore::first_non_finite(out.data(), n);
+    if (bad != n)
+        throw py::value_error(std::string(name) + " contains a non-finite value (NaN or inf) at flat index " +
+                              std::to_string(bad));
     return out;
 }
 
