@@ -5,9 +5,9 @@ DEFAULT_ARGS; override with --args), each of which writes bench/results/<area>.m
 then merges all bench/results/*.md into bench/RESULTS.md under a header with the machine,
 library versions, date, the commands run, and a table of the performance targets.
 
-    python bench/run_all.py                      # everything, default sizes (~15-20 min on 2 cores)
+    python bench/run_all.py                      # everything, default sizes (~40 min on 2 cores)
     python bench/run_all.py --only bertscore,sentence
-    python bench/run_all.py --args bertscore="--w2-pairs 500 --w3-pairs 1000"   # issue sizes
+    python bench/run_all.py --args bertscore="--w3-pairs 1000"   # W3 at the issue size
     python bench/run_all.py --quick              # smoke run, small sizes (a few minutes)
     python bench/run_all.py --merge-only         # rebuild RESULTS.md from bench/results/
 """
@@ -30,7 +30,7 @@ ORDER = ("bertscore", "sentence", "matching", "ner", "abstention")
 
 # Sizes for a 2-core machine (each script's own defaults otherwise).
 DEFAULT_ARGS = {
-    "bertscore": "--w1-pairs 2000 --w2-pairs 150 --w3-pairs 48 --w4-calls 200 --reps 3 --e2e-reps 3",
+    "bertscore": "--w1-pairs 2000 --w2-pairs 500 --w3-pairs 200 --w4-calls 200 --reps 3 --e2e-reps 3",
     "sentence": "--sentences 2000 --reps 3",
 }
 QUICK_ARGS = {
