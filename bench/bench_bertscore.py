@@ -404,7 +404,6 @@ def steady_state(name: str, model_dir: Path, layer: int, cands, refs, reps: int,
             "mean_abs_dF_vs_fp32": max_mean_abs(fast, our_f1)[1], "max_abs_dF_vs_fp32": max_mean_abs(fast, our_f1)[0],
             "mean_abs_dF_vs_reference": max_mean_abs(fast, ref_f1)[1], "kendall_tau_vs_fp32": float(tau),
         }
-    del reference
     return out
 
 
@@ -782,10 +781,7 @@ def main(argv=None) -> int:
     parser.add_argument("--precisions", default="auto",
                         help="extra rapidscore precisions to run on W1/W2: 'auto' (all non-fp32 ones the build "
                              "offers), 'none', or a comma-separated list")
-    parser.add_argument("--cache-dir", default=os.environ.get("RAPIDSCORE_BENCH_CACHE",
-                                                              str(Path.home() / ".cache" / "rapidscore-bench")),
-                        help="synthetic models and rapidscore's ONNX cache for the benchmark")
-    parser.add_argument("--out", default=str(common.RESULTS_DIR))
+    common.add_cache_and_out_arguments(parser)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -793,13 +789,8 @@ def main(argv=None) -> int:
         return 0
 
     run_start = time.perf_counter()
-    cache = Path(args.cache_dir).expanduser()
-    (cache / "models").mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("RAPIDSCORE_CACHE", str(cache / "rapidscore"))
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    cache = common.offline_cache(args.cache_dir)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     workloads = [w.strip().upper() for w in args.workloads.split(",") if w.strip()]
 
     import warnings

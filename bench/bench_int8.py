@@ -21,7 +21,6 @@ Writes bench/results/int8.md and bench/results/int8.json.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -105,16 +104,10 @@ def main(argv=None) -> int:
     parser.add_argument("--w1-pairs", type=int, default=400)
     parser.add_argument("--w2-pairs", type=int, default=60)
     parser.add_argument("--reps", type=int, default=2)
-    parser.add_argument("--cache-dir", default=os.environ.get("RAPIDSCORE_BENCH_CACHE",
-                                                              str(Path.home() / ".cache" / "rapidscore-bench")))
-    parser.add_argument("--out", default=str(common.RESULTS_DIR))
+    common.add_cache_and_out_arguments(parser)
     args = parser.parse_args(argv)
     run_start = time.perf_counter()
-    cache = Path(args.cache_dir).expanduser()
-    (cache / "models").mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("RAPIDSCORE_CACHE", str(cache / "rapidscore"))
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    cache = common.offline_cache(args.cache_dir)
 
     from bench_bertscore import roberta_large_17_dir
 

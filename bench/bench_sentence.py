@@ -16,7 +16,6 @@ Writes bench/results/sentence.md and bench/results/sentence.json.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -31,15 +30,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sentences", type=int, default=2000)
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--cache-dir", default=os.environ.get("RAPIDSCORE_BENCH_CACHE",
-                                                              str(Path.home() / ".cache" / "rapidscore-bench")))
-    parser.add_argument("--out", default=str(common.RESULTS_DIR))
+    common.add_cache_and_out_arguments(parser)
     args = parser.parse_args(argv)
     run_start = time.perf_counter()
-    os.environ.setdefault("RAPIDSCORE_CACHE", str(Path(args.cache_dir).expanduser() / "rapidscore"))
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    common.offline_cache(args.cache_dir)
 
     import numpy as np
     import torch

@@ -272,7 +272,6 @@ def gemm_probe(n: int = 2048, repeats: int = 7, threads: int | None = None, bf16
 def _onnxruntime_matmul_rate(a, b, flops: float, repeats: int, threads: int | None) -> float | None:
     """GFLOP/s of one MatMul node in ONNX Runtime (its MLAS kernels), or None without onnx/onnxruntime."""
     try:
-        import onnx
         import onnxruntime as ort
         from onnx import TensorProto, helper, numpy_helper
     except ImportError:
@@ -466,6 +465,30 @@ def long_text_pairs(n: int, min_words: int = 150, max_words: int = 400, seed: in
     refs = [" ".join(sentences) for sentences in ref_sentences]
     cands = [" ".join(_paraphrase(rng, s) for s in sentences) for sentences in ref_sentences]
     return cands, refs
+
+
+# ------------------------------------------------------------------------------------------------
+# Command line and offline cache
+# ------------------------------------------------------------------------------------------------
+
+def add_cache_and_out_arguments(parser) -> None:
+    """``--cache-dir`` (synthetic models and rapidscore's ONNX cache) and ``--out`` (results)."""
+    parser.add_argument("--cache-dir", default=os.environ.get("RAPIDSCORE_BENCH_CACHE",
+                                                              str(Path.home() / ".cache" / "rapidscore-bench")),
+                        help="synthetic models and rapidscore's ONNX cache for the benchmark")
+    parser.add_argument("--out", default=str(RESULTS_DIR), help="directory for <area>.md and <area>.json")
+
+
+def offline_cache(cache_dir) -> Path:
+    """Create the benchmark cache (models/ inside), point rapidscore's ONNX cache into it and keep
+    the model hubs offline. Returns the cache directory."""
+    cache = Path(cache_dir).expanduser()
+    (cache / "models").mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("RAPIDSCORE_CACHE", str(cache / "rapidscore"))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    return cache
 
 
 # ------------------------------------------------------------------------------------------------
