@@ -3,7 +3,6 @@ Spearman against scipy."""
 
 import json
 import math
-import os
 
 import numpy as np
 import pytest

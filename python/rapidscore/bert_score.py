@@ -24,6 +24,7 @@ from rapidscore.bertscore.scorer import BERTScore, normalize_inputs, reference_h
 from rapidscore.bertscore.tables import MODEL_FOR_LANGUAGE as lang2model  # noqa: F401 (reference name)
 from rapidscore.bertscore.tables import TUNED_LAYER as model2layers  # noqa: F401 (reference name)
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
+from rapidscore.errors import check_positive_int
 
 __all__ = ["score", "BERTScorer", "plot_example", "lang2model", "model2layers"]
 
@@ -68,9 +69,7 @@ def _padding_batch_size(batch_size, engine_options) -> int | None:
     """The batch size whose padding the scores reproduce, or None (``reference_padding=False``)."""
     if not engine_options.pop("reference_padding", True):
         return None
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    return batch_size
+    return check_positive_int(batch_size, "batch_size")
 
 
 def _shared_encoder(model_type, num_layers, all_layers, device, engine_options):

@@ -1,4 +1,6 @@
-"""Exceptions and warning categories raised by rapidscore."""
+"""Exceptions and warning categories raised by rapidscore, and the shared argument checks."""
+
+import numbers
 
 
 class RapidscoreWarning(UserWarning):
@@ -11,3 +13,11 @@ class TruncationWarning(RapidscoreWarning):
 
 class ModelNotFoundError(ValueError):
     """A model name is neither a local directory, the embedded model, nor reachable."""
+
+
+def check_positive_int(value, name: str) -> int:
+    """``value`` as an int >= 1 (numpy integers accepted; bools and floats are not), else a
+    ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)

@@ -9,7 +9,6 @@ outputs as unidecode, and keeps other characters unchanged (``errors="preserve"`
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
 # unidecode outputs for common typographic characters.

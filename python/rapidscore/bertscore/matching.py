@@ -28,6 +28,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from rapidscore import _core
+from rapidscore.errors import check_positive_int
 
 __all__ = ["greedy_match", "pairwise_match", "flatten_sentences"]
 
@@ -115,8 +116,7 @@ def greedy_match(
 def _padding_floors(offsets: np.ndarray, pairs: np.ndarray, batch_size) -> Optional[np.ndarray]:
     """(m, 2) bool: [k, 0] the reference of pair k was padded in its batch (its candidate
     tokens' maxima include a 0), [k, 1] the candidate was padded (reference tokens' maxima)."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"bert_score_batch_size must be a positive int or None, got {batch_size!r}")
+    batch_size = check_positive_int(batch_size, "bert_score_batch_size")
     n = len(offsets) - 1
     if (
         pairs.ndim != 2 or pairs.shape[1:] != (2,) or pairs.dtype.kind not in "iu"

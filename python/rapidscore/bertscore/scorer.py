@@ -16,7 +16,7 @@ from rapidscore._version import __version__
 from rapidscore.bertscore import baselines as _baselines
 from rapidscore.bertscore.idf import idf_from_ids, is_any_of, token_weights
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
-from rapidscore.errors import RapidscoreWarning
+from rapidscore.errors import RapidscoreWarning, check_positive_int
 from rapidscore.model_source import DEFAULT_MODEL
 
 __all__ = ["BERTScore", "BERTScoreResult", "score", "normalize_inputs"]
@@ -195,9 +195,8 @@ class BERTScore:
         the other side is shorter than its batch's longest. The drop-in
         ``rapidscore.bert_score`` passes its ``batch_size`` here.
         """
-        if reference_batch_size is not None and (isinstance(reference_batch_size, bool) or not isinstance(
-                reference_batch_size, int) or reference_batch_size < 1):
-            raise ValueError(f"reference_batch_size must be a positive int or None, got {reference_batch_size!r}")
+        if reference_batch_size is not None:
+            reference_batch_size = check_positive_int(reference_batch_size, "reference_batch_size")
         cands, groups = normalize_inputs(cands, refs)
         flat_refs = [ref.strip() for group in groups for ref in group]
         owners = np.repeat(np.arange(len(groups)), [len(g) for g in groups])

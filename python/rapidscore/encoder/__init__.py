@@ -17,7 +17,7 @@ import numpy as np
 from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches
 from rapidscore.encoder.runtime import BACKENDS, DEVICES, OnnxRunner, OpenVinoRunner, TorchRunner
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec, load_spec
-from rapidscore.errors import TruncationWarning
+from rapidscore.errors import TruncationWarning, check_positive_int
 from rapidscore.model_source import DEFAULT_MODEL, num_layers, read_config, resolve_model
 
 PRECISIONS = ("fp32", "bf16")
@@ -114,9 +114,8 @@ class Encoder:
         self.backend, self.device, self.precision = backend, device, precision
         if batch_tokens is None:
             batch_tokens = default_batch_tokens(device, precision)
-        if not isinstance(batch_tokens, int) or isinstance(batch_tokens, bool) or batch_tokens < 1:
-            raise ValueError(f"batch_tokens must be an int >= 1, got {batch_tokens!r}")
-        self.batch_tokens, self.max_batch_size = batch_tokens, int(max_batch_size)
+        self.batch_tokens = check_positive_int(batch_tokens, "batch_tokens")
+        self.max_batch_size = check_positive_int(max_batch_size, "max_batch_size")
         self.progress = progress
         self.exported = False
 
