@@ -20,7 +20,8 @@ import warnings
 from collections import OrderedDict
 
 from rapidscore.bertscore import baselines as _baselines
-from rapidscore.bertscore.scorer import BERTScore, normalize_inputs, reference_hash
+from rapidscore.bertscore.scorer import BERTScore, reference_hash
+from rapidscore.common.inputs import normalize_inputs
 from rapidscore.bertscore.tables import MODEL_FOR_LANGUAGE as lang2model  # noqa: F401 (reference name)
 from rapidscore.bertscore.tables import TUNED_LAYER as model2layers  # noqa: F401 (reference name)
 from rapidscore.bertscore.tables import model_for_language, tuned_layer

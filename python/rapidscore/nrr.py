@@ -72,7 +72,7 @@ class NRRResult:
 
 
 def _check_items(generated, references):
-    from rapidscore.bertscore.scorer import normalize_inputs
+    from rapidscore.common.inputs import normalize_inputs
 
     if isinstance(generated, str) or not isinstance(generated, Sequence):
         raise TypeError(f"generated must be a list of strings, got {type(generated).__name__}")

@@ -11,6 +11,7 @@ For an exact drop-in of the ``bert-score`` package (torch tensors), use ``rapids
 """
 
 from rapidscore.bertscore.baselines import compute_baseline
-from rapidscore.bertscore.scorer import BERTScore, BERTScoreResult, score
+from rapidscore.bertscore.result import BERTScoreResult
+from rapidscore.bertscore.scorer import BERTScore, score
 
 __all__ = ["BERTScore", "BERTScoreResult", "score", "compute_baseline"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 import warnings
-from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Sequence
@@ -14,64 +13,14 @@ import numpy as np
 
 from rapidscore._version import __version__
 from rapidscore.bertscore import baselines as _baselines
+from rapidscore.bertscore.result import BERTScoreResult
+from rapidscore.common.inputs import normalize_inputs
 from rapidscore.bertscore.idf import idf_from_ids, is_any_of, token_weights
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
 from rapidscore.errors import RapidscoreWarning, check_positive_int
 from rapidscore.model_source import DEFAULT_MODEL
 
 __all__ = ["BERTScore", "BERTScoreResult", "score", "normalize_inputs"]
-
-
-@dataclass(frozen=True)
-class BERTScoreResult:
-    """Scores of N candidates: arrays of shape (N,), or (layers + 1, N) with all_layers."""
-
-    precision: np.ndarray
-    recall: np.ndarray
-    f1: np.ndarray
-    signature: str
-    details: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def mean_precision(self) -> float:
-        return float(np.mean(self.precision)) if self.precision.size else 0.0
-
-    @property
-    def mean_recall(self) -> float:
-        return float(np.mean(self.recall)) if self.recall.size else 0.0
-
-    @property
-    def mean_f1(self) -> float:
-        return float(np.mean(self.f1)) if self.f1.size else 0.0
-
-    def __str__(self) -> str:
-        return (f"{self.signature} P: {self.mean_precision:.6f} R: {self.mean_recall:.6f} "
-                f"F1: {self.mean_f1:.6f}")
-
-
-def normalize_inputs(cands, refs) -> tuple[list[str], list[list[str]]]:
-    """Validate candidates and references; references become one list per candidate."""
-    if isinstance(cands, str) or not isinstance(cands, Sequence):
-        raise TypeError(f"cands must be a list of strings, got {type(cands).__name__}")
-    if isinstance(refs, str) or not isinstance(refs, Sequence):
-        raise TypeError(f"refs must be a list of strings or of lists of strings, got {type(refs).__name__}")
-    if len(cands) != len(refs):
-        raise ValueError(f"Different number of candidates and references: {len(cands)} != {len(refs)}")
-    for i, cand in enumerate(cands):
-        if not isinstance(cand, str):
-            raise TypeError(f"cands[{i}] must be a str, got {type(cand).__name__}: {cand!r}")
-    groups = []
-    for i, ref in enumerate(refs):
-        group = [ref] if isinstance(ref, str) else ref
-        if not isinstance(group, Sequence) or isinstance(group, (bytes, bytearray)):
-            raise TypeError(f"refs[{i}] must be a str or a list of str, got {type(ref).__name__}: {ref!r}")
-        if len(group) == 0:
-            raise ValueError(f"refs[{i}] is an empty list of references")
-        for j, text in enumerate(group):
-            if not isinstance(text, str):
-                raise TypeError(f"refs[{i}][{j}] must be a str, got {type(text).__name__}: {text!r}")
-        groups.append(list(group))
-    return list(cands), groups
 
 
 @functools.lru_cache(maxsize=None)  # metadata lookups scan sys.path: once per process

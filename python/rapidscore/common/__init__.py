@@ -1,0 +1,1 @@
+"""The layer every metric shares: input normalisation, readers, signatures, results, CLI options."""
