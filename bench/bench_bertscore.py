@@ -278,7 +278,7 @@ def steady_state(name: str, model_dir: Path, layer: int, cands, refs, reps: int,
     from scipy.stats import kendalltau
 
     from rapidscore.bertscore import BERTScore
-    from rapidscore.model_source import read_config
+    from rapidscore.encoder.model_source import read_config
 
     print(f"[{name}] loading models", file=sys.stderr, flush=True)
     start = time.perf_counter()
@@ -526,7 +526,7 @@ def latency(model_dir: Path, layer: int, cand: str, ref: str, calls: int, inst: 
         median_ms = {key: 1000.0 * common.median([p[key] for p in pieces]) for key in pieces[0]}
         median_ms["rest"] = median_ms["total"] - median_ms["tokenize"] - median_ms["encode"] - median_ms["match"]
         out["rapidscore_breakdown_ms"] = median_ms
-    from rapidscore.model_source import read_config
+    from rapidscore.encoder.model_source import read_config
 
     out["useful_gflop"] = useful_flops(out["tokens"], read_config(model_dir), layer) / 1e9
     out["weight_bytes"] = weight_bytes(ours.encoder.cache_entry / "model.onnx")
@@ -799,7 +799,7 @@ def main(argv=None) -> int:
     import transformers
 
     from rapidscore import encoder as encoder_module
-    from rapidscore.model_source import embedded_model_dir
+    from rapidscore.encoder.model_source import embedded_model_dir
 
     warnings.filterwarnings("ignore", category=FutureWarning)
     transformers.logging.set_verbosity_error()

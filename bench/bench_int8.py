@@ -111,7 +111,7 @@ def main(argv=None) -> int:
 
     from bench_bertscore import roberta_large_17_dir
 
-    from rapidscore.model_source import embedded_model_dir
+    from rapidscore.encoder.model_source import embedded_model_dir
 
     data = {"date": common.now(), "machine": common.machine_info(), "versions": common.package_versions(),
             "commit": common.git_commit(), "command": common.command_line(), "reps": args.reps, "workloads": {}}

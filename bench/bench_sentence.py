@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     from sentence_transformers import SentenceTransformer
 
     from rapidscore.encoder import Encoder
-    from rapidscore.model_source import embedded_model_dir
+    from rapidscore.encoder.model_source import embedded_model_dir
 
     torch.set_num_threads(common.available_cpus())
     model_dir = str(embedded_model_dir())

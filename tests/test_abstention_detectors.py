@@ -223,7 +223,7 @@ def test_embedding_detector_with_fake_embedder_and_calibration():
 @pytest.mark.slow
 def test_embedding_detector_end_to_end_with_encoder():
     from rapidscore.encoder import Encoder
-    from rapidscore.model_source import DEFAULT_MODEL
+    from rapidscore.encoder.model_source import DEFAULT_MODEL
 
     encoder = Encoder(model=DEFAULT_MODEL)
     det = EmbeddingDetector(lambda t: encoder.sentence_embeddings(t, pooling="mean", normalize=True))

@@ -314,7 +314,7 @@ def test_parity_with_bert_score_all_layers(monkeypatch):
 @pytest.mark.slow
 def test_parity_with_bert_score_on_real_encoder_embeddings(monkeypatch):
     from rapidscore.encoder import Encoder
-    from rapidscore.model_source import DEFAULT_MODEL
+    from rapidscore.encoder.model_source import DEFAULT_MODEL
 
     sentences = [
         "The cat sat on the mat.",

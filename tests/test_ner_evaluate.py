@@ -206,7 +206,7 @@ def test_combined_file_cli(tmp_path, capsys):
 @pytest.mark.slow
 def test_end_to_end_with_the_embedded_encoder(capsys):
     from rapidscore.encoder import Encoder
-    from rapidscore.model_source import DEFAULT_MODEL
+    from rapidscore.encoder.model_source import DEFAULT_MODEL
 
     assert main(example_args()) == 0
     table = capsys.readouterr().out

@@ -12,7 +12,7 @@ from rapidscore.errors import RapidscoreWarning, TruncationWarning
 # name -> module that defines it; resolved on first attribute access.
 _LAZY_ATTRIBUTES = {
     "Encoder": "rapidscore.encoder",
-    "resolve_model": "rapidscore.model_source",
+    "resolve_model": "rapidscore.encoder.model_source",
     "negative_rejection": "rapidscore.nrr",
     "BERTScore": "rapidscore.bertscore",
 }

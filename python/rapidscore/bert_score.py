@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections import OrderedDict
 
 from rapidscore.bertscore import baselines as _baselines
-from rapidscore.bertscore.scorer import BERTScore, reference_hash
+from rapidscore.bertscore.scorer import BERTScore, ScoringPlan, reference_hash
 from rapidscore.common.inputs import normalize_inputs
 from rapidscore.bertscore.tables import MODEL_FOR_LANGUAGE as lang2model  # noqa: F401 (reference name)
 from rapidscore.bertscore.tables import TUNED_LAYER as model2layers  # noqa: F401 (reference name)
@@ -28,11 +27,6 @@ from rapidscore.bertscore.tables import model_for_language, tuned_layer
 from rapidscore.errors import check_positive_int
 
 __all__ = ["score", "BERTScorer", "plot_example", "lang2model", "model2layers"]
-
-# Encoders kept loaded across score() calls (the reference reloads the model on every call).
-_ENCODERS: "OrderedDict[tuple, object]" = OrderedDict()
-_MAX_ENCODERS = 2
-
 
 def _torch():
     try:
@@ -74,19 +68,15 @@ def _padding_batch_size(batch_size, engine_options) -> int | None:
 
 
 def _shared_encoder(model_type, num_layers, all_layers, device, engine_options):
-    from rapidscore.encoder import Encoder
+    """The process-wide encoder of these settings: models stay loaded across score() calls (the
+    reference reloads the model on every call), and threads may share them."""
+    from rapidscore.encoder import get_encoder
 
     unknown = sorted(set(engine_options) - set(_ENCODER_OPTIONS))
     if unknown:
         raise TypeError(f"score() got unexpected keyword arguments {unknown}; rapidscore adds {_ENCODER_OPTIONS}")
     options = {k: engine_options[k] for k in _ENCODER_OPTIONS if k in engine_options}
-    key = (str(model_type), "all" if all_layers else num_layers, device, tuple(sorted(options.items())))
-    if key not in _ENCODERS:
-        _ENCODERS[key] = Encoder(model_type, layer="all" if all_layers else num_layers, device=device, **options)
-        while len(_ENCODERS) > _MAX_ENCODERS:
-            _ENCODERS.popitem(last=False)
-    _ENCODERS.move_to_end(key)
-    return _ENCODERS[key]
+    return get_encoder(model_type, layer="all" if all_layers else num_layers, device=device, **options)
 
 
 def _as_tensors(result):
@@ -100,7 +90,7 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
           rescale_with_baseline=False, baseline_path=None, use_fast_tokenizer=False, **engine_options):
     """BERTScore of candidates against references; returns (P, R, F) torch tensors of shape (N,)
     ((L+1, N) with all_layers), and the hash with ``return_hash=True``. See bert_score.score."""
-    normalize_inputs(cands, refs)
+    plan = ScoringPlan.from_normalized(*normalize_inputs(cands, refs))  # validated once, here
     padding_batch = _padding_batch_size(batch_size, engine_options)
     if rescale_with_baseline and lang is None:
         raise ValueError("Need to specify Language when rescaling with baseline")
@@ -119,7 +109,7 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
                        rescale_with_baseline=rescale, baseline_path=baseline_path if rescale else None,
                        use_fast_tokenizer=use_fast_tokenizer, progress=verbose,
                        encoder=_shared_encoder(model_type, num_layers, all_layers, device, engine_options))
-    out = _as_tensors(engine.score(cands, refs, reference_batch_size=padding_batch))
+    out = _as_tensors(engine.finish(plan, engine.encode(plan), reference_batch_size=padding_batch))
     if return_hash:
         return out, reference_hash(model_type, engine.layer, bool(idf), rescale_with_baseline,
                                    baseline_path is not None, use_fast_tokenizer)

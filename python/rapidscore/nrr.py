@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from rapidscore._version import __version__
-from rapidscore.model_source import DEFAULT_MODEL
+from rapidscore.encoder.model_source import DEFAULT_MODEL
 
 METHODS = ("embedding", "bertscore")
 CRITERIA = ("f1", "youden")
@@ -111,7 +111,7 @@ class SentenceSimilarity:
         self.method, self.model_name = method, os.fspath(model)
         if method == "embedding":
             from rapidscore.encoder import Encoder
-            from rapidscore.model_source import resolve_model, sentence_transformers_max_length
+            from rapidscore.encoder.model_source import resolve_model, sentence_transformers_max_length
 
             max_length = encoder_options.pop("max_length", None) or sentence_transformers_max_length(resolve_model(model))
             self.encoder = Encoder(model, layer=layer, max_length=max_length, progress=progress, **encoder_options)

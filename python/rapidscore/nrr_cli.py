@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from rapidscore.bertscore.cli import read_texts
-    from rapidscore.model_source import DEFAULT_MODEL
+    from rapidscore.encoder.model_source import DEFAULT_MODEL
     from rapidscore.nrr import negative_rejection, plot_similarities
 
     generated = read_texts(args.generated, args.generated_column)

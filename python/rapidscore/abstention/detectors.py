@@ -242,7 +242,7 @@ class EmbeddingDetector(Detector):
     def _embedder(self):
         if self._embed is None:
             from rapidscore.encoder import Encoder
-            from rapidscore.model_source import DEFAULT_MODEL
+            from rapidscore.encoder.model_source import DEFAULT_MODEL
 
             encoder = Encoder(model=self._model or DEFAULT_MODEL)
             self._embed = lambda texts: encoder.sentence_embeddings(texts, pooling="mean", normalize=True)

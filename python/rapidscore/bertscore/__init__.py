@@ -10,7 +10,7 @@ Native API (numpy results, no torch at run time once the model is exported)::
 For an exact drop-in of the ``bert-score`` package (torch tensors), use ``rapidscore.bert_score``.
 """
 
-from rapidscore.bertscore.baselines import compute_baseline
+from rapidscore.bertscore.baseline_maker import compute_baseline
 from rapidscore.bertscore.result import BERTScoreResult
 from rapidscore.bertscore.scorer import BERTScore, score
 

@@ -1,10 +1,22 @@
-"""The BERTScore engine: one encoder pass over unique sentences, then the fused C++ matching."""
+"""The BERTScore engine, in three phases that callers may run one by one.
+
+1. ``plan``: validate the inputs once, strip, deduplicate once, and list the (candidate,
+   reference) pairs as indices into the unique sentences (:class:`ScoringPlan`).
+2. ``encode``: run the encoder over the plan's sentences into a :class:`TokenStore` (on the host,
+   or on the model's device).
+3. ``finish``: token weights (idf), greedy matching (dispatched on where the store lives), the best
+   reference per candidate, baseline rescaling; a :class:`BERTScoreResult` on the host.
+
+``score`` runs the three. A micro-batching service merges plans before encoding, a streaming
+scorer runs the phases per chunk, a Ray worker per block.
+"""
 
 from __future__ import annotations
 
 import functools
 import os
 import warnings
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Sequence
@@ -18,9 +30,38 @@ from rapidscore.common.inputs import normalize_inputs
 from rapidscore.bertscore.idf import idf_from_ids, is_any_of, token_weights
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
 from rapidscore.errors import RapidscoreWarning, check_positive_int
-from rapidscore.model_source import DEFAULT_MODEL
+from rapidscore.encoder.model_source import DEFAULT_MODEL
+from rapidscore.encoder.store import TokenStore, is_tensor
 
-__all__ = ["BERTScore", "BERTScoreResult", "score", "normalize_inputs"]
+__all__ = ["BERTScore", "BERTScoreResult", "ScoringPlan", "score", "normalize_inputs"]
+
+
+@dataclass(frozen=True)
+class ScoringPlan:
+    """What one BERTScore call scores, before any model runs.
+
+    ``texts``: the unique stripped sentences to encode. ``pairs``: (m, 2) int64, (candidate,
+    reference) as indices into ``texts``, candidate by candidate. ``owners``: (m,) the candidate
+    number of each pair (sorted). ``n_candidates``: N, the length of the results.
+    """
+
+    texts: list
+    pairs: np.ndarray
+    owners: np.ndarray
+    n_candidates: int
+
+    @classmethod
+    def from_normalized(cls, cands: list, groups: list) -> "ScoringPlan":
+        """The plan of validated inputs (``normalize_inputs``' output): one list of references
+        per candidate."""
+        unique: dict = {}
+        cand_index = [unique.setdefault(c.strip(), len(unique)) for c in cands]
+        ref_index = [unique.setdefault(r.strip(), len(unique)) for group in groups for r in group]
+        owners = np.repeat(np.arange(len(groups), dtype=np.int64), [len(g) for g in groups])
+        pairs = np.empty((len(ref_index), 2), dtype=np.int64)
+        pairs[:, 0] = np.asarray(cand_index, dtype=np.int64)[owners] if len(owners) else 0
+        pairs[:, 1] = ref_index
+        return cls(texts=list(unique), pairs=pairs, owners=owners, n_candidates=len(cands))
 
 
 @functools.lru_cache(maxsize=None)  # metadata lookups scan sys.path: once per process
@@ -48,7 +89,7 @@ class BERTScore:
                  all_layers: bool = False, use_fast_tokenizer: bool = False, backend: str | None = None,
                  device: str = "cpu", precision: str = "fp32", batch_tokens: int | None = None,
                  num_threads: int | None = None, progress: bool = False, cache_dir=None, encoder=None):
-        from rapidscore.encoder import Encoder
+        from rapidscore.encoder import get_encoder
 
         if model is None and encoder is not None:
             model = encoder.model_name
@@ -61,11 +102,12 @@ class BERTScore:
             raise ValueError("rescale_with_baseline=True needs lang (or a baseline_path)")
         if not isinstance(idf, (bool, dict)):
             raise TypeError(f"idf must be a bool or a dict token id -> weight, got {type(idf).__name__}")
-        if encoder is None:  # an already loaded Encoder of the same model and layer may be shared
-            encoder = Encoder(model, layer="all" if all_layers else layer, backend=backend, device=device,
-                              precision=precision, batch_tokens=batch_tokens, num_threads=num_threads,
-                              progress=progress, cache_dir=cache_dir)
+        if encoder is None:  # the process-wide cache: one loaded model per setting
+            encoder = get_encoder(model, layer="all" if all_layers else layer, backend=backend, device=device,
+                                  precision=precision, batch_tokens=batch_tokens, num_threads=num_threads,
+                                  cache_dir=cache_dir)
         self.encoder = encoder
+        self.progress = progress
         self.layer = self.encoder.num_layers if all_layers else self.encoder.layer
         self.all_layers = all_layers
         self.lang = lang
@@ -134,6 +176,9 @@ class BERTScore:
               reference_batch_size: int | None = None) -> BERTScoreResult:
         """Score candidates against one reference each, or several (best P, R, F independently).
 
+        ``cands`` and ``refs`` may be lists, tuples, numpy string arrays, pandas Series or pyarrow
+        arrays; a reference may be a string or a list of strings.
+
         Sentences are stripped. A candidate or reference that is empty (no token besides the
         special ones) scores P = R = F = 0 (before rescaling). Never NaN.
 
@@ -146,34 +191,41 @@ class BERTScore:
         """
         if reference_batch_size is not None:
             reference_batch_size = check_positive_int(reference_batch_size, "reference_batch_size")
-        cands, groups = normalize_inputs(cands, refs)
-        flat_refs = [ref.strip() for group in groups for ref in group]
-        owners = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
-        stripped_cands = [c.strip() for c in cands]
+        plan = self.plan(cands, refs)
+        return self.finish(plan, self.encode(plan), rescale=rescale, reference_batch_size=reference_batch_size)
 
-        unique: dict[str, int] = {}
-        for text in stripped_cands + flat_refs:
-            unique.setdefault(text, len(unique))
-        texts = list(unique)
-        encoded = self.encoder.encode(texts)
+    # -- phases -------------------------------------------------------------------------------
 
+    def plan(self, cands: Sequence[str], refs) -> ScoringPlan:
+        """Phase 1: validate (once), strip, deduplicate (once); no model runs."""
+        return ScoringPlan.from_normalized(*normalize_inputs(cands, refs))
+
+    def encode(self, plan: ScoringPlan, *, progress: bool | None = None) -> TokenStore:
+        """Phase 2: token ids and embeddings of the plan's sentences."""
+        return self.encoder.encode_unique(plan.texts, progress=self.progress if progress is None else progress)
+
+    def finish(self, plan: ScoringPlan, store: TokenStore, *, rescale: bool | None = None,
+               reference_batch_size: int | None = None) -> BERTScoreResult:
+        """Phase 3: weights, matching, best reference per candidate, rescaling."""
+        if reference_batch_size is not None:
+            reference_batch_size = check_positive_int(reference_batch_size, "reference_batch_size")
+        if len(store) != len(plan.texts):
+            raise ValueError(f"the store holds {len(store)} texts, the plan {len(plan.texts)}")
         idf_dict = self._idf_dict  # a user dict, or computed from idf_sents / compute_idf
         if self.idf is True and idf_dict is None:
             # Like the reference's score(): idf from this call's references (duplicates count).
-            idf_dict = idf_from_ids([encoded.token_ids(unique[r]) for r in flat_refs])
+            idf_dict = idf_from_ids([store.token_ids(k) for k in plan.pairs[:, 1]])
         elif self.idf is False:
             idf_dict = None
-        weights = token_weights(encoded.ids, idf_dict, self._cls_sep)
-        real_tokens = self._real_token_counts(encoded)
-        self._uniform_fallback(weights, encoded, real_tokens)
+        weights = token_weights(store.ids, idf_dict, self._cls_sep)
+        real_tokens = self._real_token_counts(store)
+        self._uniform_fallback(weights, store, real_tokens)
 
-        pairs = np.stack([np.array([unique[c] for c in (stripped_cands[o] for o in owners)], dtype=np.int64),
-                          np.array([unique[r] for r in flat_refs], dtype=np.int64)], axis=1) \
-            if len(flat_refs) else np.zeros((0, 2), np.int64)
-        scores = self._match(encoded, weights, pairs, reference_batch_size)  # (layers?, pairs, 3)
+        pairs = store.order[plan.pairs]  # stored sentence of each side
+        scores = self._match(store, weights, pairs, reference_batch_size)  # (layers?, pairs, 3)
         empty = (real_tokens[pairs[:, 0]] == 0) | (real_tokens[pairs[:, 1]] == 0)
         scores[..., empty, :] = 0.0
-        best = _group_max(scores, owners, len(groups))
+        best = _group_max(scores, plan.owners, plan.n_candidates)
         do_rescale = self.rescale_with_baseline if rescale is None else rescale
         if do_rescale:
             if self._baseline is None:
@@ -183,49 +235,65 @@ class BERTScore:
         best = best.astype(np.float32)
         return BERTScoreResult(precision=best[..., 0], recall=best[..., 1], f1=best[..., 2],
                                signature=self.signature,
-                               details={"truncated": encoded.truncated, "empty_pairs": int(empty.sum()),
-                                        "unique_sentences": len(texts)})
+                               details={"truncated": store.truncated, "empty_pairs": int(empty.sum()),
+                                        "unique_sentences": len(plan.texts)})
 
-    def _real_token_counts(self, encoded) -> np.ndarray:
-        special = is_any_of(encoded.ids, self._specials)
-        counts = np.add.reduceat((~special).astype(np.int64), encoded.offsets[:-1]) if len(encoded.ids) else \
-            np.zeros(len(encoded), np.int64)
-        lengths = np.diff(encoded.offsets)
-        counts[lengths == 0] = 0
+    def _real_token_counts(self, store: TokenStore) -> np.ndarray:
+        """Tokens besides the special ones, per stored sentence."""
+        special = is_any_of(store.ids, self._specials)
+        counts = np.add.reduceat((~special).astype(np.int64), store.offsets[:-1]) if len(store.ids) else \
+            np.zeros(store.n_sentences, np.int64)
+        counts[store.lengths() == 0] = 0
         return counts
 
-    def _uniform_fallback(self, weights: np.ndarray, encoded, real_tokens: np.ndarray) -> None:
+    def _uniform_fallback(self, weights: np.ndarray, store: TokenStore, real_tokens: np.ndarray) -> None:
         """Sentences whose weights sum to 0 despite real tokens (idf of one or identical
         references) get uniform weights instead of the reference's NaN."""
-        sums = np.add.reduceat(weights.astype(np.float64), encoded.offsets[:-1]) if len(weights) else np.zeros(0)
-        lengths = np.diff(encoded.offsets)
+        sums = np.add.reduceat(weights.astype(np.float64), store.offsets[:-1]) if len(weights) else np.zeros(0)
+        lengths = store.lengths()
         degenerate = np.flatnonzero((sums == 0) & (real_tokens > 0) & (lengths > 0))
         if len(degenerate) == 0:
             return
         for k in degenerate:
-            start, end = encoded.offsets[k], encoded.offsets[k + 1]
-            weights[start:end] = token_weights(encoded.ids[start:end], None, self._cls_sep)
+            start, end = store.offsets[k], store.offsets[k + 1]
+            weights[start:end] = token_weights(store.ids[start:end], None, self._cls_sep)
         warnings.warn(
             f"idf weights of {len(degenerate)} sentence(s) sum to 0 (idf from a single or identical "
-            "references); they use uniform weights instead of giving NaN", RapidscoreWarning, stacklevel=3)
+            "references); they use uniform weights instead of giving NaN", RapidscoreWarning, stacklevel=4)
 
-    def _match(self, encoded, weights: np.ndarray, pairs: np.ndarray, reference_batch_size=None) -> np.ndarray:
+    def _match(self, store: TokenStore, weights: np.ndarray, pairs: np.ndarray,
+               reference_batch_size=None) -> np.ndarray:
         from rapidscore.bertscore.matching import greedy_match
 
+        if not store.unit_rows:
+            _scale_to_unit_rows(store.embeddings)
+            store.unit_rows = True
+
         def one_layer(embeddings):
-            # In place, norms without temporaries: np.linalg.norm and a division into a new array
-            # cost as much as 5% of a W1-sized call in page faults on fresh 100+ MB buffers.
-            normalized = np.ascontiguousarray(embeddings, dtype=np.float32)
-            norms = np.sqrt(np.einsum("td,td->t", normalized, normalized))
-            norms[norms == 0] = 1
-            normalized /= norms[:, None]
-            p, r, f = greedy_match(normalized, encoded.offsets, weights, pairs,
+            p, r, f = greedy_match(embeddings, store.offsets, weights, pairs,
                                    num_threads=self.num_threads, bert_score_batch_size=reference_batch_size)
             return np.stack([p, r, f], axis=-1).astype(np.float64)
 
         if self.all_layers:
-            return np.stack([one_layer(layer) for layer in encoded.embeddings])
-        return one_layer(encoded.embeddings)
+            return np.stack([one_layer(layer) for layer in store.embeddings])
+        return one_layer(store.embeddings)
+
+
+def _scale_to_unit_rows(embeddings) -> None:
+    """Scale the store's rows to unit L2 norm in place (zero rows stay zero), where they live.
+
+    In place and without temporaries: np.linalg.norm and a division into a new array cost as much
+    as 5% of a W1-sized call in page faults on fresh 100+ MB buffers."""
+    if is_tensor(embeddings):
+        import torch
+
+        norms = torch.linalg.vector_norm(embeddings, dim=-1, keepdim=True)
+        embeddings.div_(torch.where(norms == 0, torch.ones_like(norms), norms))
+        return
+    for layer in embeddings if embeddings.ndim == 3 else (embeddings,):
+        norms = np.sqrt(np.einsum("td,td->t", layer, layer))
+        norms[norms == 0] = 1
+        layer /= norms[:, None]
 
 
 def reference_hash(model: str, layer: int, idf: bool, rescaled: bool, custom_baseline: bool,

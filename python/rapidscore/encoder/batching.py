@@ -48,10 +48,9 @@ def plan_batches(lengths, batch_tokens: int, max_batch_size: int, min_fill: floa
 
 def pad_batch(sequences: list[np.ndarray], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Right-pad id sequences into (input_ids, attention_mask), both int64 (batch, longest)."""
-    longest = max(len(seq) for seq in sequences)
+    lengths = np.fromiter((len(seq) for seq in sequences), dtype=np.int64, count=len(sequences))
+    longest = int(lengths.max())
+    attention_mask = (np.arange(longest) < lengths[:, None]).astype(np.int64)
     input_ids = np.full((len(sequences), longest), pad_id, dtype=np.int64)
-    attention_mask = np.zeros((len(sequences), longest), dtype=np.int64)
-    for row, seq in enumerate(sequences):
-        input_ids[row, : len(seq)] = seq
-        attention_mask[row, : len(seq)] = 1
+    input_ids[attention_mask.astype(bool)] = np.concatenate(sequences)  # row-major: row after row
     return input_ids, attention_mask

@@ -22,7 +22,7 @@ import time
 import warnings
 from pathlib import Path
 
-from rapidscore.model_source import fingerprint
+from rapidscore.encoder.model_source import fingerprint
 
 EXPORTER_VERSION = 1
 OPSET = 18
@@ -33,6 +33,25 @@ PROBE_TEXTS = (
 )
 # Export is verified against torch on the probe batch: tokens must agree within this bound.
 EXPORT_TOLERANCE = 1e-4
+
+
+# What exporting needs, and what the torch backend needs: the [export] extra provides both.
+EXPORT_MODULES = ("torch", "transformers", "onnx", "onnxscript")
+TORCH_MODULES = ("torch", "transformers")
+
+
+def require_torch_stack(purpose: str, modules: tuple[str, ...] = TORCH_MODULES) -> None:
+    """Raise an ImportError naming the extra to install when one of ``modules`` is missing.
+
+    Checked before any work starts: without it a missing onnxscript surfaced deep inside
+    torch.onnx.export as "No module named 'onnxscript'", with no hint of the extra.
+    """
+    import importlib.util
+
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ImportError(f"{purpose} needs {', '.join(missing)}, part of the [export] extra: "
+                          "pip install 'rapidscore[export]'", name=missing[0])
 
 
 def cache_root() -> Path:
@@ -74,6 +93,7 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
     entry = root / key
     if (entry / "meta.json").is_file():
         return entry, False
+    require_torch_stack(f"exporting {model_dir} to ONNX (first use of this model and layer)", EXPORT_MODULES)
     with _exclusive_lock(root / f"{key}.lock"):
         if (entry / "meta.json").is_file():  # another process finished it while we waited
             return entry, False

@@ -33,7 +33,7 @@ def default_embedder(model: Optional[str] = None) -> Embedder:
     def embed(labels: list) -> np.ndarray:
         if "encoder" not in state:
             from rapidscore.encoder import Encoder
-            from rapidscore.model_source import DEFAULT_MODEL
+            from rapidscore.encoder.model_source import DEFAULT_MODEL
 
             state["encoder"] = Encoder(model or DEFAULT_MODEL)
         return state["encoder"].sentence_embeddings(list(labels))

@@ -1,0 +1,161 @@
+"""One model cache per process, with a concurrency contract.
+
+Two levels:
+
+- ``load_model(...)``: the expensive part (ONNX export or lookup, runtime session, torch weights),
+  keyed by model directory, layer, backend, device, precision, thread count, cache directory and
+  tokenizer option. Every :class:`~rapidscore.encoder.Encoder` gets its runner here, so
+  BERTScore, NRR, NER label similarity and the refusal detector share one loaded model even
+  when they ask for different maximum lengths or batch sizes.
+- ``get_encoder(...)``: a cached :class:`Encoder` for the full set of options; what the metrics
+  call.
+
+Both are thread-safe: a lock per key makes concurrent first requests load once while other keys
+load in parallel. Least recently used entries beyond ``MAX_MODELS`` are dropped from the cache
+(objects still referenced elsewhere live on).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Hashable
+
+from rapidscore.encoder.runtime import Runner, make_runner
+from rapidscore.encoder.tokenization import TokenizerSpec, load_spec
+
+__all__ = ["LoadedModel", "load_model", "get_encoder", "clear_cache", "cache_info", "MAX_MODELS"]
+
+MAX_MODELS = 8
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A runner and what tokenising for it needs. Shared between encoders: never mutated."""
+
+    runner: Runner
+    spec: TokenizerSpec
+    tokenizer_source: Any  # tokenizer.json path, or its JSON text (torch backend)
+    cache_entry: Path | None
+    exported: bool
+
+
+class _KeyedCache:
+    """An LRU dict whose values are built at most once per key, under a per-key lock."""
+
+    def __init__(self, max_size: int):
+        self.max_size = max_size
+        self._values: OrderedDict[Hashable, Any] = OrderedDict()
+        self._key_locks: dict[Hashable, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self.builds = 0
+
+    def get(self, key: Hashable, build: Callable[[], Any]) -> Any:
+        return self.get_or_build(key, build)[0]
+
+    def get_or_build(self, key: Hashable, build: Callable[[], Any]) -> tuple[Any, bool]:
+        """The value of ``key`` and whether this call built it."""
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key], False
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                if key in self._values:  # built by another thread while we waited
+                    self._values.move_to_end(key)
+                    return self._values[key], False
+            value = build()
+            with self._lock:
+                self._values[key] = value
+                self.builds += 1
+                self._key_locks.pop(key, None)
+                while len(self._values) > self.max_size:
+                    self._values.popitem(last=False)
+            return value, True
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._values)
+
+
+_MODELS = _KeyedCache(MAX_MODELS)
+_ENCODERS = _KeyedCache(4 * MAX_MODELS)
+
+
+def load_model(model_dir: Path, layer: int | str, backend: str, device: str, precision: str,
+               num_threads: int | None = None, cache_dir: Path | None = None,
+               add_prefix_space: bool | None = None) -> tuple[LoadedModel, bool]:
+    """The loaded model for these settings, loading it on first request (thread-safe), and
+    whether this call loaded it."""
+    key = (str(model_dir), layer, backend, device, precision, num_threads,
+           None if cache_dir is None else str(cache_dir), add_prefix_space)
+    return _MODELS.get_or_build(key, lambda: _load(model_dir, layer, backend, device, precision, num_threads,
+                                          cache_dir, add_prefix_space))
+
+
+def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, add_prefix_space) -> LoadedModel:
+    if backend in ("onnx", "openvino"):
+        from rapidscore.encoder.onnx_export import cached_export
+
+        # One fp32 graph serves every precision: the runtime decides how to execute it.
+        entry, exported = cached_export(model_dir, layer, "fp32", add_prefix_space, cache_dir=cache_dir)
+        spec = load_spec(entry / "tokenizer_spec.json")
+        runner = make_runner(backend, onnx_path=entry / "model.onnx", device=device, precision=precision,
+                             num_threads=num_threads, compile_cache=entry.parent.parent / "openvino")
+        return LoadedModel(runner, spec, entry / "tokenizer.json", entry, exported)
+    from rapidscore.encoder.onnx_export import require_torch_stack
+
+    require_torch_stack("backend='torch'")
+    from rapidscore.encoder.torch_model import load_tokenizer, tokenizer_spec
+
+    hf_tokenizer, hf_config = load_tokenizer(model_dir, add_prefix_space)
+    spec = tokenizer_spec(hf_tokenizer, hf_config)
+    runner = make_runner("torch", model_dir=model_dir, layer=layer, device=device, num_threads=num_threads)
+    return LoadedModel(runner, spec, hf_tokenizer.backend_tokenizer.to_str(), None, False)
+
+
+def get_encoder(model: str | os.PathLike | None = None, layer: int | str | None = None,
+                backend: str | None = None, device: str = "cpu", precision: str = "fp32", **options):
+    """A shared :class:`~rapidscore.encoder.Encoder` for these settings (thread-safe).
+
+    Same arguments as ``Encoder``. Equal settings return the same object, whatever spelling of
+    the model (hub id or its directory) or of the defaults (``layer=None`` and the last layer,
+    ``backend=None`` and the precision's default) was used. Encoders are thread-safe, so the
+    object may be shared by every thread of the process.
+    """
+    from rapidscore.encoder.encoder import Encoder, default_backend
+    from rapidscore.encoder.model_source import DEFAULT_MODEL, num_layers, read_config, resolve_model
+
+    model = DEFAULT_MODEL if model is None else model
+    model_dir = resolve_model(model)
+    if layer is None:
+        layer = num_layers(read_config(model_dir))
+    backend = default_backend(backend, precision)
+    if "progress" in options:
+        raise TypeError("get_encoder() does not take progress: pass progress= to encode() instead")
+    if "cache_dir" in options and options["cache_dir"] is not None:
+        options["cache_dir"] = os.fspath(options["cache_dir"])
+    key = (str(model_dir), layer if isinstance(layer, str) else int(layer), backend, device, precision,
+           tuple(sorted(options.items())))
+    return _ENCODERS.get(key, lambda: Encoder(model, layer=layer, backend=backend, device=device,
+                                              precision=precision, **options))
+
+
+def clear_cache() -> None:
+    """Forget every cached model and encoder (objects still referenced elsewhere stay usable)."""
+    _ENCODERS.clear()
+    _MODELS.clear()
+
+
+def cache_info() -> dict:
+    """Counts for tests and monitoring: models loaded so far, and how many are cached now."""
+    return {"models_loaded": _MODELS.builds, "models_cached": len(_MODELS),
+            "encoders_built": _ENCODERS.builds, "encoders_cached": len(_ENCODERS)}

@@ -1,0 +1,306 @@
+"""The shared encoder: contextual token embeddings and sentence embeddings of BERT-family models.
+
+Models run as ONNX graphs in ONNX Runtime (exported once, cached) or, with ``backend="torch"``,
+as the Hugging Face torch model. Tokenisation uses the Rust ``tokenizers`` library.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches
+from rapidscore.encoder.cache import load_model
+from rapidscore.encoder.model_source import DEFAULT_MODEL, num_layers, read_config, resolve_model
+from rapidscore.encoder.runtime import BACKENDS, DEVICES
+from rapidscore.encoder.store import TokenStore
+from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
+from rapidscore.errors import TruncationWarning, check_positive_int
+from rapidscore.threads import check_num_threads
+
+PRECISIONS = ("fp32", "bf16")
+POOLINGS = ("mean", "cls")
+
+__all__ = ["Encoder", "TokenStore", "EncodedTexts", "DEFAULT_MODEL", "check_texts", "default_backend"]
+
+# The flat store of encoded texts; the old name of TokenStore.
+EncodedTexts = TokenStore
+
+
+def default_backend(backend: str | None, precision: str) -> str:
+    """The backend for ``precision`` when none is named: OpenVINO for bf16, ONNX Runtime else."""
+    if backend is None:
+        return "openvino" if precision == "bf16" else "onnx"
+    return backend
+
+
+def check_texts(texts, name: str = "texts") -> list[str]:
+    """Validate a list of strings; raise TypeError naming the first offending item."""
+    if isinstance(texts, (str, bytes, dict)) or not isinstance(texts, Sequence) and not hasattr(texts, "__iter__"):
+        raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}")
+    texts = list(texts)
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"{name}[{index}] must be a str, got {type(text).__name__}: {text!r}")
+    return texts
+
+
+class Encoder:
+    """A BERT-family encoder giving contextual token embeddings at a chosen layer.
+
+    Parameters
+    ----------
+    model: hub id or local directory. "all-MiniLM-L6-v2" resolves to the embedded copy offline.
+    layer: transformer layer whose output is used: hidden_states[layer], 0 = embedding output,
+        None = last layer, "all" = every hidden state (arrays get a leading layer axis).
+    backend: "onnx" (ONNX Runtime; exported and cached on first use), "openvino" (the same ONNX
+        graph compiled by OpenVINO; faster on CPUs) or "torch". None (default): "onnx" for fp32,
+        "openvino" for bf16.
+    device: "cpu" or "cuda". With backend="torch" on "cuda", token embeddings stay on the GPU
+        (the TokenStore holds a torch tensor) and matching runs there.
+    precision: "fp32" (exact) or "bf16" (fast mode: OpenVINO on CPUs with bf16 instructions;
+        BERTScore within about 1e-4 of fp32, see docs/performance.md).
+    max_length: truncation length in tokens, special tokens included (default: the model's maximum).
+    batch_tokens: padded tokens per batch (batch size x longest sequence). The default depends on
+        where the model runs: on CPUs small batches keep activations in cache and run faster per
+        token (1024 in fp32, 2048 in bf16, measured in docs/performance.md); on GPUs 16384.
+    max_batch_size: sequences per batch at most.
+    num_threads: runtime threads (default: the process's thread budget, ``rapidscore.threads``).
+    cache_dir: where ONNX exports live (default $RAPIDSCORE_CACHE or ~/.cache/rapidscore).
+    add_prefix_space: for byte-level BPE tokenizers (RoBERTa); None keeps the tokenizer as saved,
+        which is what bert-score 0.3.13 gives under transformers 5.
+    progress: default of ``encode(progress=...)``: a progress bar over batches.
+
+    The loaded model comes from the process-wide cache (``rapidscore.encoder.cache``): encoders of
+    the same model, layer, backend, device and precision share it, whatever their max_length or
+    batch settings. Thread-safe: many threads may call one encoder (and encoders sharing a model)
+    at once; a runner that is not thread-safe is called under a lock.
+    """
+
+    def __init__(self, model: str | os.PathLike = DEFAULT_MODEL, layer: int | str | None = None,
+                 backend: str | None = None,
+                 device: str = "cpu", precision: str = "fp32", *, max_length: int | None = None,
+                 batch_tokens: int | None = None, max_batch_size: int = 256, num_threads: int | None = None,
+                 cache_dir: str | os.PathLike | None = None, add_prefix_space: bool | None = None,
+                 progress: bool = False):
+        backend = default_backend(backend, precision)
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if device not in DEVICES:
+            raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        if precision == "bf16" and backend != "openvino":
+            raise ValueError(f"precision='bf16' runs on backend='openvino' (CPU), got backend={backend!r}")
+        if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int)
+                                       or max_length < 2):
+            raise ValueError(f"max_length must be an int >= 2, got {max_length!r}")
+        num_threads = check_num_threads(num_threads)
+        self.model_dir = resolve_model(model)
+        self.model_name = os.fspath(model)
+        config = read_config(self.model_dir)
+        self.num_layers = num_layers(config)
+        self.hidden_size = int(config.get("hidden_size") or config.get("dim"))
+        self.model_type = config.get("model_type")
+        self.layer = self._check_layer(layer)
+        self.backend, self.device, self.precision = backend, device, precision
+        if batch_tokens is None:
+            batch_tokens = default_batch_tokens(device, precision)
+        self.batch_tokens = check_positive_int(batch_tokens, "batch_tokens")
+        self.max_batch_size = check_positive_int(max_batch_size, "max_batch_size")
+        self.num_threads = num_threads
+        self.progress = progress
+
+        loaded, loaded_here = load_model(self.model_dir, self.layer, backend, device, precision, num_threads,
+                            Path(cache_dir) if cache_dir else None, add_prefix_space)
+        self.loaded = loaded
+        self.cache_entry = loaded.cache_entry
+        self.exported = loaded.exported and loaded_here  # whether creating this encoder ran the export
+        self.tokenizer = BatchTokenizer(loaded.tokenizer_source, loaded.spec, max_length)
+        self.runner = loaded.runner
+        self.provider = loaded.runner.provider
+        # Serialises calls of a runner that says it is not thread-safe (shared by its encoders).
+        self._runner_lock = None if loaded.runner.thread_safe else _lock_of(loaded.runner)
+
+    def _check_layer(self, layer):
+        if layer is None:
+            return self.num_layers
+        if layer == "all":
+            return "all"
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+            raise TypeError(f"layer must be an int, None or 'all', got {type(layer).__name__}: {layer!r}")
+        if not 0 <= layer <= self.num_layers:
+            raise ValueError(f"layer must be in [0, {self.num_layers}] for {self.model_name!r} "
+                             f"({self.num_layers} layers), got {layer}")
+        return int(layer)
+
+    @property
+    def spec(self) -> TokenizerSpec:
+        return self.tokenizer.spec
+
+    @property
+    def max_length(self) -> int:
+        return self.tokenizer.max_length
+
+    @property
+    def returns_tensors(self) -> bool:
+        """Token embeddings stay on the model's device as torch tensors (torch on a GPU)."""
+        return self.runner.returns == "torch" and self.device != "cpu"
+
+    def __repr__(self) -> str:
+        return (f"Encoder(model={self.model_name!r}, layer={self.layer!r}, backend={self.backend!r}, "
+                f"device={self.device!r}, precision={self.precision!r}, max_length={self.max_length})")
+
+    # -- core ---------------------------------------------------------------------------------
+
+    def tokenize(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Token ids per text (special tokens included, truncated to ``max_length``)."""
+        ids, _ = self.tokenizer.encode(check_texts(texts))
+        return ids
+
+    def encode(self, texts: Sequence[str], *, warn_truncation: bool = True,
+               progress: bool | None = None) -> TokenStore:
+        """Token ids and embeddings of ``texts`` (see TokenStore: text k is stored sentence
+        ``order[k]``; ``token_ids(k)`` and ``token_embeddings(k)`` follow the input order).
+
+        Duplicate texts are encoded once; texts are sorted by length and batched under the token
+        budget. Truncated texts are counted and reported with a TruncationWarning.
+        """
+        texts = check_texts(texts)
+        index: dict[str, int] = {}
+        inverse = np.fromiter((index.setdefault(text, len(index)) for text in texts), dtype=np.int64,
+                              count=len(texts))
+        store = self.encode_unique(list(index), warn_truncation=warn_truncation, progress=progress,
+                                   stacklevel=3)
+        store.order = store.order[inverse]
+        return store
+
+    def encode_unique(self, texts: list[str], *, warn_truncation: bool = True, progress: bool | None = None,
+                      stacklevel: int = 2) -> TokenStore:
+        """``encode`` for callers that validated and deduplicated ``texts`` already (the scorers'
+        plan phase): no check, no second dedupe."""
+        ids, truncated = self.tokenizer.encode(texts)
+        if truncated and warn_truncation:
+            warnings.warn(
+                f"{truncated} of {len(texts)} distinct texts were longer than {self.max_length} "
+                f"tokens and were truncated", TruncationWarning, stacklevel=stacklevel + 1)
+        return self.embed_ids(ids, truncated=truncated, progress=progress)
+
+    def embed_ids(self, ids: list[np.ndarray], *, truncated: int = 0, progress: bool | None = None) -> TokenStore:
+        """Run the model over token id sequences (already tokenised) into a TokenStore.
+
+        Sentences are stored batch after batch (longest first), so each batch's real tokens are
+        copied once, as one block, and never reordered.
+        """
+        lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
+        batches = plan_batches(lengths, self.batch_tokens, self.max_batch_size)
+        stored = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
+        order = np.empty(len(ids), dtype=np.int64)
+        order[stored] = np.arange(len(ids), dtype=np.int64)
+        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(lengths[stored], out=offsets[1:])
+        flat_ids = np.concatenate([ids[k] for k in stored]) if len(ids) else np.zeros(0, dtype=np.int64)
+        embeddings = self._run_batches(ids, lengths, batches, int(offsets[-1]),
+                                       self.progress if progress is None else progress)
+        return TokenStore(ids=flat_ids, offsets=offsets, embeddings=embeddings, order=order, truncated=truncated)
+
+    def _run_batches(self, ids, lengths, batches, total_tokens: int, progress: bool):
+        tensors = self.runner.returns == "torch"
+        out = None
+        position = 0
+        if progress and len(batches) > 1:
+            from tqdm.auto import tqdm
+
+            batches = tqdm(batches, desc="encoding", unit="batch", leave=False)
+        for batch in batches:
+            input_ids, attention_mask = pad_batch([ids[k] for k in batch], self.spec.pad_id)
+            hidden = self._call_runner(input_ids, attention_mask)
+            if tensors:
+                mask = _torch_mask(attention_mask, hidden.device)
+            else:
+                mask = attention_mask.astype(bool)
+            rows = hidden[..., mask, :]  # the batch's real tokens, row after row
+            if out is None:
+                out = _empty_like(hidden, rows.shape[:-2] + (total_tokens, hidden.shape[-1]))
+            count = int(lengths[batch].sum())
+            out[..., position:position + count, :] = rows
+            position += count
+        if out is None:  # no texts
+            out = np.zeros((0, self.hidden_size), dtype=np.float32)
+        if tensors and self.device == "cpu":
+            out = out.numpy()  # the CPU kernels take host arrays; no copy
+        return out
+
+    def _call_runner(self, input_ids: np.ndarray, attention_mask: np.ndarray):
+        if self._runner_lock is None:
+            return self.runner(input_ids, attention_mask)
+        with self._runner_lock:
+            return self.runner(input_ids, attention_mask)
+
+    # -- public conveniences ----------------------------------------------------------------------
+
+    def token_embeddings(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Per text an array (n_tokens, dim) float32, special tokens included, in input order.
+
+        With ``layer="all"`` each array is (layers + 1, n_tokens, dim).
+        """
+        store = self.encode(texts).to_host()
+        return [store.token_embeddings(k) for k in range(len(store))]
+
+    def sentence_embeddings(self, texts: Sequence[str], pooling: str = "mean", normalize: bool = True,
+                            *, progress: bool | None = None) -> np.ndarray:
+        """One vector per text, (n, dim) float32.
+
+        ``pooling="mean"`` averages the token vectors over the attention mask (special tokens
+        included), as sentence-transformers does; ``"cls"`` takes the first token. ``normalize``
+        scales each vector to unit L2 norm (a zero vector stays zero).
+        """
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if self.layer == "all":
+            raise ValueError("sentence_embeddings needs a single layer, not layer='all'")
+        store = self.encode(texts, progress=progress).to_host()
+        if len(store) == 0:
+            return np.zeros((0, self.hidden_size), dtype=np.float32)
+        starts, counts = store.offsets[:-1], store.lengths()
+        pooled = np.zeros((store.n_sentences, store.embeddings.shape[-1]), dtype=np.float32)
+        nonempty = counts > 0  # a tokenizer without special tokens gives no token for ""
+        if pooling == "mean":
+            sums = np.add.reduceat(store.embeddings, starts[nonempty], axis=0)
+            pooled[nonempty] = sums / counts[nonempty, None].astype(np.float32)
+        else:
+            pooled[nonempty] = store.embeddings[starts[nonempty]]
+        pooled = pooled[store.order].astype(np.float32, copy=False)
+        if normalize:
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            pooled = pooled / np.maximum(norms, 1e-12)
+        return pooled
+
+
+_RUNNER_LOCKS: dict[int, threading.Lock] = {}
+_RUNNER_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_of(runner) -> threading.Lock:
+    """One lock per runner object, shared by every encoder that uses it."""
+    with _RUNNER_LOCKS_GUARD:
+        return _RUNNER_LOCKS.setdefault(id(runner), threading.Lock())
+
+
+def _torch_mask(attention_mask: np.ndarray, device):
+    import torch
+
+    return torch.from_numpy(attention_mask.astype(bool)).to(device)
+
+
+def _empty_like(hidden, shape):
+    if isinstance(hidden, np.ndarray):
+        return np.empty(shape, dtype=np.float32)
+    import torch
+
+    return torch.empty(shape, dtype=torch.float32, device=hidden.device)

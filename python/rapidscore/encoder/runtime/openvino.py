@@ -1,0 +1,76 @@
+"""OpenVINO: the exported ONNX graph compiled for the CPU (faster fp32, and the bf16 fast mode)."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from rapidscore.threads import thread_budget
+
+
+class OpenVinoRunner:
+    """The exported ONNX graph compiled by OpenVINO for the CPU.
+
+    Measured here (AMD EPYC, 2 cores, MiniLM): fp32 about 1.3x ONNX Runtime, bf16 about 2.4x.
+    ``precision="fp32"`` forces f32 inference: OpenVINO would otherwise pick bf16 by itself on
+    CPUs that support it, which is not exact.
+
+    Thread-safe: an infer request holds its input and output buffers, so one request shared by two
+    threads fails ("Infer Request is busy") or returns the other thread's output. Each call takes
+    a request from a pool (created on demand, at most ``max_requests``; more callers wait) and
+    copies the output before handing the request back.
+    """
+
+    returns = "numpy"
+    thread_safe = True
+
+    def __init__(self, onnx_path: Path, device: str, precision: str, num_threads: int | None,
+                 compile_cache: Path | None = None, max_requests: int = 8):
+        try:
+            import openvino as ov
+        except ImportError as exc:
+            raise ImportError("backend='openvino' needs OpenVINO: pip install 'rapidscore[openvino]'") from exc
+        if device != "cpu":
+            raise ValueError(f"backend='openvino' runs on device='cpu', got device={device!r}")
+        core = ov.Core()
+        if precision == "bf16" and "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+            raise ValueError("precision='bf16' needs a CPU with bf16 instructions (AVX512_BF16 or AMX); "
+                             "this CPU has none, use precision='fp32'")
+        config = {
+            "INFERENCE_PRECISION_HINT": "bf16" if precision == "bf16" else "f32",
+            "PERFORMANCE_HINT": "LATENCY",
+            "INFERENCE_NUM_THREADS": num_threads or thread_budget(),
+        }
+        if compile_cache is not None:
+            config["CACHE_DIR"] = str(compile_cache)
+        self.compiled = core.compile_model(core.read_model(str(onnx_path)), "CPU", config)
+        self._inputs = {port.get_any_name() for port in self.compiled.inputs}
+        self._idle: queue.LifoQueue = queue.LifoQueue()
+        self._idle.put(self.compiled.create_infer_request())
+        self._created = 1
+        self._max_requests = max_requests
+        self._lock = threading.Lock()
+        self.provider = f"openvino-cpu-{precision}"
+
+    def _take_request(self):
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        with self._lock:
+            if self._created < self._max_requests:
+                self._created += 1
+                return self.compiled.create_infer_request()
+        return self._idle.get()  # all requests busy: wait for one
+
+    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        feed = {"input_ids": input_ids, "attention_mask": attention_mask}
+        request = self._take_request()
+        try:
+            result = request.infer({k: v for k, v in feed.items() if k in self._inputs})
+            return np.array(result[0], dtype=np.float32, copy=True)  # the request reuses its buffers
+        finally:
+            self._idle.put(request)
