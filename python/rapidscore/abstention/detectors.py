@@ -222,7 +222,7 @@ class EmbeddingDetector(Detector):
     score = max cosine similarity between the embedding of the response's first ``opening_chars``
     characters and each exemplar; refusal when score >= ``threshold``. ``embed`` is any callable
     ``list[str] -> array (n, dim)``; by default the shared encoder's mean-pooled sentence
-    embeddings (:class:`rapidscore.encoder.Encoder`, embedded all-MiniLM-L6-v2). Calibrate the
+    embeddings (``rapidscore.encoder.get_encoder``, embedded all-MiniLM-L6-v2). Calibrate the
     threshold on labelled examples with :meth:`calibrate`.
     """
 
@@ -241,10 +241,9 @@ class EmbeddingDetector(Detector):
 
     def _embedder(self):
         if self._embed is None:
-            from rapidscore.encoder import Encoder
-            from rapidscore.encoder.model_source import DEFAULT_MODEL
+            from rapidscore.encoder import get_encoder
 
-            encoder = Encoder(model=self._model or DEFAULT_MODEL)
+            encoder = get_encoder(self._model)  # shared with every other metric of the process
             self._embed = lambda texts: encoder.sentence_embeddings(texts, pooling="mean", normalize=True)
         return self._embed
 

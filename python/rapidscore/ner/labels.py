@@ -27,16 +27,13 @@ def normalize_label(label: str) -> str:
 
 def default_embedder(model: Optional[str] = None) -> Embedder:
     """Sentence-embedding function of the shared encoder (mean pooling, unit vectors); the model
-    is loaded on first use. ``model`` defaults to rapidscore's embedded all-MiniLM-L6-v2."""
-    state: dict = {}
+    is loaded on first use, once per process (``rapidscore.encoder.get_encoder``). ``model``
+    defaults to rapidscore's embedded all-MiniLM-L6-v2."""
 
     def embed(labels: list) -> np.ndarray:
-        if "encoder" not in state:
-            from rapidscore.encoder import Encoder
-            from rapidscore.encoder.model_source import DEFAULT_MODEL
+        from rapidscore.encoder import get_encoder
 
-            state["encoder"] = Encoder(model or DEFAULT_MODEL)
-        return state["encoder"].sentence_embeddings(list(labels))
+        return get_encoder(model).sentence_embeddings(list(labels))
 
     return embed
 
