@@ -133,7 +133,7 @@ def bert_base_dir(root: Path, minilm_dir: Path) -> Path:
 def roberta_large_17_dir(root: Path) -> Path:
     """roberta-large configuration cut to its first 17 layers, random weights, and a byte-level
     BPE tokenizer (RoBERTa's ids for <s> <pad> </s> <unk> <mask>) trained on synthetic English
-    with tests/tiny_models.py's deterministic BPE trainer, so common words are single tokens as
+    with rapidscore.testing.tiny_models' deterministic BPE trainer, so common words are single tokens as
     with the real vocabulary. Saving only 17 layers keeps the files and memory at what a
     layer-17 model needs; both libraries then run the same 17 layers."""
 
@@ -141,15 +141,14 @@ def roberta_large_17_dir(root: Path) -> Path:
         import transformers
         from tokenizers import pre_tokenizers
 
-        sys.path.insert(0, str(common.REPO_ROOT / "tests"))
-        import tiny_models
+        from rapidscore.testing import tiny_models
 
         corpus = common.english_sentences(4000, 5, 40, seed=99)
-        counts = tiny_models._pre_tokenized_counts(corpus, None, pre_tokenizers.ByteLevel(add_prefix_space=False))
+        counts = tiny_models.pre_tokenized_counts(corpus, None, pre_tokenizers.ByteLevel(add_prefix_space=False))
         word_freqs = {tuple(word): n for word, n in counts.items()}
         specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
         alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-        merges = tiny_models._learn_bpe(word_freqs, 6000, lambda a, b: a + b)
+        merges = tiny_models.learn_bpe(word_freqs, 6000, lambda a, b: a + b)
         tokens = specials + alphabet
         for a, b in merges:
             if a + b not in tokens:

@@ -3,17 +3,16 @@
 Nothing in the test suite may reach the network: the hub is switched off below, before anything
 imports huggingface_hub or transformers, and every model a test uses is either the embedded
 all-MiniLM-L6-v2 (``minilm_path``) or a tiny random model built locally (``tiny_model``,
-``tiny_model_path``; see tests/tiny_models.py).
+``tiny_model_path``; see rapidscore/testing/tiny_models.py).
 
 Set RAPIDSCORE_TEST_MODELS=/some/dir to keep the tiny models between runs (they are rebuilt
-automatically when tests/tiny_models.py or the transformers/tokenizers versions change).
+automatically when rapidscore/testing/tiny_models.py or the transformers/tokenizers versions change).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -22,11 +21,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 
-import pytest
+import pytest  # noqa: E402
 
-# tiny_models.py sits next to this file; make it importable whatever pytest's import mode.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import tiny_models  # noqa: E402
+from rapidscore.testing import tiny_models  # noqa: E402
 
 _saved_cache_env: dict[str, str | None] = {}
 _session_cache_dir: Path | None = None

@@ -21,7 +21,7 @@ from rapidscore import TruncationWarning
 from rapidscore.bertscore import BERTScore, compute_baseline
 from rapidscore.bertscore.baselines import read_baseline, reference_baseline_dir
 from rapidscore.errors import RapidscoreWarning
-from tiny_models import FAMILIES
+from rapidscore.testing.tiny_models import FAMILIES
 
 bert_score = pytest.importorskip("bert_score", reason="the reference package is needed for parity")
 TOLERANCE = 1e-5
@@ -193,7 +193,7 @@ def test_scores_do_not_depend_on_order_batching_or_duplicates(order_and_scorer, 
 
 @pytest.fixture(scope="module")
 def order_and_scorer(tiny_models_root):
-    import tiny_models
+    from rapidscore.testing import tiny_models
 
     scorer = BERTScore(str(tiny_models.tiny_model_dir("bert", tiny_models_root)), 3)
     single = [scorer.score([c], [r]) for c, r in zip(CANDS, REFS)]

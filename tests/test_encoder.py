@@ -15,7 +15,7 @@ from rapidscore import TruncationWarning
 from rapidscore.encoder import Encoder
 from rapidscore.encoder.batching import MIN_FILL, default_batch_tokens, pad_batch, plan_batches
 from rapidscore.errors import ModelNotFoundError
-from tiny_models import FAMILIES
+from rapidscore.testing.tiny_models import FAMILIES
 
 TEXTS = [
     "The cat sat on the mat.",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import tiny_models
+from rapidscore.testing import tiny_models
 
 # Short texts across scripts; every character except those in UNSEEN occurs in the training corpus.
 TEXTS = [
@@ -113,8 +113,7 @@ def test_rare_scripts_are_not_unknown(tiny_model):
 def test_builds_are_identical_across_processes(tiny_model_path, tmp_path):
     """A fresh process (other hash seed) builds byte-identical files for every family."""
     env = dict(os.environ, PYTHONHASHSEED="12345")
-    script = Path(tiny_models.__file__)
-    subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, check=True,
+    subprocess.run([sys.executable, "-m", "rapidscore.testing.tiny_models", str(tmp_path)], env=env, check=True,
                    capture_output=True, timeout=300)
     for family in tiny_models.FAMILIES:
         ours, theirs = tiny_model_path(family), tmp_path / family

@@ -22,7 +22,7 @@ the raw ``tokenizers`` pipeline and ``AutoTokenizer`` agree by construction; the
 
 Plain module (no pytest): usable from conftest.py, benchmarks, or by hand:
 
-    python tests/tiny_models.py OUT_DIR [family ...]
+    python -m rapidscore.testing.tiny_models OUT_DIR [family ...]
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def training_corpus() -> list[str]:
 # Tokenizers
 # ----------------------------------------------------------------------------------------------
 
-def _learn_bpe(word_freqs: dict[tuple[str, ...], int], max_merges: int, join) -> list[tuple[str, str]]:
+def learn_bpe(word_freqs: dict[tuple[str, ...], int], max_merges: int, join) -> list[tuple[str, str]]:
     """Greedy BPE merges over ``word_freqs`` (symbol tuple -> count), fully deterministic.
 
     The ``tokenizers`` trainers break count ties in hash-map order, so their vocabularies change
@@ -257,7 +257,7 @@ def _learn_bpe(word_freqs: dict[tuple[str, ...], int], max_merges: int, join) ->
     return merges
 
 
-def _pre_tokenized_counts(corpus: list[str], normalizer, pre_tokenizer) -> dict[str, int]:
+def pre_tokenized_counts(corpus: list[str], normalizer, pre_tokenizer) -> dict[str, int]:
     counts: dict[str, int] = {}
     for text in corpus:
         if normalizer is not None:
@@ -273,13 +273,13 @@ def _wordpiece_vocab(corpus: list[str]) -> dict[str, int]:
 
     # Same normalizer / pre-tokenizer as an uncased BertTokenizer (lowercase, strip accents,
     # split CJK characters).
-    counts = _pre_tokenized_counts(corpus, normalizers.BertNormalizer(lowercase=True),
+    counts = pre_tokenized_counts(corpus, normalizers.BertNormalizer(lowercase=True),
                                    pre_tokenizers.BertPreTokenizer())
     word_freqs = {(w[0], *("##" + c for c in w[1:])): n for w, n in counts.items()}
     alphabet = sorted({symbol for word in word_freqs for symbol in word})
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     budget = VOCAB_SIZE - len(specials) - len(alphabet)
-    merges = _learn_bpe(word_freqs, budget, lambda a, b: a + b[2:])
+    merges = learn_bpe(word_freqs, budget, lambda a, b: a + b[2:])
     tokens = specials + alphabet
     for a, b in merges:
         token = a + b[2:]
@@ -292,11 +292,11 @@ def _byte_level_bpe(corpus: list[str]) -> tuple[dict[str, int], list[tuple[str, 
     """RoBERTa/GPT-2 style byte-level BPE: specials, the 256 byte symbols, merged pieces."""
     from tokenizers import pre_tokenizers
 
-    counts = _pre_tokenized_counts(corpus, None, pre_tokenizers.ByteLevel(add_prefix_space=False))
+    counts = pre_tokenized_counts(corpus, None, pre_tokenizers.ByteLevel(add_prefix_space=False))
     word_freqs = {tuple(w): n for w, n in counts.items()}
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    merges = _learn_bpe(word_freqs, VOCAB_SIZE - len(specials) - len(alphabet), lambda a, b: a + b)
+    merges = learn_bpe(word_freqs, VOCAB_SIZE - len(specials) - len(alphabet), lambda a, b: a + b)
     tokens = specials + alphabet
     for a, b in merges:
         if a + b not in tokens:
@@ -316,10 +316,10 @@ def _unigram_pieces(corpus: list[str], normalizer, pre_tokenizer) -> list[tuple[
     from tokenizers import Tokenizer
     from tokenizers.models import Unigram
 
-    counts = _pre_tokenized_counts(corpus, normalizer, pre_tokenizer)
+    counts = pre_tokenized_counts(corpus, normalizer, pre_tokenizer)
     word_freqs = {tuple(w): n for w, n in counts.items()}
     alphabet = sorted({c for word in word_freqs for c in word})
-    merges = _learn_bpe(word_freqs, UNIGRAM_SIZE - len(alphabet), lambda a, b: a + b)
+    merges = learn_bpe(word_freqs, UNIGRAM_SIZE - len(alphabet), lambda a, b: a + b)
     pieces = alphabet + sorted({a + b for a, b in merges} - set(alphabet))
     scores = {piece: 0.0 for piece in pieces}
     for _ in range(2):
