@@ -123,9 +123,6 @@ class Encoder:
         self.exported = loaded.exported and loaded_here  # whether creating this encoder ran the export
         self.tokenizer = BatchTokenizer(loaded.tokenizer_source, loaded.spec, max_length)
         self.runner = loaded.runner
-        self.provider = loaded.runner.provider
-        # Serialises calls of a runner that says it is not thread-safe (shared by its encoders).
-        self._runner_lock = None if loaded.runner.thread_safe else _lock_of(loaded.runner)
 
     def _check_layer(self, layer):
         if layer is None:
@@ -140,6 +137,20 @@ class Encoder:
         return int(layer)
 
     @property
+    def runner(self):
+        """What runs the model (see ``rapidscore.encoder.runtime``). Assigning another runner
+        with the same contract (a quantised graph, a wrapper that counts or times calls) is
+        supported: every call of this encoder goes through it."""
+        return self._runner
+
+    @runner.setter
+    def runner(self, runner) -> None:
+        self._runner = runner
+        self.provider = runner.provider
+        # Serialises calls of a runner that says it is not thread-safe (shared by its encoders).
+        self._runner_lock = None if getattr(runner, "thread_safe", False) else _lock_of(runner)
+
+    @property
     def spec(self) -> TokenizerSpec:
         return self.tokenizer.spec
 
@@ -150,7 +161,7 @@ class Encoder:
     @property
     def returns_tensors(self) -> bool:
         """Token embeddings stay on the model's device as torch tensors (torch on a GPU)."""
-        return self.runner.returns == "torch" and self.device != "cpu"
+        return getattr(self._runner, "returns", "numpy") == "torch" and self.device != "cpu"
 
     def __repr__(self) -> str:
         return (f"Encoder(model={self.model_name!r}, layer={self.layer!r}, backend={self.backend!r}, "
@@ -210,7 +221,7 @@ class Encoder:
         return TokenStore(ids=flat_ids, offsets=offsets, embeddings=embeddings, order=order, truncated=truncated)
 
     def _run_batches(self, ids, lengths, batches, total_tokens: int, progress: bool):
-        tensors = self.runner.returns == "torch"
+        tensors = getattr(self._runner, "returns", "numpy") == "torch"
         out = None
         position = 0
         if progress and len(batches) > 1:
@@ -238,9 +249,9 @@ class Encoder:
 
     def _call_runner(self, input_ids: np.ndarray, attention_mask: np.ndarray):
         if self._runner_lock is None:
-            return self.runner(input_ids, attention_mask)
+            return self._runner(input_ids, attention_mask)
         with self._runner_lock:
-            return self.runner(input_ids, attention_mask)
+            return self._runner(input_ids, attention_mask)
 
     # -- public conveniences ----------------------------------------------------------------------
 
