@@ -21,3 +21,27 @@ def test_core_submodules_mirror_the_python_packages():
     assert callable(core.phrases.FuzzyPhraseMatcher)
     # The flat names of the old layout are gone: every caller uses the submodules.
     assert not hasattr(core, "greedy_match") and not hasattr(core, "align_spans_batch")
+
+
+def test_type_stub_lists_exactly_the_native_names():
+    """python/rapidscore/_core.pyi describes every submodule, function and class of _core."""
+    import ast
+    from pathlib import Path
+
+    stub = ast.parse((Path(rapidscore.__file__).parent / "_core.pyi").read_text())
+    classes = {node.name: node for node in stub.body if isinstance(node, ast.ClassDef)}
+    submodules = {
+        node.target.id: classes[node.annotation.id]
+        for node in stub.body
+        if isinstance(node, ast.AnnAssign) and isinstance(node.annotation, ast.Name) and node.annotation.id in classes
+    }
+    assert set(submodules) == {name for name, value in vars(core).items() if type(value).__name__ == "module"}
+    for name, body in submodules.items():
+        declared = {
+            node.target.id if isinstance(node, ast.AnnAssign) else node.name
+            for node in body.body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AnnAssign))
+        }
+        public = {attr for attr in vars(getattr(core, name)) if not attr.startswith("__")}
+        assert declared == public, name
+    assert (Path(rapidscore.__file__).parent / "py.typed").is_file()
