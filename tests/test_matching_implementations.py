@@ -156,9 +156,10 @@ def test_empty_inputs(implementation):
         scores = greedy_match(E, offsets, weights, pairs, implementation=implementation)
         assert all(s.shape == (0,) and s.dtype == np.float64 for s in scores)
     assert pairwise_match(E, offsets, weights, [], [0, 1], implementation=implementation)[0].shape == (0, 2)
-    assert [float(s[0]) for s in greedy_match(E, offsets, weights, [[0, 1]], implementation=implementation)] == [0, 0, 0]
-    assert [float(s[0]) for s in greedy_match(E, offsets, weights, [[0, 0]], implementation=implementation)] == [
-        pytest.approx(1.0, abs=1e-7)] * 3
+    with_empty = greedy_match(E, offsets, weights, [[0, 1]], implementation=implementation)
+    assert [float(s[0]) for s in with_empty] == [0.0, 0.0, 0.0]
+    itself = greedy_match(E, offsets, weights, [[0, 0]], implementation=implementation)
+    assert [float(s[0]) for s in itself] == [pytest.approx(1.0, abs=1e-7)] * 3
 
 
 BAD_INPUTS = [
@@ -188,7 +189,10 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("change, error", BAD_INPUTS, ids=[f"{list(c)[0]}-{i}" for i, (c, _) in enumerate(BAD_INPUTS)])
+BAD_INPUT_IDS = [f"{next(iter(change))}-{i}" for i, (change, _) in enumerate(BAD_INPUTS)]
+
+
+@pytest.mark.parametrize("change, error", BAD_INPUTS, ids=BAD_INPUT_IDS)
 def test_every_implementation_refuses_bad_input_in_the_same_words(change, error):
     rng = np.random.default_rng(0)
     E, offsets, weights = make_store(rng, [5, 17, 1, 33], 8, negative=True)

@@ -56,7 +56,8 @@ def is_torch_tensor(value) -> bool:
 
 def _implementation(embeddings, implementation: str) -> str:
     if implementation not in IMPLEMENTATIONS:
-        raise ValueError(f"implementation must be one of {', '.join(map(repr, IMPLEMENTATIONS))}, got {implementation!r}")
+        choices = ", ".join(map(repr, IMPLEMENTATIONS))
+        raise ValueError(f"implementation must be one of {choices}, got {implementation!r}")
     if implementation == "auto":
         return "torch" if is_torch_tensor(embeddings) else "native"
     return implementation
