@@ -145,23 +145,23 @@ def test_custom_phrases_and_threshold_identical():
 
 def test_kernel_text_helpers_match_reference():
     ascii_all = "".join(chr(i) for i in range(128))
-    assert _core.default_process_ascii(ascii_all) == fuzz_utils.default_process(ascii_all)
+    assert _core.phrases.default_process_ascii(ascii_all) == fuzz_utils.default_process(ascii_all)
     rng = random.Random(3)
     for _ in range(500):
         text = " ".join(rng.choices(EXTRA[:10] + WORDS + ["scan't", "can'tx", "_cant", "Im_", "im.", "i'mm"], k=8))
         text = text.encode("ascii", "ignore").decode()
-        assert _core.expand_contractions_ascii(text) == R.expand_contractions(text), text
+        assert _core.phrases.expand_contractions_ascii(text) == R.expand_contractions(text), text
 
 
 def test_matcher_rejects_bad_phrases():
     with pytest.raises(ValueError):
-        _core.FuzzyPhraseMatcher(["Bad Phrase"], [10], 0.95)
+        _core.phrases.FuzzyPhraseMatcher(["Bad Phrase"], [10], 0.95)
     with pytest.raises(ValueError):
-        _core.FuzzyPhraseMatcher(["ok"], [2, 3], 0.95)
+        _core.phrases.FuzzyPhraseMatcher(["ok"], [2, 3], 0.95)
     with pytest.raises(ValueError):
         KeywordMatcher(threshold=1.5)
     with pytest.raises(TypeError):
-        _core.FuzzyPhraseMatcher(["ok"], [2], 0.95).match(["a", 3])
+        _core.phrases.FuzzyPhraseMatcher(["ok"], [2], 0.95).match(["a", 3])
 
 
 def test_bad_responses_raise_with_position():

@@ -1,5 +1,5 @@
-"""Greedy cosine max-matching kernel (rapidscore.bertscore.matching) against a numpy oracle
-and against bert-score 0.3.13's own matching code."""
+"""Greedy cosine max-matching kernel (rapidscore.bertscore.matching) against the numpy reference
+(rapidscore.kernels.matching_ref) and against bert-score 0.3.13's own matching code."""
 
 import numpy as np
 import pytest
@@ -7,27 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rapidscore.bertscore.matching import flatten_sentences, greedy_match, pairwise_match
+from rapidscore.kernels import matching_ref
 
-# Kernel dot products are float32 (length-D sums), the oracle's are float64.
+# Kernel dot products are float32 (length-D sums), the reference's are float64.
 ORACLE_ATOL = 2e-6
-
-
-def oracle(E, offsets, weights, pairs):
-    """Plain numpy float64 statement of the spec (max over real tokens, zero on empty)."""
-    E = np.asarray(E, dtype=np.float64)
-    weights = np.asarray(weights, dtype=np.float64)
-    out = np.zeros((3, len(pairs)))
-    for k, (c, r) in enumerate(pairs):
-        ec, er = E[offsets[c] : offsets[c + 1]], E[offsets[r] : offsets[r + 1]]
-        wc, wr = weights[offsets[c] : offsets[c + 1]], weights[offsets[r] : offsets[r + 1]]
-        if len(ec) == 0 or len(er) == 0 or wc.sum() == 0 or wr.sum() == 0:
-            continue
-        sim = ec @ er.T
-        P = (wc * sim.max(axis=1)).sum() / wc.sum()
-        R = (wr * sim.max(axis=0)).sum() / wr.sum()
-        F = 0.0 if P + R == 0 else 2 * P * R / (P + R)
-        out[:, k] = P, R, F
-    return out
 
 
 def random_store(rng, lengths, dim, zero_weight_fraction=0.2):
@@ -58,11 +41,11 @@ def test_matches_numpy_oracle(case):
     E, offsets, weights = random_store(rng, lengths, dim)
     P, R, F = greedy_match(E, offsets, weights, pairs)
     assert P.dtype == np.float64 and P.shape == (len(pairs),)
-    expected = oracle(E, offsets, weights, pairs)
+    expected = np.stack(matching_ref.greedy_match(E, offsets, weights, pairs))
     np.testing.assert_allclose(np.stack([P, R]), expected[:2], rtol=0, atol=ORACLE_ATOL)
     # F = 2PR/(P+R) amplifies float32 dot-product error when P ~ -R (random vectors allow
     # negative similarities), so F is checked against the kernel's own P, R, and against the
-    # oracle where the formula is well conditioned.
+    # reference where the formula is well conditioned.
     assert np.isfinite(F).all()
     denom = P + R
     own_f = np.divide(2 * P * R, denom, out=np.zeros_like(P), where=denom != 0)
@@ -123,7 +106,7 @@ def test_threads_and_order_do_not_change_results():
     shuffled = greedy_match(E, offsets, weights, pairs[perm], num_threads=3)
     for a, b in zip(one, shuffled):
         np.testing.assert_array_equal(a[perm], b)
-    np.testing.assert_allclose(np.stack(one)[:2], oracle(E, offsets, weights, pairs)[:2], atol=ORACLE_ATOL, rtol=0)
+    np.testing.assert_allclose(np.stack(one)[:2], np.stack(matching_ref.greedy_match(E, offsets, weights, pairs))[:2], atol=ORACLE_ATOL, rtol=0)
     cands, refs = np.arange(0, 60, 2), np.arange(1, 60, 3)
     pw1 = pairwise_match(E, offsets, weights, cands, refs, num_threads=1)
     pw4 = pairwise_match(E, offsets, weights, cands, refs, num_threads=4)

@@ -155,7 +155,7 @@ def test_batch_threads_equal_single_record_calls(records):
 
 def test_dp_refuses_overlapping_spans_naming_the_record():
     with pytest.raises(ValueError, match="record 1: the dynamic programme needs sorted, non-overlapping"):
-        _core.align_spans_batch([0, 1, 3], [0, 0, 2], [1, 5, 6], [0, 0, 1], [0], [3], method="dp")
+        _core.alignment.align_spans_batch([0, 1, 3], [0, 0, 2], [1, 5, 6], [0, 0, 1], [0], [3], method="dp")
 
 
 @pytest.mark.parametrize(
@@ -172,20 +172,20 @@ def test_dp_refuses_overlapping_spans_naming_the_record():
 )
 def test_kernel_rejects_bad_layout(args, message):
     with pytest.raises(ValueError, match=message):
-        _core.align_spans_batch(*args)
+        _core.alignment.align_spans_batch(*args)
 
 
 def test_kernel_rejects_bad_options():
     base = ([0, 1], [0], [2], [0, 1], [0], [2])
     with pytest.raises(ValueError, match="scheme must be"):
-        _core.align_spans_batch(*base, scheme="fuzzy")
+        _core.alignment.align_spans_batch(*base, scheme="fuzzy")
     with pytest.raises(ValueError, match="method must be"):
-        _core.align_spans_batch(*base, method="greedy")
+        _core.alignment.align_spans_batch(*base, method="greedy")
     with pytest.raises(ValueError, match="needs gold_labels and pred_labels"):
-        _core.align_spans_batch(*base, scheme="strict")
+        _core.alignment.align_spans_batch(*base, scheme="strict")
     with pytest.raises(ValueError, match="min_jaccard"):
-        _core.align_spans_batch(*base, min_jaccard=1.5)
+        _core.alignment.align_spans_batch(*base, min_jaccard=1.5)
     with pytest.raises(ValueError, match="gold_labels and gold_starts differ"):
-        _core.align_spans_batch(*base, scheme="strict", gold_labels=[0, 1], pred_labels=[0])
+        _core.alignment.align_spans_batch(*base, scheme="strict", gold_labels=[0, 1], pred_labels=[0])
     with pytest.raises(ValueError, match="one-dimensional"):
-        _core.align_spans_batch([[0, 1]], [0], [2], [0, 1], [0], [2])
+        _core.alignment.align_spans_batch([[0, 1]], [0], [2], [0, 1], [0], [2])

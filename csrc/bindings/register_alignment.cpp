@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "bindings/arrays.hpp"
 #include "bindings/registry.hpp"
 #include "core/align_spans.hpp"
 
@@ -13,26 +14,9 @@ namespace py = pybind11;
 namespace rapidscore::bindings {
 namespace {
 
-using IntArray = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
-
-IntArray as_int_array(const py::handle& obj, const char* name) {
-    IntArray arr = IntArray::ensure(obj);
-    if (!arr) throw py::type_error(std::string(name) + " must be convertible to an int64 array");
-    if (arr.ndim() != 1) throw py::value_error(std::string(name) + " must be one-dimensional");
-    return arr;
-}
-
-template <typename T>
-py::array_t<T> to_numpy(std::vector<T>&& values) {
-    auto* holder = new std::vector<T>(std::move(values));
-    py::capsule owner(holder, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-    return py::array_t<T>({static_cast<py::ssize_t>(holder->size())}, {static_cast<py::ssize_t>(sizeof(T))},
-                          holder->data(), owner);
-}
-
 // Checks one side's CSR layout and spans; raises ValueError/IndexError naming the record.
-void validate_side(const char* side, const IntArray& offsets, const IntArray& start, const IntArray& end,
-                   const IntArray* label) {
+void validate_side(const char* side, const IndexArray& offsets, const IndexArray& start, const IndexArray& end,
+                   const IndexArray* label) {
     const auto n_off = offsets.shape(0);
     if (n_off < 1) throw py::value_error(std::string(side) + "_offsets must hold n_records + 1 values");
     if (start.shape(0) != end.shape(0))
@@ -91,16 +75,16 @@ py::tuple align_spans_batch(const py::handle& gold_offsets, const py::handle& go
     opt.min_jaccard = min_jaccard;
     opt.min_overlap_percent = min_overlap_percent;
 
-    IntArray g_off = as_int_array(gold_offsets, "gold_offsets"), g_s = as_int_array(gold_starts, "gold_starts"),
-             g_e = as_int_array(gold_ends, "gold_ends");
-    IntArray p_off = as_int_array(pred_offsets, "pred_offsets"), p_s = as_int_array(pred_starts, "pred_starts"),
-             p_e = as_int_array(pred_ends, "pred_ends");
+    IndexArray g_off = int_array_like(gold_offsets, "gold_offsets");
+    IndexArray g_s = int_array_like(gold_starts, "gold_starts"), g_e = int_array_like(gold_ends, "gold_ends");
+    IndexArray p_off = int_array_like(pred_offsets, "pred_offsets");
+    IndexArray p_s = int_array_like(pred_starts, "pred_starts"), p_e = int_array_like(pred_ends, "pred_ends");
     const bool need_labels = opt.scheme != AlignScheme::Jaccard;
     if (need_labels && (gold_labels.is_none() || pred_labels.is_none()))
         throw py::value_error("scheme '" + scheme + "' needs gold_labels and pred_labels (integer label ids)");
-    IntArray g_l, p_l;
-    if (!gold_labels.is_none()) g_l = as_int_array(gold_labels, "gold_labels");
-    if (!pred_labels.is_none()) p_l = as_int_array(pred_labels, "pred_labels");
+    IndexArray g_l, p_l;
+    if (!gold_labels.is_none()) g_l = int_array_like(gold_labels, "gold_labels");
+    if (!pred_labels.is_none()) p_l = int_array_like(pred_labels, "pred_labels");
     validate_side("gold", g_off, g_s, g_e, gold_labels.is_none() ? nullptr : &g_l);
     validate_side("pred", p_off, p_s, p_e, pred_labels.is_none() ? nullptr : &p_l);
     if (g_off.shape(0) != p_off.shape(0))

@@ -1,7 +1,6 @@
 #include <pybind11/pybind11.h>
 
 #include <string>
-#include <thread>
 
 #include "bindings/registry.hpp"
 #include "core/parallel.hpp"
@@ -11,23 +10,17 @@ namespace py = pybind11;
 namespace rapidscore::bindings {
 
 void register_build_info(py::module_& m) {
-    m.attr("__version__") = RAPIDSCORE_VERSION;
-    m.def(
-        "build_info",
-        []() {
-            py::dict info;
-            info["version"] = RAPIDSCORE_VERSION;
-            info["compiler"] = std::string(__VERSION__);
-            info["cplusplus"] = static_cast<long>(__cplusplus);
+    m.attr("version") = RAPIDSCORE_VERSION;
+    m.attr("compiler") = std::string(__VERSION__);
+    m.attr("cplusplus") = static_cast<long>(__cplusplus);
 #ifdef NDEBUG
-            info["debug"] = false;
+    m.attr("debug") = false;
 #else
-            info["debug"] = true;
+    m.attr("debug") = true;
 #endif
-            info["hardware_threads"] = resolve_threads(0);
-            return info;
-        },
-        "Compiler, C++ standard and threading facts of the compiled core.");
+    // A function, not a constant: the machine that runs the module may differ from the one that built it.
+    m.def("hardware_threads", []() { return resolve_threads(0); },
+          "Threads the kernels start for num_threads=0 (std::thread::hardware_concurrency, at least 1).");
 }
 
 }  // namespace rapidscore::bindings

@@ -4,71 +4,17 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include <cmath>
 #include <cstdint>
 #include <string>
 
+#include "bindings/arrays.hpp"
 #include "bindings/registry.hpp"
-#include "core/finite.hpp"
 #include "core/greedy_match.hpp"
 
 namespace py = pybind11;
 
 namespace rapidscore::bindings {
 namespace {
-
-using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
-using IndexArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
-
-std::string dtype_name(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
-
-py::array as_array(const py::handle& obj, const char* name) {
-    if (!py::isinstance<py::array>(obj))
-        throw py::type_error(std::string(name) + " must be a numpy array, got " +
-                             py::str(py::type::of(obj)).cast<std::string>());
-    return py::reinterpret_borrow<py::array>(obj);
-}
-
-// Floating arrays: float16/32/64 accepted (converted to contiguous float32).
-FloatArray float_array(const py::handle& obj, const char* name, py::ssize_t ndim) {
-    py::array a = as_array(obj, name);
-    if (a.dtype().kind() != 'f')
-        throw py::type_error(std::string(name) + " must be a floating-point array, got dtype " +
-                             dtype_name(a));
-    if (a.ndim() != ndim)
-        throw py::value_error(std::string(name) + " must have " + std::to_string(ndim) +
-                              " dimension(s), got shape with " + std::to_string(a.ndim()));
-    FloatArray out = FloatArray::ensure(a);
-    if (!out) throw py::error_already_set();
-    const std::size_t n = static_cast<std::size_t>(out.size());
-    const std::size_t bad = rapidscore::first_non_finite(out.data(), n);
-    if (bad != n)
-        throw py::value_error(std::string(name) + " contains a non-finite value (NaN or inf) at flat index " +
-                              std::to_string(bad));
-    return out;
-}
-
-// Integer arrays (any signed/unsigned integer dtype; floats are refused rather than truncated).
-IndexArray index_array(const py::handle& obj, const char* name, py::ssize_t ndim) {
-    py::array a = as_array(obj, name);
-    const char kind = a.dtype().kind();
-    if (kind != 'i' && kind != 'u')
-        throw py::type_error(std::string(name) + " must be an integer array, got dtype " + dtype_name(a));
-    if (a.ndim() != ndim)
-        throw py::value_error(std::string(name) + " must have " + std::to_string(ndim) +
-                              " dimension(s), got shape with " + std::to_string(a.ndim()));
-    if (kind == 'u' && a.itemsize() == 8) {
-        // uint64 values above INT64_MAX would wrap when cast; compare before converting.
-        auto u = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-        for (py::ssize_t i = 0; i < u.size(); ++i)
-            if (u.data()[i] > static_cast<uint64_t>(INT64_MAX))
-                throw py::index_error(std::string(name) + " value " + std::to_string(u.data()[i]) +
-                                      " is out of range");
-    }
-    IndexArray out = IndexArray::ensure(a);
-    if (!out) throw py::error_already_set();
-    return out;
-}
 
 struct Store {
     FloatArray emb;
@@ -180,12 +126,12 @@ void register_matching(py::module_& m) {
           "BERTScore greedy cosine matching of (candidate, reference) sentence pairs.\n\n"
           "embeddings (T, D) floating, offsets (n + 1,) integer, weights (T,) floating, pairs (m, 2) integer,\n"
           "floors None or (m, 2) bool: start pair k's precision / recall token maxima at 0 (bert-score padding).\n"
-          "Returns (P, R, F) float64 arrays of shape (m,). See rapidscore.bertscore.matching.greedy_match.");
+          "Returns (P, R, F) float64 arrays of shape (m,). See rapidscore.kernels.matching.greedy_match.");
     m.def("pairwise_match", &pairwise_match_py, py::arg("embeddings"), py::arg("offsets"), py::arg("weights"),
           py::arg("candidates"), py::arg("references"), py::arg("num_threads") = 0,
           "BERTScore greedy matching of every candidate against every reference.\n\n"
           "Returns (P, R, F) float64 arrays of shape (len(candidates), len(references)).\n"
-          "See rapidscore.bertscore.matching.pairwise_match.");
+          "See rapidscore.kernels.matching.pairwise_match.");
 }
 
 }  // namespace rapidscore::bindings

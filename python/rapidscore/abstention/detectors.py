@@ -76,8 +76,9 @@ class KeywordMatcher:
 
     def __init__(self, phrases: Sequence[str] = _ref.SELECT_PHRASES,
                  threshold: float = _ref.KEYWORD_THRESHOLD, n_threads: int = 0):
-        from rapidscore import _core
         from rapidfuzz import utils
+
+        from rapidscore.kernels.phrases import FuzzyPhraseMatcher
 
         phrases = tuple(phrases)
         if not phrases or not all(isinstance(p, str) and p for p in phrases):
@@ -88,7 +89,7 @@ class KeywordMatcher:
         processed = [utils.default_process(p) for p in phrases]
         usable = all(p.isascii() and 0 < len(p) <= 64 for p in processed)
         self._native = (
-            _core.FuzzyPhraseMatcher(processed, [len(p) for p in phrases], self.threshold)
+            FuzzyPhraseMatcher(processed, [len(p) for p in phrases], self.threshold)
             if usable else None
         )
 

@@ -1,4 +1,4 @@
-"""One-to-one alignment of gold and predicted spans (the C++ kernel in ``rapidscore._core``).
+"""One-to-one alignment of gold and predicted spans (the C++ kernel, ``rapidscore.kernels.alignment``).
 
 ``align_spans`` aligns one record; :class:`PackedSpans` + ``align_batch`` align many records at
 once with the GIL released. Spans are ``(start, end)`` character offsets, end exclusive.
@@ -78,7 +78,7 @@ def align_batch(
     min_overlap_percent: float = 1.0,
     n_threads: int = 0,
 ) -> BatchAlignment:
-    """Maximum-weight one-to-one alignment of every record (see ``rapidscore._core.align_spans_batch``).
+    """Maximum-weight one-to-one alignment of every record (see ``rapidscore.kernels.alignment.align_spans_batch``).
 
     ``scheme="jaccard"`` maximises the total character Jaccard over pairs with Jaccard > 0 and
     >= ``min_jaccard`` (DMBertA). The SemEval schemes maximise the number of correct pairs, then
@@ -86,12 +86,12 @@ def align_batch(
     ``min_overlap_percent`` % of the gold span (nervaluate's rule); they need label ids.
     ``n_threads <= 0`` uses every core.
     """
-    from rapidscore import _core
+    from rapidscore.kernels.alignment import align_spans_batch
 
-    result = _core.align_spans_batch(
+    result = align_spans_batch(
         gold.offsets, gold.starts, gold.ends, pred.offsets, pred.starts, pred.ends,
         gold_labels=gold.labels, pred_labels=pred.labels, scheme=scheme, method=method,
-        min_jaccard=float(min_jaccard), min_overlap_percent=float(min_overlap_percent), n_threads=int(n_threads),
+        min_jaccard=min_jaccard, min_overlap_percent=min_overlap_percent, n_threads=n_threads,
     )
     return BatchAlignment(*result)
 

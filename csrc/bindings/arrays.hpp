@@ -1,0 +1,92 @@
+// numpy argument checks shared by the register_*.cpp binding files.
+// Each check raises TypeError / ValueError / IndexError naming the argument, with the GIL held,
+// so the kernels (which trust their inputs) never see a malformed array.
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/finite.hpp"
+
+namespace rapidscore::bindings {
+
+namespace py = pybind11;
+
+using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using IndexArray = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+
+inline std::string dtype_name(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
+
+// The object itself must already be a numpy array: lists are converted by the Python wrappers,
+// so a list reaching the kernel means a caller bypassed them.
+inline py::array as_array(const py::handle& obj, const char* name) {
+    if (!py::isinstance<py::array>(obj))
+        throw py::type_error(std::string(name) + " must be a numpy array, got " +
+                             py::str(py::type::of(obj)).cast<std::string>());
+    return py::reinterpret_borrow<py::array>(obj);
+}
+
+// Floating arrays: float16/32/64 accepted (converted to contiguous float32), NaN/inf refused.
+inline FloatArray float_array(const py::handle& obj, const char* name, py::ssize_t ndim) {
+    py::array a = as_array(obj, name);
+    if (a.dtype().kind() != 'f')
+        throw py::type_error(std::string(name) + " must be a floating-point array, got dtype " +
+                             dtype_name(a));
+    if (a.ndim() != ndim)
+        throw py::value_error(std::string(name) + " must have " + std::to_string(ndim) +
+                              " dimension(s), got shape with " + std::to_string(a.ndim()));
+    FloatArray out = FloatArray::ensure(a);
+    if (!out) throw py::error_already_set();
+    const std::size_t n = static_cast<std::size_t>(out.size());
+    const std::size_t bad = rapidscore::first_non_finite(out.data(), n);
+    if (bad != n)
+        throw py::value_error(std::string(name) + " contains a non-finite value (NaN or inf) at flat index " +
+                              std::to_string(bad));
+    return out;
+}
+
+// Integer arrays (any signed/unsigned integer dtype; floats are refused rather than truncated).
+inline IndexArray index_array(const py::handle& obj, const char* name, py::ssize_t ndim) {
+    py::array a = as_array(obj, name);
+    const char kind = a.dtype().kind();
+    if (kind != 'i' && kind != 'u')
+        throw py::type_error(std::string(name) + " must be an integer array, got dtype " + dtype_name(a));
+    if (a.ndim() != ndim)
+        throw py::value_error(std::string(name) + " must have " + std::to_string(ndim) +
+                              " dimension(s), got shape with " + std::to_string(a.ndim()));
+    if (kind == 'u' && a.itemsize() == 8) {
+        // uint64 values above INT64_MAX would wrap when cast; compare before converting.
+        auto u = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+        for (py::ssize_t i = 0; i < u.size(); ++i)
+            if (u.data()[i] > static_cast<std::uint64_t>(INT64_MAX))
+                throw py::index_error(std::string(name) + " value " + std::to_string(u.data()[i]) +
+                                      " is out of range");
+    }
+    IndexArray out = IndexArray::ensure(a);
+    if (!out) throw py::error_already_set();
+    return out;
+}
+
+// Integer array-likes (lists included) converted to one-dimensional int64, for the span
+// alignment whose callers pass Python lists directly.
+inline IndexArray int_array_like(const py::handle& obj, const char* name) {
+    IndexArray arr = IndexArray::ensure(obj);
+    if (!arr) throw py::type_error(std::string(name) + " must be convertible to an int64 array");
+    if (arr.ndim() != 1) throw py::value_error(std::string(name) + " must be one-dimensional");
+    return arr;
+}
+
+// Hands a vector's buffer to numpy without a copy (the capsule frees it with the array).
+template <typename T>
+py::array_t<T> to_numpy(std::vector<T>&& values) {
+    auto* holder = new std::vector<T>(std::move(values));
+    py::capsule owner(holder, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+    return py::array_t<T>({static_cast<py::ssize_t>(holder->size())}, {static_cast<py::ssize_t>(sizeof(T))},
+                          holder->data(), owner);
+}
+
+}  // namespace rapidscore::bindings

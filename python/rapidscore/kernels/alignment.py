@@ -1,0 +1,45 @@
+"""Wrapper of the native span alignment (``rapidscore._core.alignment``, csrc/core/align_spans.hpp).
+
+:mod:`rapidscore.ner.alignment` builds its records API (``PackedSpans``, ``align_batch``,
+``align_spans``) on this function.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rapidscore import _core
+
+__all__ = ["align_spans_batch"]
+
+
+def align_spans_batch(
+    gold_offsets, gold_starts, gold_ends, pred_offsets, pred_starts, pred_ends,
+    *,
+    gold_labels=None,
+    pred_labels=None,
+    scheme: str = "jaccard",
+    method: str = "auto",
+    min_jaccard: float = 0.0,
+    min_overlap_percent: float = 1.0,
+    n_threads: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Maximum-weight one-to-one alignment of the gold and predicted spans of many records.
+
+    Records are in CSR layout: record r owns gold spans ``gold_offsets[r]:gold_offsets[r + 1]``
+    (integer starts and exclusive ends; lists or arrays). ``scheme="jaccard"`` maximises the total
+    character Jaccard over pairs with Jaccard > 0 and >= ``min_jaccard`` (DMBertA); the SemEval
+    schemes ("strict", "exact", "partial", "type") maximise correct pairs, then matched pairs,
+    then Jaccard, among pairs whose overlap covers ``min_overlap_percent`` % of the gold span, and
+    need integer label ids. ``method="auto"`` runs the dynamic programme where both sides are sorted
+    and non-overlapping, the assignment solver otherwise. ``n_threads <= 0`` uses every core.
+
+    Returns (pair_offsets, gold_index, pred_index, jaccard, used_dp): the matched pairs of record r
+    are ``pair_offsets[r]:pair_offsets[r + 1]``, with within-record indices sorted by gold index;
+    ``used_dp[r]`` tells whether the dynamic programme ran.
+    """
+    return _core.alignment.align_spans_batch(
+        gold_offsets, gold_starts, gold_ends, pred_offsets, pred_starts, pred_ends,
+        gold_labels=gold_labels, pred_labels=pred_labels, scheme=scheme, method=method,
+        min_jaccard=float(min_jaccard), min_overlap_percent=float(min_overlap_percent), n_threads=int(n_threads),
+    )

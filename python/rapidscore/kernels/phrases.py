@@ -1,0 +1,27 @@
+"""Wrapper of the native refusal-phrase matcher (``rapidscore._core.phrases``,
+csrc/core/phrase_match.hpp), used by :class:`rapidscore.abstention.detectors.KeywordMatcher`.
+
+``FuzzyPhraseMatcher(processed_phrases, raw_lengths, threshold)`` decides
+``max_k partial_ratio(text, phrase_k) / 100 > threshold`` exactly for ASCII texts;
+``.match(texts, n_threads=0)`` returns (status int8: 0 below, 1 above, 2 needs the reference
+path; best phrase index int32; best partial_ratio float64) per text. The two text helpers are
+SELECT's contraction rules and rapidfuzz's ``default_process`` for ASCII text.
+"""
+
+from __future__ import annotations
+
+from rapidscore import _core
+
+__all__ = ["FuzzyPhraseMatcher", "expand_contractions_ascii", "default_process_ascii"]
+
+FuzzyPhraseMatcher = _core.phrases.FuzzyPhraseMatcher
+
+
+def expand_contractions_ascii(text: str) -> str:
+    """SELECT's contraction rules applied to ASCII ``text``."""
+    return _core.phrases.expand_contractions_ascii(text)
+
+
+def default_process_ascii(text: str) -> str:
+    """``rapidfuzz.utils.default_process`` of ASCII ``text``."""
+    return _core.phrases.default_process_ascii(text)
