@@ -263,7 +263,7 @@ class BERTScore:
 
     def _match(self, store: TokenStore, weights: np.ndarray, pairs: np.ndarray,
                reference_batch_size=None) -> np.ndarray:
-        from rapidscore.bertscore.matching import greedy_match
+        from rapidscore.kernels.matching import greedy_match
 
         if not store.unit_rows:
             _scale_to_unit_rows(store.embeddings)
