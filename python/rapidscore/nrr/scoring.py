@@ -11,21 +11,22 @@ correctly refuses when its retrieved documents hold no answer); for refusals, se
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
 from rapidscore._version import __version__
+from rapidscore.common.inputs import as_list, normalize_inputs
+from rapidscore.common.result import import_pandas
+from rapidscore.common.signature import Signature
 from rapidscore.model_source import DEFAULT_MODEL
+from rapidscore.nrr.threshold import nrr_curve
 
 METHODS = ("embedding", "bertscore")
-CRITERIA = ("f1", "youden")
 
-__all__ = ["NRRResult", "negative_rejection", "similarity", "nrr_curve", "calibrate_threshold",
-           "ThresholdCalibration", "negative_rejection_frame", "negative_rejection_jsonl", "SentenceSimilarity"]
+__all__ = ["NRRResult", "negative_rejection", "similarity", "negative_rejection_frame", "negative_rejection_jsonl",
+           "SentenceSimilarity"]
 
 
 @dataclass(frozen=True)
@@ -65,26 +66,38 @@ class NRRResult:
         return nrr_curve(self.similarities, thresholds)
 
     def to_dict(self) -> dict:
-        return {"negative_rejection_rate": self.rate, "capture_rate": self.capture_rate,
-                "n_evaluated": self.n_evaluated, "n_rejected": self.n_rejected, "n_captured": self.n_captured,
-                "threshold": self.threshold, "signature": self.signature,
-                "similarities": self.similarities.tolist(), "rejected": self.rejected.tolist()}
+        document = {"negative_rejection_rate": self.rate, "capture_rate": self.capture_rate,
+                    "n_evaluated": self.n_evaluated, "n_rejected": self.n_rejected, "n_captured": self.n_captured,
+                    "threshold": self.threshold, "signature": self.signature,
+                    "similarities": self.similarities.tolist(), "rejected": self.rejected.tolist()}
+        if self.best_reference is not None:
+            document["best_reference"] = self.best_reference.tolist()
+        return document
+
+    def to_frame(self):
+        """One row per item: similarity, rejected, best_reference (the signature in ``attrs``)."""
+        pandas = import_pandas()
+        columns = {"similarity": self.similarities, "rejected": self.rejected}
+        if self.best_reference is not None:
+            columns["best_reference"] = self.best_reference
+        frame = pandas.DataFrame(columns)
+        frame.attrs["signature"] = self.signature
+        return frame
+
+    def __str__(self) -> str:
+        return (f"{self.signature} NRR: {self.rate:.4f} capture: {self.capture_rate:.4f} "
+                f"rejected: {self.n_rejected}/{self.n_evaluated}")
 
 
-def _check_items(generated, references):
-    from rapidscore.common.inputs import normalize_inputs
-
-    if isinstance(generated, str) or not isinstance(generated, Sequence):
-        raise TypeError(f"generated must be a list of strings, got {type(generated).__name__}")
-    if isinstance(references, str) or not isinstance(references, Sequence):
-        raise TypeError(f"references must be a list of strings (or lists of strings), got {type(references).__name__}")
+def _check_items(generated, references) -> tuple[list[str], list[list[str]]]:
+    generated = as_list(generated, "generated", "a list of strings")
+    references = as_list(references, "references", "a list of strings (or lists of strings)")
     if len(generated) == 0:
         raise ValueError("nothing to evaluate: generated is empty")
-    try:
-        return normalize_inputs(generated, references)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(str(exc).replace("cands", "generated").replace("refs", "references")
-                        .replace("candidates", "generated answers")) from None
+    if len(generated) != len(references):
+        raise ValueError(f"Different number of generated answers and references: {len(generated)} != "
+                         f"{len(references)}")
+    return normalize_inputs(generated, references, names=("generated", "references"))
 
 
 def _check_threshold(threshold) -> float:
@@ -122,10 +135,15 @@ class SentenceSimilarity:
             self.encoder = self.scorer.encoder
 
     @property
-    def signature(self) -> str:
+    def signature_fields(self) -> list[tuple[str, object]]:
         e = self.encoder
-        return (f"method:{self.method}|model:{self.model_name}|layer:{e.layer}|pooling:mean|maxlen:{e.max_length}"
-                f"|backend:{e.backend}-{e.device}|precision:{e.precision}|version:{__version__}")
+        return [("method", self.method), ("model", self.model_name), ("layer", e.layer), ("pooling", "mean"),
+                ("maxlen", e.max_length), ("backend", f"{e.backend}-{e.device}"), ("precision", e.precision),
+                ("version", __version__)]
+
+    @property
+    def signature(self) -> str:
+        return str(Signature(self.signature_fields))
 
     def pairs(self, generated: list[str], groups: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
         """Best similarity of each generated answer over its references, and that reference's index."""
@@ -175,83 +193,10 @@ def negative_rejection(generated, references, threshold: float = 0.8, model: str
     sim_model = similarity_model or SentenceSimilarity(model, method, **options)
     sims, best = sim_model.pairs(generated, groups)
     rejected = sims < np.float32(threshold)
-    signature = f"nrr|{sim_model.signature}|threshold:{threshold:g}|nrefs:{max(len(g) for g in groups)}"
+    signature = str(Signature([*sim_model.signature_fields, ("threshold", threshold),
+                               ("nrefs", max(len(g) for g in groups))], name="nrr"))
     return NRRResult(similarities=sims, rejected=rejected, threshold=threshold, signature=signature,
                      best_reference=best)
-
-
-def nrr_curve(similarities, thresholds=None) -> tuple[np.ndarray, np.ndarray]:
-    """(thresholds, NRR at each threshold), NRR(t) = fraction of similarities strictly below t.
-
-    Default thresholds: 201 points from -1 to 1. Computed once from the sorted similarities.
-    """
-    sims = np.sort(np.asarray(similarities, dtype=np.float64))
-    if sims.size == 0:
-        raise ValueError("similarities is empty")
-    if np.isnan(sims).any():
-        raise ValueError("similarities contain NaN")
-    grid = np.linspace(-1, 1, 201) if thresholds is None else np.asarray(thresholds, dtype=np.float64)
-    return grid, np.searchsorted(sims, grid, side="left") / sims.size
-
-
-@dataclass(frozen=True)
-class ThresholdCalibration:
-    """The chosen threshold and the confusion matrix of the *rejected* (not captured) class."""
-
-    threshold: float
-    criterion: str
-    value: float
-    true_positive: int   # not captured, rejected
-    false_positive: int  # captured, rejected
-    true_negative: int   # captured, not rejected
-    false_negative: int  # not captured, not rejected
-
-    @property
-    def confusion_matrix(self) -> np.ndarray:
-        """[[TN, FP], [FN, TP]] with rows = truth (captured, not captured), columns = decision
-        (kept, rejected)."""
-        return np.array([[self.true_negative, self.false_positive], [self.false_negative, self.true_positive]])
-
-
-def calibrate_threshold(similarities, captured, criterion: str = "f1") -> ThresholdCalibration:
-    """Choose the threshold that best separates labelled examples.
-
-    ``captured[i]`` is True when a person judged item i's meaning captured. The decision "rejected"
-    is similarity < threshold; ``criterion`` "f1" maximises F1 of the rejected class, "youden"
-    maximises Youden's J (TPR - FPR). Candidate thresholds are the midpoints between consecutive
-    distinct similarities (and just beyond both ends); ties go to the lower threshold.
-    """
-    if criterion not in CRITERIA:
-        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
-    sims = np.asarray(similarities, dtype=np.float64)
-    labels = np.asarray(captured)
-    if sims.ndim != 1 or labels.shape != sims.shape:
-        raise ValueError(f"similarities and captured must be 1-D of equal length, got {sims.shape} and {labels.shape}")
-    if sims.size == 0:
-        raise ValueError("no labelled examples")
-    if labels.dtype != bool:
-        if not np.isin(labels, [0, 1]).all():
-            raise ValueError("captured must hold booleans (or 0/1)")
-        labels = labels.astype(bool)
-    not_captured = ~labels
-    distinct = np.unique(sims)
-    candidates = np.concatenate([[distinct[0] - 1e-6], (distinct[:-1] + distinct[1:]) / 2, [distinct[-1] + 1e-6]])
-    rejected = sims[None, :] < candidates[:, None]
-    tp = (rejected & not_captured).sum(1)
-    fp = (rejected & labels).sum(1)
-    fn = (~rejected & not_captured).sum(1)
-    tn = (~rejected & labels).sum(1)
-    if criterion == "f1":
-        denominator = 2 * tp + fp + fn
-        values = np.where(denominator > 0, 2 * tp / np.maximum(denominator, 1), 0.0)
-    else:
-        tpr = tp / max(int(not_captured.sum()), 1)
-        fpr = fp / max(int(labels.sum()), 1)
-        values = tpr - fpr
-    best = int(np.argmax(values))
-    return ThresholdCalibration(threshold=float(candidates[best]), criterion=criterion, value=float(values[best]),
-                                true_positive=int(tp[best]), false_positive=int(fp[best]),
-                                true_negative=int(tn[best]), false_negative=int(fn[best]))
 
 
 def negative_rejection_frame(frame, generated: str = "generated", reference: str = "reference", **options) -> NRRResult:
@@ -259,50 +204,13 @@ def negative_rejection_frame(frame, generated: str = "generated", reference: str
     for column in (generated, reference):
         if column not in frame.columns:
             raise ValueError(f"DataFrame has no column {column!r} (columns: {list(frame.columns)})")
-    refs = [list(r) if isinstance(r, (list, tuple, np.ndarray)) else r for r in frame[reference].tolist()]
-    return negative_rejection(frame[generated].tolist(), refs, **options)
-
-
-def read_jsonl_column(path: str | os.PathLike, key: str) -> list:
-    values = []
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}, line {line_no}: not valid JSON ({exc})") from None
-            if key not in record:
-                raise ValueError(f"{path}, line {line_no}: no key {key!r}")
-            values.append(record[key])
-    return values
+    return negative_rejection(frame[generated], frame[reference], **options)
 
 
 def negative_rejection_jsonl(path: str | os.PathLike, generated: str = "generated", reference: str = "reference",
                              **options) -> NRRResult:
-    """NRR over a JSONL file with one record per item."""
-    return negative_rejection(read_jsonl_column(path, generated), read_jsonl_column(path, reference), **options)
+    """NRR over a file with one record per item: JSONL, or CSV/TSV/Parquet columns (a JSONL or
+    Parquet reference cell may hold a list of references)."""
+    from rapidscore.common.io import read_column
 
-
-def plot_similarities(result: NRRResult, fname: str | os.PathLike | None = None):
-    """Histogram of the similarities with the threshold line (needs matplotlib: rapidscore[plot])."""
-    try:
-        import matplotlib
-
-        if fname:
-            matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError("plotting needs matplotlib: pip install 'rapidscore[plot]'") from exc
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.hist(result.similarities, bins=40, color="#4c72b0", alpha=0.85)
-    ax.axvline(result.threshold, color="#c44e52", linestyle="--",
-               label=f"threshold {result.threshold:g}: NRR {result.rate:.1%}")
-    ax.set_xlabel("similarity to the reference")
-    ax.set_ylabel("items")
-    ax.legend()
-    fig.tight_layout()
-    if fname:
-        fig.savefig(fname, dpi=100)
-    return fig
+    return negative_rejection(read_column(path, generated), read_column(path, reference), **options)
