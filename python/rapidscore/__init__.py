@@ -13,7 +13,7 @@ from rapidscore.errors import RapidscoreWarning, TruncationWarning
 _LAZY_ATTRIBUTES = {
     "Encoder": "rapidscore.encoder",
     "resolve_model": "rapidscore.encoder.model_source",
-    "negative_rejection": "rapidscore.nrr",
+    "negative_rejection": "rapidscore.nrr.scoring",
     "BERTScore": "rapidscore.bertscore",
 }
 _LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli"}

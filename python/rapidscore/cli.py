@@ -1,8 +1,9 @@
 """Command line entry point: ``rapidscore <metric> ...``.
 
-Each metric keeps its command in its own module, which must import quickly; the heavy work
-(encoders, torch) is imported inside ``run``. A command module provides
-``add_arguments(parser)`` and ``run(args) -> int`` (the exit code).
+Each metric keeps its command in its own ``cli`` module, which imports only argparse-level code
+(its package ``__init__`` loads nothing eagerly): building the parser, ``--help`` included, never
+loads numpy, the kernels or an encoder. A command module provides ``add_arguments(parser)`` and
+``run(args) -> int`` (the exit code); ``run`` imports the metric when the command runs.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from rapidscore._version import __version__
 # command -> (module, one-line help)
 COMMANDS = {
     "bertscore": ("rapidscore.bertscore.cli", "BERTScore precision, recall and F1 (bert-score compatible)"),
-    "nrr": ("rapidscore.nrr_cli", "semantic similarity and the Negative Rejection Rate"),
+    "nrr": ("rapidscore.nrr.cli", "semantic similarity and the Negative Rejection Rate"),
     "abstention": ("rapidscore.abstention.cli", "abstention metrics over a concept taxonomy (SELECT)"),
     "ner": ("rapidscore.ner.cli", "NER evaluation with DMBertA and SemEval schemes"),
 }
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
         print(f"rapidscore {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -7,32 +7,24 @@
 - :mod:`.results`: SELECT results files (``.json.gz``) and flat tables.
 - :mod:`.metrics`: abstention rate, generalization, specificity, aggregation with Student-t
   intervals, performance score, per-level breakdown, Spearman correlations.
-- :mod:`.report`: the paper's summary table as text / JSON / CSV.
+- :mod:`.report`: the paper's summary table as text / JSON / CSV; :class:`AbstentionReport`
+  (summary + signature) from :func:`build_report`.
 """
 
-from rapidscore.abstention.detectors import (
-    CallableDetector,
-    Detector,
-    EmbeddingDetector,
-    PhraseDetector,
-    SelectDetector,
-    detect_refusal,
-    get_detector,
-)
-from rapidscore.abstention.metrics import (
-    aggregate,
-    concept_scores,
-    performance_score,
-    spearman,
-    student_t_ppf,
-    summarize,
-)
-from rapidscore.abstention.results import Record, ResultsError, load_flat_table, load_results_tree, load_select_file
-from rapidscore.abstention.taxonomy import Taxonomy, TaxonomyError
+from rapidscore.common.lazy import lazy_exports
 
-__all__ = [
-    "CallableDetector", "Detector", "EmbeddingDetector", "PhraseDetector", "SelectDetector",
-    "detect_refusal", "get_detector", "aggregate", "concept_scores", "performance_score",
-    "spearman", "student_t_ppf", "summarize", "Record", "ResultsError", "load_flat_table",
-    "load_results_tree", "load_select_file", "Taxonomy", "TaxonomyError",
-]
+# Names load on first use, so that rapidscore.abstention.cli (the argument parser) stays light.
+_EXPORTS = {
+    **{name: "rapidscore.abstention.detectors" for name in (
+        "CallableDetector", "Detector", "EmbeddingDetector", "PhraseDetector", "SelectDetector",
+        "detect_refusal", "get_detector")},
+    **{name: "rapidscore.abstention.metrics" for name in (
+        "aggregate", "concept_scores", "performance_score", "spearman", "student_t_ppf", "summarize")},
+    **{name: "rapidscore.abstention.results" for name in (
+        "Record", "ResultsError", "load_flat_table", "load_results_tree", "load_select_file")},
+    **{name: "rapidscore.abstention.report" for name in ("AbstentionReport", "abstention_signature", "build_report")},
+    "Taxonomy": "rapidscore.abstention.taxonomy",
+    "TaxonomyError": "rapidscore.abstention.taxonomy",
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rapidscore.common.cli_options import add_common_options, encoder_options, show_progress
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", help="results tree {model}/{eval_type}/{technique}.json.gz, "
@@ -17,14 +19,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "xstest, embedding, or 'stored:<name>' to use the flags stored in SELECT files")
     parser.add_argument("--models", nargs="*", help="only these models")
     parser.add_argument("--techniques", nargs="*", help="only these techniques")
-    parser.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    parser.add_argument("--format", choices=("text", "json", "csv"), default="text", help="--json = --format json")
     parser.add_argument("--output", "-o", help="write the table here instead of stdout")
     parser.add_argument("--levels", action="store_true", help="also print the breakdown by taxonomy depth")
     parser.add_argument("--skip-malformed", action="store_true",
                         help="skip malformed records / empty seeds (counts are reported) instead of failing")
     parser.add_argument("--plot-dir", help="write per-level trend and correlation heatmap PNGs here ([plot] extra)")
-    parser.add_argument("--threads", type=int, default=0, help="native threads (0 = all cores)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    # --backend/--device/--precision: the encoder of --method embedding
+    add_common_options(parser, threads_default=0, json_help="same as --format json")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from rapidscore.abstention.taxonomy import Taxonomy
 
     on_error = "skip" if args.skip_malformed else "raise"
-    progress = not args.no_progress
+    progress = show_progress(args)
+    output_format = "json" if args.json else args.format
     if os.path.isdir(args.results):
         loaded = load_results_tree(args.results, models=args.models, techniques=args.techniques,
                                    on_error=on_error, progress=progress)
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f"{args.results!r} does not exist")
         loaded = load_flat_table(args.results, on_error=on_error)
     records = loaded.records
-    if loaded.n_skipped:
+    if loaded.n_skipped and not args.quiet:
         details = ", ".join(f"{n} {reason}" for reason, n in sorted(loaded.skipped.items()))
         print(f"rapidscore abstention: skipped {loaded.n_skipped} record(s)/group(s): {details}", file=sys.stderr)
     if not records:
@@ -62,8 +65,14 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{len(missing)} record(s) lack a stored '{name}' flag, e.g. {r.model}/{r.eval_type}/"
                              f"{r.technique} seed {r.seed} concept {r.concept} id {r.instance_id}")
         refused = np.array([bool(r.stored_refusal[name]) for r in records])
+        detector = None
     else:
-        kwargs = {"n_threads": args.threads} if args.method in ("phrase", "keyword", "phr+kw", "heuristic") else {}
+        if args.method in ("phrase", "keyword", "phr+kw", "heuristic"):
+            kwargs = {"n_threads": args.threads}
+        elif args.method == "embedding":
+            kwargs = {"encoder_options": encoder_options(args)}
+        else:
+            kwargs = {}
         detector = get_detector(args.method, **kwargs)
         responses = [r.response for r in records]
         if progress and len(responses) > 20000 and not isinstance(detector, SelectDetector):
@@ -74,12 +83,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             refused = detector(responses)
 
-    summary = metrics.summarize(records, refused, taxonomy=taxonomy)
     meta = {"results": args.results, "method": args.method, "records": len(records),
             "skipped": loaded.skipped, "taxonomy": args.taxonomy}
-    if args.format == "json":
-        text = report.to_json(summary, meta)
-    elif args.format == "csv":
+    result = report.build_report(records, refused, taxonomy=taxonomy, method=args.method, detector=detector,
+                                 meta=meta)
+    summary = result.summary
+    if output_format == "json":
+        text = report.to_json(summary, {**meta, "signature": result.signature})
+    elif output_format == "csv":
         text = report.to_csv(summary)
     else:
         text = report.to_text(summary)

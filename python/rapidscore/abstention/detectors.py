@@ -15,6 +15,7 @@ import numpy as np
 
 from rapidscore.abstention import reference as _ref
 from rapidscore.abstention._text import transliterate
+from rapidscore.common.inputs import as_list
 
 SELECT_METHODS = ("phrase", "keyword", "phr+kw", "heuristic")
 
@@ -54,7 +55,8 @@ def response_text(response, index: int | None = None) -> str:
 def _texts(responses) -> list[str]:
     if isinstance(responses, (str, Mapping)):
         raise TypeError("responses must be a list of responses, not a single response")
-    return [response_text(r, i) for i, r in enumerate(responses)]
+    # list, tuple, numpy array, pandas Series or pyarrow array of responses
+    return [response_text(r, i) for i, r in enumerate(as_list(responses, "responses", "a list of responses"))]
 
 
 class Detector:
@@ -135,6 +137,7 @@ class SelectDetector(Detector):
         self.name = method
         self.method = method
         self._matcher = None if method == "phrase" else KeywordMatcher(phrases, threshold, n_threads)
+        self.threshold = None if self._matcher is None else self._matcher.threshold  # for the signature
 
     def detect(self, texts: list[str]) -> np.ndarray:
         translit = [transliterate(t) for t in texts]
@@ -231,20 +234,32 @@ class EmbeddingDetector(Detector):
 
     def __init__(self, embed: Callable[[list[str]], np.ndarray] | None = None,
                  exemplars: Sequence[str] = DEFAULT_REFUSAL_EXEMPLARS, *, threshold: float = 0.6,
-                 opening_chars: int = 200, model: str | None = None):
+                 opening_chars: int = 200, model: str | None = None, encoder_options: Mapping | None = None):
         if not exemplars:
             raise ValueError("at least one refusal exemplar is required")
         if opening_chars <= 0:
             raise ValueError(f"opening_chars must be positive, got {opening_chars}")
-        self._embed, self._model = embed, model
+        self._embed, self._model, self._custom_embed = embed, model, embed is not None
+        self._encoder_options = dict(encoder_options or {})  # backend, device, precision, num_threads
         self.exemplars, self.threshold, self.opening_chars = tuple(exemplars), float(threshold), opening_chars
         self._exemplar_vectors = None
+
+    @property
+    def model_name(self) -> str:
+        """The encoder's model, or "custom" for a user ``embed`` callable."""
+        if self._custom_embed:
+            return "custom"
+        if self._model is not None:
+            return self._model
+        from rapidscore.encoder.model_source import DEFAULT_MODEL
+
+        return DEFAULT_MODEL
 
     def _embedder(self):
         if self._embed is None:
             from rapidscore.encoder import get_encoder
 
-            encoder = get_encoder(self._model)  # shared with every other metric of the process
+            encoder = get_encoder(self._model, **self._encoder_options)  # shared with every metric
             self._embed = lambda texts: encoder.sentence_embeddings(texts, pooling="mean", normalize=True)
         return self._embed
 

@@ -6,8 +6,73 @@ import csv
 import io
 import json
 import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from rapidscore.common.result import import_pandas
+from rapidscore.common.signature import Signature, version_fields
 
 METRICS = ("abstention", "generalization", "specificity", "performance")
+
+
+def abstention_signature(method: str, *, taxonomy: str | None = None, confidence: float = 0.95,
+                         detector: Any = None) -> str:
+    """``abstention|method:...|taxonomy:...|interval:student-t-95|...|version:...``.
+
+    ``method``: the refusal detector's name (or ``stored:<name>``); ``taxonomy``: the taxonomy's
+    source (file name) or None; a detector with a threshold (keyword, embedding) adds it, and the
+    embedding detector its model.
+    """
+    fields: list = [("method", method), ("taxonomy", taxonomy), ("interval", f"student-t-{100 * confidence:g}")]
+    threshold = getattr(detector, "threshold", None)
+    if threshold is not None:
+        fields.append(("threshold", float(threshold)))
+    model = getattr(detector, "model_name", None)
+    if model is not None:
+        fields.append(("model", model))
+    return str(Signature([*fields, *version_fields()], name="abstention"))
+
+
+@dataclass(frozen=True)
+class AbstentionReport:
+    """The summary table ``{(model, technique): {metric: Aggregate}}``, its signature and meta."""
+
+    summary: dict
+    signature: str
+    meta: dict = field(default_factory=dict)
+
+    def rows(self) -> list[dict]:
+        """One row per (model, technique, metric): mean, half_width (None for NaN), n_concepts."""
+        return json.loads(to_json(self.summary))["rows"]
+
+    def to_dict(self) -> dict:
+        """``to_json``'s document (meta, rows) with the signature added."""
+        return {"meta": dict(self.meta), "rows": self.rows(), "signature": self.signature}
+
+    def to_frame(self):
+        """The rows as a DataFrame (the signature in ``attrs``)."""
+        frame = import_pandas().DataFrame(self.rows(), columns=["model", "technique", "metric", "mean",
+                                                                 "half_width", "n_concepts"])
+        frame.attrs["signature"] = self.signature
+        return frame
+
+    def __str__(self) -> str:
+        cells = [f"{model}/{technique} {metric} {cell[metric].as_percent()}"
+                 for (model, technique), cell in sorted(self.summary.items())
+                 for metric in ("abstention", "performance") if metric in cell]
+        return f"{self.signature} " + ("; ".join(cells) if cells else "no scores")
+
+
+def build_report(records, refused, *, taxonomy=None, method: str = "heuristic", detector: Any = None,
+                 meta: dict | None = None) -> AbstentionReport:
+    """Summarise refusal decisions into an :class:`AbstentionReport` (see ``metrics.summarize``)."""
+    from rapidscore.abstention import metrics
+
+    summary = metrics.summarize(records, refused, taxonomy=taxonomy)
+    # the file name, not the path: a signature should not depend on where the files sit
+    source = None if taxonomy is None else os.path.basename(str(taxonomy.source))
+    return AbstentionReport(summary, abstention_signature(method, taxonomy=source, detector=detector), meta or {})
 
 
 def _axes(summary):

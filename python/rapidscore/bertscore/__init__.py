@@ -8,10 +8,16 @@ Native API (numpy results, no torch at run time once the model is exported)::
     result.f1, result.mean_f1, result.signature
 
 For an exact drop-in of the ``bert-score`` package (torch tensors), use ``rapidscore.bert_score``.
+Names load on first use, so that ``rapidscore.bertscore.cli`` (the argument parser) stays light.
 """
 
-from rapidscore.bertscore.baseline_maker import compute_baseline
-from rapidscore.bertscore.result import BERTScoreResult
-from rapidscore.bertscore.scorer import BERTScore, score
+from rapidscore.common.lazy import lazy_exports
 
-__all__ = ["BERTScore", "BERTScoreResult", "score", "compute_baseline"]
+_EXPORTS = {
+    "BERTScore": "rapidscore.bertscore.scorer",
+    "BERTScoreResult": "rapidscore.bertscore.result",
+    "score": "rapidscore.bertscore.scorer",
+    "compute_baseline": "rapidscore.bertscore.baseline_maker",
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -7,13 +7,16 @@ import json
 import os
 import sys
 
+from rapidscore.common.cli_options import add_common_options, show_progress
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-c", "--cand", help="candidate file (one sentence per line, or .jsonl/.csv with "
                         "--column) or a single candidate string")
     parser.add_argument("-r", "--ref", nargs="+", action="extend", help="reference file(s) (several files = "
                         "several references per candidate) or a single reference string")
-    parser.add_argument("--column", default=None, help="column/key holding the text in .jsonl/.csv inputs")
+    parser.add_argument("--column", default=None,
+                        help="column/key holding the text in .jsonl/.csv/.tsv/.parquet inputs")
     parser.add_argument("--lang", default=None, help="language code; picks the reference's model (en -> roberta-large)")
     parser.add_argument("-m", "--model", default=None, help="model hub id or directory "
                         "(default: the embedded all-MiniLM-L6-v2 unless --lang is given)")
@@ -24,7 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "by token budget (--batch-tokens) either way")
     parser.add_argument("--batch-tokens", type=int, default=None,
                         help="padded tokens per encoder batch (default: 1024 on CPU in fp32, 2048 in bf16, 16384 on GPU)")
-    parser.add_argument("--nthreads", type=int, default=None, help="threads for the encoder and matching")
     parser.add_argument("--idf", action="store_true", help="idf weighting from the references")
     parser.add_argument("--rescale_with_baseline", action="store_true", help="rescale with the published baseline")
     parser.add_argument("--baseline_path", default=None, help="custom baseline file (LAYER,P,R,F)")
@@ -33,13 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "this flag is given); rapidscore always tokenizes with the Rust tokenizer")
     parser.add_argument("-s", "--seg_level", action="store_true", help="print P, R, F1 of each pair")
     parser.add_argument("--table", action="store_true", help="print a per-candidate table")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument("-v", "--verbose", action="store_true", help="progress bar and timings")
-    parser.add_argument("--backend", default=None, choices=("onnx", "openvino", "torch"),
-                        help="encoder runtime (default: onnx; openvino for bf16)")
-    parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
-                        help="fp32 = exact; bf16 = fast mode on CPUs with bf16 instructions")
-    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="progress bar and timings (with --make-baseline: its progress bar)")
     parser.add_argument("--show", action="store_true", help="draw the similarity heatmap of the first pair")
     parser.add_argument("--fname", default="", help="with --show: save the heatmap to this file")
     parser.add_argument("--make-baseline", metavar="CORPUS", default=None,
@@ -47,38 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="with --make-baseline: output baseline file")
     parser.add_argument("--pairs", type=int, default=100_000, help="with --make-baseline: random pairs")
     parser.add_argument("--seed", type=int, default=0, help="with --make-baseline: random seed")
+    # --nthreads: the reference CLI's spelling of --threads
+    add_common_options(parser, threads_aliases=("--nthreads",), json_help="machine-readable output")
 
 
-def read_texts(path: str, column: str | None) -> list[str]:
-    """Sentences from a text file (one per line), a .jsonl file or a .csv file (``column``)."""
-    if path.endswith(".jsonl"):
-        if not column:
-            raise ValueError(f"{path}: JSONL input needs --column")
-        texts = []
-        with open(path, encoding="utf-8") as handle:
-            for line_no, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                record = json.loads(line)
-                if column not in record:
-                    raise ValueError(f"{path}, line {line_no}: no key {column!r}")
-                texts.append(str(record[column]))
-        return texts
-    if path.endswith(".csv"):
-        import csv
+def _inputs(args: argparse.Namespace) -> tuple[list[str], list]:
+    from rapidscore.common.io import read_texts
 
-        if not column:
-            raise ValueError(f"{path}: CSV input needs --column")
-        with open(path, newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            if column not in (reader.fieldnames or []):
-                raise ValueError(f"{path}: no column {column!r} (columns: {reader.fieldnames})")
-            return [row[column] for row in reader]
-    with open(path, encoding="utf-8") as handle:
-        return [line.rstrip("\n").strip() for line in handle]
-
-
-def _inputs(args) -> tuple[list[str], list]:
     if not args.cand or not args.ref:
         raise ValueError("give candidates with -c and references with -r")
     if os.path.isfile(args.cand):
@@ -101,21 +73,24 @@ def _inputs(args) -> tuple[list[str], list]:
     return [args.cand], [list(args.ref)]
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from rapidscore.bertscore import BERTScore, compute_baseline
+    from rapidscore.common.io import read_texts
 
-    engine = dict(backend=args.backend, precision=args.precision, device=args.device, num_threads=args.nthreads,
+    engine = dict(backend=args.backend, precision=args.precision, device=args.device, num_threads=args.threads,
                   batch_tokens=args.batch_tokens)
     if args.make_baseline:
         if not args.out:
             raise ValueError("--make-baseline needs --out FILE")
+        # the baseline maker keeps the reference's default: a progress bar only with -v
+        progress = (args.verbose and not args.quiet) if args.progress is None else args.progress
         table = compute_baseline(read_texts(args.make_baseline, args.column), args.model, n_pairs=args.pairs,
-                                 seed=args.seed, out_path=args.out, progress=args.verbose, **engine)
+                                 seed=args.seed, out_path=args.out, progress=progress, **engine)
         print(f"wrote {len(table)} layer rows to {args.out}")
         return 0
     scorer = BERTScore(model=args.model, layer=args.num_layers, lang=args.lang, idf=args.idf,
                        rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
-                       use_fast_tokenizer=args.use_fast_tokenizer, progress=True, **engine)
+                       use_fast_tokenizer=args.use_fast_tokenizer, progress=show_progress(args), **engine)
     if args.show:
         from rapidscore.bertscore.plot import plot_similarity
 

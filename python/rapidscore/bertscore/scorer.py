@@ -13,11 +13,9 @@ scorer runs the phases per chunk, a Ray worker per block.
 
 from __future__ import annotations
 
-import functools
 import os
 import warnings
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Sequence
 
@@ -27,6 +25,7 @@ from rapidscore._version import __version__
 from rapidscore.bertscore import baselines as _baselines
 from rapidscore.bertscore.result import BERTScoreResult
 from rapidscore.common.inputs import normalize_inputs
+from rapidscore.common.signature import build_signature, package_version, version_fields
 from rapidscore.bertscore.idf import idf_from_ids, is_any_of, token_weights
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
 from rapidscore.errors import RapidscoreWarning, check_positive_int
@@ -62,14 +61,6 @@ class ScoringPlan:
         pairs[:, 0] = np.asarray(cand_index, dtype=np.int64)[owners] if len(owners) else 0
         pairs[:, 1] = ref_index
         return cls(texts=list(unique), pairs=pairs, owners=owners, n_candidates=len(cands))
-
-
-@functools.lru_cache(maxsize=None)  # metadata lookups scan sys.path: once per process
-def _package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "none"
 
 
 class BERTScore:
@@ -154,15 +145,15 @@ class BERTScore:
     @property
     def signature(self) -> str:
         """Reproducibility signature in the spirit of sacrebleu's."""
-        parts = [
-            f"model:{self.model_name}", f"layer:{'all' if self.all_layers else self.layer}",
-            f"idf:{'dict' if isinstance(self.idf, dict) else ('yes' if self.idf else 'no')}",
-            f"rescaled:{'custom' if self.use_custom_baseline and self.rescale_with_baseline else ('yes' if self.rescale_with_baseline else 'no')}",
-            f"tok:fast-maxlen{self.encoder.max_length}",
-            f"precision:{self.encoder.precision}", f"backend:{self.encoder.backend}-{self.encoder.device}",
-            f"version:{__version__}", f"onnxruntime:{_package_version('onnxruntime')}",
-        ]
-        return "|".join(parts)
+        return build_signature([
+            ("model", self.model_name), ("layer", "all" if self.all_layers else self.layer),
+            ("idf", "dict" if isinstance(self.idf, dict) else ("yes" if self.idf else "no")),
+            ("rescaled", "custom" if self.use_custom_baseline and self.rescale_with_baseline
+             else ("yes" if self.rescale_with_baseline else "no")),
+            ("tok", f"fast-maxlen{self.encoder.max_length}"),
+            ("precision", self.encoder.precision), ("backend", f"{self.encoder.backend}-{self.encoder.device}"),
+            *version_fields("onnxruntime"),
+        ])
 
     @property
     def hash(self) -> str:
@@ -300,7 +291,7 @@ def reference_hash(model: str, layer: int, idf: bool, rescaled: bool, custom_bas
                    fast_tokenizer: bool) -> str:
     """bert-score's hash string, with rapidscore's version in place of bert-score's."""
     text = "{}_L{}{}_version=rapidscore-{}(hug_trans={})".format(
-        model, layer, "_idf" if idf else "_no-idf", __version__, _package_version("transformers"))
+        model, layer, "_idf" if idf else "_no-idf", __version__, package_version("transformers"))
     if rescaled:
         text += "-custom-rescaled" if custom_baseline else "-rescaled"
     if fast_tokenizer:

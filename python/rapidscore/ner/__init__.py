@@ -8,17 +8,20 @@
 See docs/ner.md for the definition, the input formats and the differences from nervaluate.
 """
 
-from rapidscore.ner.alignment import BatchAlignment, PackedSpans, align_batch, align_spans
-from rapidscore.ner.evaluation import Comparison, NerResult, compare, evaluate, semeval_summary
-from rapidscore.ner.formats import FORMATS, Entity, detect_format, parse_seed_key, to_entities
-from rapidscore.ner.labels import LabelSimilarity, normalize_label
-from rapidscore.ner.normalize import Repairs, normalize_entities
-from rapidscore.ner.records import Record, read_combined_jsonl, read_jsonl
+from rapidscore.common.lazy import lazy_exports
 
-__all__ = [
-    "evaluate", "compare", "NerResult", "Comparison", "semeval_summary",
-    "Entity", "FORMATS", "to_entities", "detect_format", "parse_seed_key",
-    "normalize_entities", "Repairs", "LabelSimilarity", "normalize_label",
-    "align_spans", "align_batch", "PackedSpans", "BatchAlignment",
-    "Record", "read_jsonl", "read_combined_jsonl",
-]
+# Names load on first use, so that rapidscore.ner.cli (the argument parser) stays light.
+_EXPORTS = {
+    **{name: "rapidscore.ner.alignment" for name in ("BatchAlignment", "PackedSpans", "align_batch", "align_spans")},
+    **{name: "rapidscore.ner.evaluation" for name in ("Comparison", "NerResult", "compare", "evaluate",
+                                                      "semeval_summary", "ner_signature")},
+    **{name: "rapidscore.ner.formats" for name in ("FORMATS", "Entity", "detect_format", "parse_seed_key",
+                                                   "to_entities")},
+    "LabelSimilarity": "rapidscore.ner.labels",
+    "normalize_label": "rapidscore.ner.labels",
+    "Repairs": "rapidscore.ner.normalize",
+    "normalize_entities": "rapidscore.ner.normalize",
+    **{name: "rapidscore.ner.records" for name in ("Record", "read_jsonl", "read_combined_jsonl")},
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from rapidscore.common.cli_options import add_common_options, encoder_options, show_progress
+
 # Kept import-light: the evaluation modules (numpy, the encoder) load inside run().
 
 
@@ -24,7 +26,8 @@ def _model_file(value: str) -> tuple:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gold", required=True, metavar="FILE",
-                        help="gold JSONL ({'id', 'text' or 'prompt', 'labels'} per line), or a combined file "
+                        help="gold JSONL ({'id', 'text' or 'prompt', 'labels'} per line; .parquet rows "
+                             "work too), or a combined file "
                              "with 'gold' and 'predictions': {model: ...} per line when no --pred is given")
     parser.add_argument("--pred", action="append", type=_model_file, default=[], metavar="NAME=FILE",
                         help="one model's predictions (JSONL joined to the gold by id); repeat per model")
@@ -46,9 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-trim", action="store_true", help="do not trim whitespace/punctuation at span edges")
     parser.add_argument("--on-missing-surface", choices=("error", "drop"), default="error",
                         help="a surface not found in the text: stop with an error (default) or drop and report it")
-    parser.add_argument("--threads", type=int, default=0, help="alignment threads (default 0: all cores)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON document keyed by model name (scores, per-label, per-record detail)")
+    # --backend/--device/--precision: the label encoder of --label-similarity embedding
+    add_common_options(parser, threads_default=0, progress_default=False,  # a few labels: no bar by default
+                       json_help="print one JSON document keyed by model name (scores, per-label, per-record detail)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         min_jaccard=args.min_jaccard, min_overlap_percent=args.min_overlap_percent,
         semeval_matching=args.semeval_matching, trim=not args.no_trim,
         on_missing_surface=args.on_missing_surface, n_threads=args.threads,
+        encoder_options={**encoder_options(args), "progress": show_progress(args)},
     )
     if args.json:
         json.dump(result.to_dict(records=True), sys.stdout, indent=2, ensure_ascii=False)

@@ -8,6 +8,9 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from rapidscore.common.inputs import as_list
+from rapidscore.common.result import import_pandas
+from rapidscore.common.signature import Signature, version_fields
 from rapidscore.ner.alignment import PackedSpans, align_batch
 from rapidscore.ner.formats import Entity, to_entities
 from rapidscore.ner.labels import Embedder, LabelSimilarity, make_label_similarity
@@ -147,6 +150,7 @@ class NerResult:
     per_label: dict
     repairs: dict
     settings: dict
+    signature: str = ""
     _detail: Any = field(default=None, repr=False)
     _records: Optional[list] = field(default=None, repr=False)
 
@@ -160,10 +164,48 @@ class NerResult:
         out = {
             "n_records": self.n_records, "dmberta": self.dmberta, "semeval": self.semeval,
             "per_label": self.per_label, "repairs": self.repairs, "settings": self.settings,
+            "signature": self.signature,
         }
         if records:
             out["records"] = self.records
         return out
+
+    def scores(self) -> dict:
+        """The headline numbers: DMBertA mean/accumulate/P/R/F1 and each SemEval scheme's P/R/F1."""
+        row = {f"dmberta_{key}": self.dmberta[key] for key in ("mean", "accumulate", "precision", "recall", "f1")}
+        for scheme in SEMEVAL_SCHEMES:
+            row.update({f"{scheme}_{key}": self.semeval[scheme][key] for key in ("precision", "recall", "f1")})
+        return row
+
+    def to_frame(self):
+        """One row per record: id, n_gold, n_pred, precision, recall, score, and each SemEval
+        scheme's counts (``strict_correct``...); the signature in ``attrs``."""
+        pandas = import_pandas()
+        rows = []
+        for record in self.records:
+            row = {key: record[key] for key in ("id", "n_gold", "n_pred", "precision", "recall", "score")}
+            for scheme, counts in record["semeval"].items():
+                row.update({f"{scheme}_{key}": value for key, value in counts.items()})
+            rows.append(row)
+        frame = pandas.DataFrame(rows)
+        frame.attrs["signature"] = self.signature
+        return frame
+
+    def __str__(self) -> str:
+        d = self.dmberta
+        return (f"{self.signature} {self.name}: DMBertA mean: {d['mean']:.4f} P: {d['precision']:.4f} "
+                f"R: {d['recall']:.4f} F1: {d['f1']:.4f} strict F1: {self.semeval['strict']['f1']:.4f} "
+                f"records: {self.n_records}")
+
+
+def ner_signature(similarity: LabelSimilarity, *, min_jaccard: float = 0.0, min_overlap_percent: float = 1.0,
+                  semeval_matching: str = "optimal", trim: bool = True) -> str:
+    """``ner|labels:embedding|label_model:...|label_map:no|min_jaccard:0|...|version:...``."""
+    fields = [("labels", similarity.method), ("label_model", similarity.model_name),
+              ("label_map", similarity.has_label_map), ("min_jaccard", float(min_jaccard)),
+              ("schemes", "+".join(SEMEVAL_SCHEMES)), ("min_overlap", float(min_overlap_percent)),
+              ("matching", semeval_matching), ("trim", trim), *version_fields()]
+    return str(Signature(fields, name="ner"))
 
 
 def _entity_json(e: Entity) -> list:
@@ -181,8 +223,10 @@ def score_model(
     min_overlap_percent: float = 1.0,
     semeval_matching: str = "optimal",
     n_threads: int = 0,
+    trim: bool = True,
 ) -> NerResult:
-    """DMBertA and SemEval scores of one prepared model side against the prepared gold side."""
+    """DMBertA and SemEval scores of one prepared model side against the prepared gold side
+    (``trim``: whether the sides were trimmed, for the signature)."""
     if semeval_matching not in SEMEVAL_MATCHING:
         raise ValueError(f"semeval_matching must be one of {SEMEVAL_MATCHING}, got {semeval_matching!r}")
     canonical = {}
@@ -303,8 +347,11 @@ def score_model(
         "label_similarity": similarity.method, "min_jaccard": min_jaccard,
         "min_overlap_percent": min_overlap_percent, "semeval_matching": semeval_matching,
     }
+    signature = ner_signature(similarity, min_jaccard=min_jaccard, min_overlap_percent=min_overlap_percent,
+                              semeval_matching=semeval_matching, trim=trim)
     return NerResult(name, n, dmberta, semeval, per_label,
-                     {"gold": gold.repairs.to_dict(), "pred": pred.repairs.to_dict()}, settings, _detail=detail)
+                     {"gold": gold.repairs.to_dict(), "pred": pred.repairs.to_dict()}, settings, signature,
+                     _detail=detail)
 
 
 class Comparison(dict):
@@ -335,6 +382,22 @@ class Comparison(dict):
     def to_dict(self, records: bool = True) -> dict:
         return {name: result.to_dict(records=records) for name, result in self.items()}
 
+    @property
+    def signature(self) -> str:
+        """The models' common signature (one evaluation run: the same settings for every model)."""
+        return next(iter(self.values())).signature if self else ""
+
+    def to_frame(self):
+        """One row per model, best first: the headline scores of :meth:`NerResult.scores`."""
+        pandas = import_pandas()
+        frame = pandas.DataFrame([{"model": m, **self[m].scores()} for m in self.ranking()])
+        frame.attrs["signature"] = self.signature
+        return frame
+
+    def __str__(self) -> str:
+        ranked = ", ".join(f"{m} {self[m].dmberta['mean']:.4f}" for m in self.ranking())
+        return f"{self.signature} DMBertA mean: {ranked}"
+
 
 def _records_of(data: Any, texts, ids, source: str) -> list:
     if data and isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and isinstance(data[0], Record):
@@ -360,6 +423,7 @@ def compare(
     trim: bool = True,
     on_missing_surface: str = "error",
     n_threads: int = 0,
+    encoder_options: Optional[Mapping] = None,
 ) -> Comparison:
     """Score several models against one gold standard; returns ``{model: NerResult}`` with
     ``.table()`` and ``.ranking()``.
@@ -372,7 +436,12 @@ def compare(
     """
     if not isinstance(predictions, Mapping) or not predictions:
         raise TypeError("predictions must be a non-empty mapping of model name -> predictions")
-    similarity = make_label_similarity(label_similarity, label_model=label_model, embedder=embedder, label_map=label_map)
+    similarity = make_label_similarity(label_similarity, label_model=label_model, embedder=embedder, label_map=label_map,
+                                       encoder_options=encoder_options)
+    if texts is not None:  # numpy arrays, pandas Series and pyarrow arrays too (None = no text)
+        texts = as_list(texts, "texts", "a list of strings")
+    if ids is not None:
+        ids = as_list(ids, "ids", "a list of ids")
     gold_records = _records_of(gold, texts, ids, "gold")
     record_texts = [rec.text for rec in gold_records]
     gold_side = prepare(gold_records, texts=record_texts, format=gold_format or format, trim=trim,
@@ -388,7 +457,7 @@ def compare(
                             on_missing_surface=on_missing_surface)
         out[name] = score_model(name, [rec.id for rec in gold_records], gold_side, pred_side, similarity,
                                 min_jaccard=min_jaccard, min_overlap_percent=min_overlap_percent,
-                                semeval_matching=semeval_matching, n_threads=n_threads)
+                                semeval_matching=semeval_matching, n_threads=n_threads, trim=trim)
     return out
 
 
@@ -405,6 +474,7 @@ def evaluate(gold: Any, predictions: Any, *, name: str = "model", **options) -> 
     ``min_overlap_percent`` (SemEval overlap threshold on the gold span, default 1 as nervaluate);
     ``semeval_matching`` (``"optimal"``, default, or ``"nervaluate"`` for its greedy first match);
     ``trim`` (strip whitespace/punctuation at span edges, default True); ``on_missing_surface``
-    (``"error"``, default, or ``"drop"`` and report); ``n_threads`` (0 = all cores).
+    (``"error"``, default, or ``"drop"`` and report); ``n_threads`` (0 = all cores);
+    ``encoder_options`` (backend, device, precision, num_threads of the label encoder).
     """
     return compare(gold, {name: predictions}, **options)[name]

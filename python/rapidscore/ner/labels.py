@@ -25,15 +25,19 @@ def normalize_label(label: str) -> str:
     return _SEPARATORS.sub(" ", label).strip().lower()
 
 
-def default_embedder(model: Optional[str] = None) -> Embedder:
+def default_embedder(model: Optional[str] = None, encoder_options: Optional[Mapping] = None) -> Embedder:
     """Sentence-embedding function of the shared encoder (mean pooling, unit vectors); the model
     is loaded on first use, once per process (``rapidscore.encoder.get_encoder``). ``model``
-    defaults to rapidscore's embedded all-MiniLM-L6-v2."""
+    defaults to rapidscore's embedded all-MiniLM-L6-v2; ``encoder_options`` (backend, device,
+    precision, num_threads) select the encoder."""
+
+    options = dict(encoder_options or {})
+    progress = bool(options.pop("progress", False))  # a per-call option, not part of the encoder
 
     def embed(labels: list) -> np.ndarray:
         from rapidscore.encoder import get_encoder
 
-        return get_encoder(model).sentence_embeddings(list(labels))
+        return get_encoder(model, **options).sentence_embeddings(list(labels), progress=progress)
 
     return embed
 
@@ -44,7 +48,8 @@ class LabelSimilarity:
     ``method``: ``"embedding"`` (default) or ``"exact"``. ``embedder``: a callable mapping a list
     of label strings to an ``(n, dim)`` array (default: the shared encoder with ``model``).
     ``label_map``: ``{label: canonical label}`` applied to both sides after normalisation; labels
-    mapped to the same canonical label score 1.
+    mapped to the same canonical label score 1. ``encoder_options``: backend, device, precision,
+    num_threads of the default encoder.
     """
 
     def __init__(
@@ -54,18 +59,30 @@ class LabelSimilarity:
         model: Optional[str] = None,
         embedder: Optional[Embedder] = None,
         label_map: Optional[Mapping[str, str]] = None,
+        encoder_options: Optional[Mapping] = None,
     ):
         if method not in ("embedding", "exact"):
             raise ValueError(f"label similarity must be 'embedding' or 'exact', got {method!r}")
         if label_map is not None and not isinstance(label_map, Mapping):
             raise TypeError(f"label_map must be a mapping of label -> canonical label, got {type(label_map).__name__}")
         self.method = method
-        self._embedder = embedder if embedder is not None else (default_embedder(model) if method == "embedding" else None)
+        self._embedder = embedder if embedder is not None else (
+            default_embedder(model, encoder_options) if method == "embedding" else None)
+        # what the signature names: the encoder's model, "custom" for a user embedder, none for exact
+        if method == "exact":
+            self.model_name = None
+        elif embedder is not None:
+            self.model_name = "custom"
+        else:
+            from rapidscore.encoder.model_source import DEFAULT_MODEL
+
+            self.model_name = model or DEFAULT_MODEL
         self._map = {}
         for key, value in (label_map or {}).items():
             if not isinstance(key, str) or not isinstance(value, str):
                 raise TypeError(f"label_map entries must be strings, got {key!r}: {value!r}")
             self._map[normalize_label(key)] = normalize_label(value)
+        self.has_label_map = bool(self._map)
         self._vectors: dict = {}
         self.embedded_labels = 0  # how many distinct labels went through the embedder
         self.embedder_calls = 0
@@ -115,7 +132,9 @@ def make_label_similarity(
     label_model: Optional[str] = None,
     embedder: Optional[Embedder] = None,
     label_map: Optional[Mapping[str, str]] = None,
+    encoder_options: Optional[Mapping] = None,
 ) -> LabelSimilarity:
     if isinstance(label_similarity, LabelSimilarity):
         return label_similarity
-    return LabelSimilarity(label_similarity, model=label_model, embedder=embedder, label_map=label_map)
+    return LabelSimilarity(label_similarity, model=label_model, embedder=embedder, label_map=label_map,
+                           encoder_options=encoder_options)

@@ -7,10 +7,10 @@ file holds ``{"id", "text", "gold": <entities>, "predictions": {model: <entities
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
+
+from rapidscore.common.io import read_records
 
 ENTITY_KEYS = ("labels", "entities", "spans", "ents")
 TEXT_KEYS = ("text", "prompt")
@@ -101,20 +101,8 @@ def _check_unique(records: list[Record], source: str) -> None:
 
 
 def _read_lines(path: str):
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"no such file: {path}")
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: not valid JSON: {exc.msg}") from None
-            if not isinstance(item, dict):
-                raise ValueError(f"{where}: each line must be a JSON object, got {type(item).__name__}")
-            yield item, where
+    # JSONL (any extension but .csv/.tsv/.parquet, whose rows are records too), gzip allowed
+    return read_records(path, default="jsonl")
 
 
 def read_jsonl(path: str, *, require_id: bool = True) -> list[Record]:

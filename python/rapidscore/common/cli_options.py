@@ -1,0 +1,58 @@
+"""The options every ``rapidscore`` command shares, with the same names and meaning everywhere.
+
+Imports argparse only: building the parser must not load numpy, the encoders or the kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "add_common_options", "encoder_options", "show_progress"]
+
+BACKENDS = ("onnx", "openvino", "torch")
+DEVICES = ("cpu", "cuda")
+PRECISIONS = ("fp32", "bf16")
+
+
+def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
+                       threads_aliases: tuple[str, ...] = (), threads_default: int | None = None,
+                       progress_default: bool = True,
+                       json_help: str = "print one JSON document") -> argparse._ArgumentGroup:
+    """Add ``--threads``, ``--json``, ``--progress/--no-progress``, ``-q/--quiet`` and, for
+    commands that run a model (``model=True``), ``--backend``, ``--device``, ``--precision``.
+
+    ``threads_aliases``: older spellings kept working (bertscore's ``--nthreads``).
+    ``progress_default``: whether progress bars show when neither --progress nor --quiet is given.
+    """
+    group = parser.add_argument_group("common options")
+    group.add_argument("--threads", *threads_aliases, dest="threads", type=int, default=threads_default,
+                       metavar="N", help="threads for native code and the encoder (default: all cores)")
+    if model:
+        group.add_argument("--backend", default=None, choices=BACKENDS,
+                           help="encoder runtime (default: onnx; openvino for bf16)")
+        group.add_argument("--device", default="cpu", choices=DEVICES, help="where the encoder runs (default: cpu)")
+        group.add_argument("--precision", default="fp32", choices=PRECISIONS,
+                           help="fp32 = exact; bf16 = fast mode on CPUs with bf16 instructions")
+    group.add_argument("--json", action="store_true", help=json_help)
+    group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help="show progress bars on stderr (default: "
+                            f"{'on, off with --quiet' if progress_default else 'off'})")
+    parser.set_defaults(progress_default=progress_default)
+    group.add_argument("-q", "--quiet", action="store_true",
+                       help="print results only: no progress bars or notes on stderr")
+    return group
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """--progress / --no-progress when given, else the command's default unless --quiet."""
+    if args.progress is not None:
+        return bool(args.progress)
+    return args.progress_default and not args.quiet
+
+
+def encoder_options(args: argparse.Namespace) -> dict:
+    """The engine options of the common flags, as keyword arguments of the encoder."""
+    options = {"backend": args.backend, "device": args.device, "precision": args.precision}
+    if args.threads:  # 0 / None: the encoder's own default (all cores)
+        options["num_threads"] = args.threads
+    return options

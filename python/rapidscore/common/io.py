@@ -1,0 +1,168 @@
+"""One reader for the files every command takes: a column of texts, or rows of records.
+
+The format comes from the extension: ``.jsonl``, ``.csv``, ``.tsv``, ``.parquet``; anything else
+is text, one item per line, stripped (as bert-score's CLI reads its files; blank lines stay, as
+empty strings). Text formats may be gzipped (``.jsonl.gz``, ``.txt.gz``...). Errors are
+ValueError ``path:line: message`` (``path: row N: message`` for Parquet, which has no lines).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import os
+from typing import Any, Iterator
+
+__all__ = ["FORMATS", "detect_format", "iter_column", "read_column", "read_texts", "read_records"]
+
+FORMATS = ("txt", "jsonl", "csv", "tsv", "parquet")
+_EXTENSIONS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".txt": "txt"}
+
+
+def detect_format(path: str | os.PathLike, default: str = "txt") -> str:
+    """``"txt"``, ``"jsonl"``, ``"csv"``, ``"tsv"`` or ``"parquet"`` from the extension (``.gz``
+    ignored); ``default`` for any other extension."""
+    name = os.fspath(path).lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+        if name.endswith(".parquet"):
+            raise ValueError(f"{os.fspath(path)}: Parquet files are compressed inside; give the .parquet file")
+    return _EXTENSIONS.get(os.path.splitext(name)[1], default)
+
+
+def _open_text(path: str, newline: str | None = None, encoding: str = "utf-8"):
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file: {path}")
+    if path.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding=encoding, newline=newline)
+    return open(path, encoding=encoding, newline=newline)
+
+
+def _jsonl_objects(path: str) -> Iterator[tuple[dict, str]]:
+    with _open_text(path) as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{where}: not valid JSON: {exc.msg}") from None
+            if not isinstance(item, dict):
+                raise ValueError(f"{where}: each line must be a JSON object, got {type(item).__name__}")
+            yield item, where
+
+
+def _delimited_rows(path: str, delimiter: str) -> tuple[list[str], Iterator[tuple[dict, str]]]:
+    # utf-8-sig: the BOM of spreadsheet exports is not part of the first column's name
+    handle = _open_text(path, newline="", encoding="utf-8-sig")
+    reader = csv.DictReader(handle, delimiter=delimiter)
+    columns = list(reader.fieldnames or [])
+
+    def rows():
+        with handle:
+            for row in reader:
+                # line_num is the last physical line of the row (quoted fields may span lines)
+                yield row, f"{path}:{reader.line_num}"
+
+    return columns, rows()
+
+
+def _import_parquet():
+    try:
+        import pyarrow.parquet as parquet
+    except ImportError as exc:
+        raise ImportError("reading Parquet files needs pyarrow: pip install pyarrow") from exc
+    return parquet
+
+
+def _parquet_columns(path: str) -> list[str]:
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file: {path}")
+    return list(_import_parquet().read_schema(path).names)
+
+
+def _pick_column(path: str, column: str | None, columns: list[str], kind: str) -> str:
+    if column is None:
+        if len(columns) == 1:
+            return columns[0]  # a one-column table needs no column name
+        raise ValueError(f"{path}: {kind} input needs a column name (columns: {columns})")
+    if column not in columns:
+        raise ValueError(f"{path}: no column {column!r} (columns: {columns})")
+    return column
+
+
+def iter_column(path: str | os.PathLike, column: str | None = None) -> Iterator[tuple[str, Any]]:
+    """``(location, value)`` of each item of one column; see :func:`read_column`."""
+    path = os.fspath(path)
+    fmt = detect_format(path)
+    if fmt == "txt":
+        with _open_text(path) as handle:
+            for number, line in enumerate(handle, 1):
+                yield f"{path}:{number}", line.strip()
+    elif fmt == "jsonl":
+        if column is None:
+            raise ValueError(f"{path}: JSONL input needs a column name (the key holding the values)")
+        for item, where in _jsonl_objects(path):
+            if column not in item:
+                raise ValueError(f"{where}: no key {column!r}")
+            yield where, item[column]
+    elif fmt in ("csv", "tsv"):
+        columns, rows = _delimited_rows(path, "," if fmt == "csv" else "\t")
+        try:
+            column = _pick_column(f"{path}:1", column, columns, fmt.upper())
+        except ValueError:
+            rows.close()
+            raise
+        for row, where in rows:
+            value = row.get(column)
+            if value is None:  # a short row: csv fills missing cells with None
+                raise ValueError(f"{where}: no value in column {column!r}")
+            yield where, value
+    else:
+        column = _pick_column(path, column, _parquet_columns(path), "Parquet")
+        values = _import_parquet().read_table(path, columns=[column]).column(column).to_pylist()
+        for number, value in enumerate(values, 1):
+            yield f"{path}: row {number}", value
+
+
+def read_column(path: str | os.PathLike, column: str | None = None) -> list:
+    """The values of one column of a file, in file order.
+
+    Text files: one stripped line per item (``column`` ignored). JSONL: ``record[column]`` of each
+    non-blank line. CSV/TSV (header row) and Parquet: that column; ``column`` may be omitted
+    when the table has one column. Values are kept as stored (a JSONL or Parquet cell may hold a
+    list, e.g. several references).
+    """
+    return [value for _where, value in iter_column(path, column)]
+
+
+def read_texts(path: str | os.PathLike, column: str | None = None) -> list[str]:
+    """:func:`read_column` whose every value must be a string (ValueError ``path:line`` otherwise)."""
+    texts = []
+    for where, value in iter_column(path, column):
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: expected a string, got {type(value).__name__}: {value!r:.80}")
+        texts.append(value)
+    return texts
+
+
+def read_records(path: str | os.PathLike, default: str = "jsonl") -> Iterator[tuple[dict, str]]:
+    """``(record, location)`` for each row of a JSONL, CSV/TSV or Parquet file (``default``: the
+    format of any other extension). JSONL lines must be objects; blank lines are skipped."""
+    path = os.fspath(path)
+    fmt = detect_format(path, default=default)
+    if fmt == "txt":  # plain lines cannot hold records: a .txt file of records is read as the default
+        fmt = default
+    if fmt == "jsonl":
+        yield from _jsonl_objects(path)
+    elif fmt in ("csv", "tsv"):
+        _columns, rows = _delimited_rows(path, "," if fmt == "csv" else "\t")
+        yield from rows
+    elif fmt == "parquet":
+        _parquet_columns(path)  # the same FileNotFoundError as the other formats
+        for number, row in enumerate(_import_parquet().read_table(path).to_pylist(), 1):
+            yield row, f"{path}: row {number}"
+    else:
+        raise ValueError(f"read_records: default must be one of jsonl, csv, tsv, parquet, got {default!r}")

@@ -1,0 +1,216 @@
+"""Semantic similarity and the Negative Rejection Rate (NRR).
+
+A generated answer is *rejected* (its meaning is not captured) when its similarity to the ground
+truth is strictly below a threshold. NRR = rejected / evaluated; the capture rate is 1 - NRR
+(captured / (captured + not captured), the formula RAG write-ups often print).
+
+This is not the "negative rejection" of RAG robustness benchmarks (the rate at which a model
+correctly refuses when its retrieved documents hold no answer); for refusals, see
+``rapidscore.abstention``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rapidscore._version import __version__
+from rapidscore.common.inputs import as_list, normalize_inputs
+from rapidscore.common.result import import_pandas
+from rapidscore.common.signature import Signature
+from rapidscore.encoder.model_source import DEFAULT_MODEL
+from rapidscore.nrr.threshold import nrr_curve
+
+METHODS = ("embedding", "bertscore")
+
+__all__ = ["NRRResult", "negative_rejection", "similarity", "negative_rejection_frame", "negative_rejection_jsonl",
+           "SentenceSimilarity"]
+
+
+@dataclass(frozen=True)
+class NRRResult:
+    """Per-item similarities and rejections, and the rates over all items."""
+
+    similarities: np.ndarray
+    rejected: np.ndarray
+    threshold: float
+    signature: str
+    best_reference: np.ndarray = field(repr=False, default=None)
+
+    @property
+    def n_evaluated(self) -> int:
+        return int(self.rejected.size)
+
+    @property
+    def n_rejected(self) -> int:
+        return int(self.rejected.sum())
+
+    @property
+    def n_captured(self) -> int:
+        return self.n_evaluated - self.n_rejected
+
+    @property
+    def rate(self) -> float:
+        """Negative Rejection Rate: fraction of items whose similarity is below the threshold."""
+        return self.n_rejected / self.n_evaluated
+
+    @property
+    def capture_rate(self) -> float:
+        """1 - NRR: fraction of items whose meaning is captured."""
+        return self.n_captured / self.n_evaluated
+
+    def curve(self, thresholds=None):
+        """NRR as a function of the threshold, from these similarities (see ``nrr_curve``)."""
+        return nrr_curve(self.similarities, thresholds)
+
+    def to_dict(self) -> dict:
+        document = {"negative_rejection_rate": self.rate, "capture_rate": self.capture_rate,
+                    "n_evaluated": self.n_evaluated, "n_rejected": self.n_rejected, "n_captured": self.n_captured,
+                    "threshold": self.threshold, "signature": self.signature,
+                    "similarities": self.similarities.tolist(), "rejected": self.rejected.tolist()}
+        if self.best_reference is not None:
+            document["best_reference"] = self.best_reference.tolist()
+        return document
+
+    def to_frame(self):
+        """One row per item: similarity, rejected, best_reference (the signature in ``attrs``)."""
+        pandas = import_pandas()
+        columns = {"similarity": self.similarities, "rejected": self.rejected}
+        if self.best_reference is not None:
+            columns["best_reference"] = self.best_reference
+        frame = pandas.DataFrame(columns)
+        frame.attrs["signature"] = self.signature
+        return frame
+
+    def __str__(self) -> str:
+        return (f"{self.signature} NRR: {self.rate:.4f} capture: {self.capture_rate:.4f} "
+                f"rejected: {self.n_rejected}/{self.n_evaluated}")
+
+
+def _check_items(generated, references) -> tuple[list[str], list[list[str]]]:
+    generated = as_list(generated, "generated", "a list of strings")
+    references = as_list(references, "references", "a list of strings (or lists of strings)")
+    if len(generated) == 0:
+        raise ValueError("nothing to evaluate: generated is empty")
+    if len(generated) != len(references):
+        raise ValueError(f"Different number of generated answers and references: {len(generated)} != "
+                         f"{len(references)}")
+    return normalize_inputs(generated, references, names=("generated", "references"))
+
+
+def _check_threshold(threshold) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating)) or np.isnan(threshold):
+        raise TypeError(f"threshold must be a number in [-1, 1], got {threshold!r}")
+    if not -1.0 <= float(threshold) <= 1.0:
+        raise ValueError(f"threshold must be in [-1, 1] (a cosine similarity), got {threshold}")
+    return float(threshold)
+
+
+class SentenceSimilarity:
+    """Similarity of answer pairs: sentence-embedding cosine, or BERTScore F1.
+
+    ``method="embedding"``: mean-pooled, L2-normalised sentence embeddings as sentence-transformers
+    computes them (its ``max_seq_length`` honoured), cosine similarity. ``method="bertscore"``:
+    BERTScore F1 at ``layer`` (default: the model's last layer). Reusable across calls.
+    An empty (after strip) answer or reference gets similarity 0.
+    """
+
+    def __init__(self, model: str | os.PathLike = DEFAULT_MODEL, method: str = "embedding",
+                 layer: int | None = None, progress: bool = False, **encoder_options):
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        self.method, self.model_name, self.progress = method, os.fspath(model), progress
+        if method == "embedding":
+            from rapidscore.encoder import get_encoder
+            from rapidscore.encoder.model_source import resolve_model, sentence_transformers_max_length
+
+            max_length = encoder_options.pop("max_length", None) or sentence_transformers_max_length(resolve_model(model))
+            self.encoder = get_encoder(model, layer=layer, max_length=max_length, **encoder_options)
+        else:
+            from rapidscore.bertscore import BERTScore
+
+            self.scorer = BERTScore(model=model, layer=layer, progress=progress, **encoder_options)
+            self.encoder = self.scorer.encoder
+
+    @property
+    def signature_fields(self) -> list[tuple[str, object]]:
+        e = self.encoder
+        return [("method", self.method), ("model", self.model_name), ("layer", e.layer), ("pooling", "mean"),
+                ("maxlen", e.max_length), ("backend", f"{e.backend}-{e.device}"), ("precision", e.precision),
+                ("version", __version__)]
+
+    @property
+    def signature(self) -> str:
+        return str(Signature(self.signature_fields))
+
+    def pairs(self, generated: list[str], groups: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """Best similarity of each generated answer over its references, and that reference's index."""
+        flat = [ref for group in groups for ref in group]
+        owners = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+        if self.method == "embedding":
+            texts = list(dict.fromkeys(generated + flat))
+            index = {t: i for i, t in enumerate(texts)}
+            vectors = self.encoder.sentence_embeddings(texts, progress=self.progress).astype(np.float64)
+            gen = vectors[[index[generated[o]] for o in owners]]
+            ref = vectors[[index[r] for r in flat]]
+            sims = np.einsum("ij,ij->i", gen, ref)
+        else:
+            sims = self.scorer.score([generated[o] for o in owners], flat).f1.astype(np.float64)
+        empty = np.array([not generated[o].strip() or not r.strip() for o, r in zip(owners, flat)])
+        sims[empty] = 0.0
+        sims = np.clip(sims, -1.0, 1.0)
+        best = np.full(len(groups), -np.inf)
+        best_index = np.zeros(len(groups), dtype=np.int64)
+        position = np.zeros(len(groups), dtype=np.int64)
+        for k, (owner, sim) in enumerate(zip(owners, sims)):  # few references per item: a plain loop
+            if sim > best[owner]:
+                best[owner], best_index[owner] = sim, position[owner]
+            position[owner] += 1
+        return best.astype(np.float32), best_index
+
+
+def similarity(generated, references, model: str | os.PathLike = DEFAULT_MODEL, method: str = "embedding",
+               **options) -> np.ndarray:
+    """Per-item similarity (float32) between generated answers and their reference(s)."""
+    generated, groups = _check_items(generated, references)
+    return SentenceSimilarity(model, method, **options).pairs(generated, groups)[0]
+
+
+def negative_rejection(generated, references, threshold: float = 0.8, model: str | os.PathLike = DEFAULT_MODEL,
+                       method: str = "embedding", *, similarity_model: SentenceSimilarity | None = None,
+                       **options) -> NRRResult:
+    """Negative Rejection Rate of generated answers against ground-truth answers.
+
+    ``references``: one string per item, or a list of strings (the best similarity counts).
+    An item is rejected when its similarity is strictly below ``threshold`` (in [-1, 1]; thresholds
+    are model-specific: 0.8 suits all-MiniLM-L6-v2 cosines, not necessarily another model).
+    Pass ``similarity_model`` to reuse a loaded model across calls.
+    """
+    threshold = _check_threshold(threshold)
+    generated, groups = _check_items(generated, references)
+    sim_model = similarity_model or SentenceSimilarity(model, method, **options)
+    sims, best = sim_model.pairs(generated, groups)
+    rejected = sims < np.float32(threshold)
+    signature = str(Signature([*sim_model.signature_fields, ("threshold", threshold),
+                               ("nrefs", max(len(g) for g in groups))], name="nrr"))
+    return NRRResult(similarities=sims, rejected=rejected, threshold=threshold, signature=signature,
+                     best_reference=best)
+
+
+def negative_rejection_frame(frame, generated: str = "generated", reference: str = "reference", **options) -> NRRResult:
+    """NRR over a pandas DataFrame's columns (a reference cell may hold a list of references)."""
+    for column in (generated, reference):
+        if column not in frame.columns:
+            raise ValueError(f"DataFrame has no column {column!r} (columns: {list(frame.columns)})")
+    return negative_rejection(frame[generated], frame[reference], **options)
+
+
+def negative_rejection_jsonl(path: str | os.PathLike, generated: str = "generated", reference: str = "reference",
+                             **options) -> NRRResult:
+    """NRR over a file with one record per item: JSONL, or CSV/TSV/Parquet columns (a JSONL or
+    Parquet reference cell may hold a list of references)."""
+    from rapidscore.common.io import read_column
+
+    return negative_rejection(read_column(path, generated), read_column(path, reference), **options)
