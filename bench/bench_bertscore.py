@@ -15,8 +15,13 @@ random weights, fixed seed, and cached under --cache-dir):
 For each: the median over interleaved repetitions of the per-repetition time ratio, max and mean
 |dF| against the reference, encoder throughput (real tokens/s) and its fraction of the machine's
 fp32 matrix-multiply peak measured in the same run, padding waste, and where rapidscore's time
-goes (tokenise, encode, match, rest). Precision modes other than fp32 that this build of
-rapidscore offers (rapidscore.encoder.PRECISIONS) run as a third contender on W1 and W2.
+goes (plan, tokenise, embed, finish: the public phases of BERTScore.score, run one by one in an
+extra call per repetition that no ratio includes). Precision modes other than fp32 that this
+build of rapidscore offers (rapidscore.encoder.PRECISIONS) run as a third contender on W1 and W2.
+
+rapidscore is measured through its public API only: the phases BERTScore.plan / encode
+(encoder.tokenizer.encode + Encoder.embed_ids) / finish, and a counting wrapper assigned to
+Encoder.runner (and assigned back afterwards). bert-score's internals are wrapped in place.
 
     python bench/bench_bertscore.py [--w1-pairs 2000] [--w2-pairs 150] [--w3-pairs 48] [--reps 3]
 
@@ -26,6 +31,7 @@ Writes bench/results/bertscore.md and bench/results/bertscore.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -190,11 +196,16 @@ def useful_flops(lengths, config: dict, layers: int) -> float:
 
 
 class CountingRunner:
-    """Wraps an encoder runner: time inside the runtime and padded vs real tokens fed to it."""
+    """A runner that wraps another one: time inside the runtime and padded vs real tokens fed to
+    it. Assigned to the public ``Encoder.runner`` (see ``counting_runner``); it declares the
+    wrapped runner's ``provider``, ``returns`` and ``thread_safe``, so the encoder treats it as
+    the runner it wraps."""
 
     def __init__(self, runner):
         self.runner = runner
-        self.provider = getattr(runner, "provider", None)
+        self.provider = runner.provider
+        self.returns = getattr(runner, "returns", "numpy")
+        self.thread_safe = bool(getattr(runner, "thread_safe", False))
         self.reset()
 
     def reset(self):
@@ -213,14 +224,50 @@ class CountingRunner:
         return out
 
 
-class Instrumented:
-    """Times the pieces of bert-score's and rapidscore's paths during real score() calls."""
+@contextlib.contextmanager
+def counting_runner(encoder):
+    """Put a CountingRunner in front of ``encoder.runner`` for the block; the original runner is
+    assigned back afterwards (encoders are shared per setting by ``get_encoder``, so the wrapper
+    must not outlive the measurement)."""
+    original = encoder.runner
+    counter = CountingRunner(original)
+    encoder.runner = counter
+    try:
+        yield counter
+    finally:
+        encoder.runner = original
+
+
+def rapidscore_phases(scorer, cands, refs, reference_batch_size=None):
+    """One ``BERTScore.score(cands, refs, reference_batch_size=...)`` call, run phase by phase
+    through the public API with each phase timed: ``plan`` (validate, strip, dedupe),
+    ``encoder.tokenizer.encode`` and ``encoder.embed_ids`` (the two halves of ``encode``; the
+    runtime call alone and the padded / real tokens from a CountingRunner), ``finish`` (weights,
+    matching, best reference, rescaling). Returns (result, seconds and token counts)."""
+    encoder = scorer.encoder
+    with counting_runner(encoder) as runner:
+        start = time.perf_counter()
+        plan = scorer.plan(cands, refs)
+        planned = time.perf_counter()
+        ids, truncated = encoder.tokenizer.encode(plan.texts)
+        tokenized = time.perf_counter()
+        store = encoder.embed_ids(ids, truncated=truncated, progress=scorer.progress)
+        embedded = time.perf_counter()
+        result = scorer.finish(plan, store, reference_batch_size=reference_batch_size)
+        done = time.perf_counter()
+    pieces = {"total": done - start, "plan": planned - start, "tokenize": tokenized - planned,
+              "encode": embedded - tokenized, "runtime": runner.seconds, "finish": done - embedded,
+              "padded": runner.padded, "real": runner.real, "batches": runner.batches}
+    return result, pieces
+
+
+class ReferenceInstrumented:
+    """Times the pieces of bert-score's path during its real score() calls (bert_score.utils'
+    get_bert_embedding and greedy_cos_idf, the competitor's internals, wrapped in place) and
+    counts the padded vs real tokens it feeds its model."""
 
     def __init__(self):
         import bert_score.utils as ref_utils
-
-        import rapidscore.bertscore.matching as matching
-        import rapidscore.bertscore.scorer as scorer
 
         self.ref = common.Stopwatch()
         self.ref_padded = 0
@@ -236,30 +283,9 @@ class Instrumented:
         ref_utils.get_bert_embedding = self.ref.wrap("encode", counted_embedding)
         ref_utils.greedy_cos_idf = self.ref.wrap("match", ref_utils.greedy_cos_idf)
 
-        self.ours = common.Stopwatch()
-        self.match_wrapped = self.ours.wrap("match", matching.greedy_match)
-        matching.greedy_match = self.match_wrapped
-        if hasattr(scorer, "greedy_match"):  # in case the scorer binds it at import time
-            scorer.greedy_match = self.match_wrapped
-        self.runners: list[CountingRunner] = []
-
-    def attach(self, bertscore):
-        """Instrument one rapidscore.bertscore.BERTScore instance (its encoder)."""
-        encoder = bertscore.encoder
-        if isinstance(encoder._runner, CountingRunner):
-            return encoder._runner
-        encoder.tokenizer.encode = self.ours.wrap("tokenize", encoder.tokenizer.encode)
-        encoder._embed_ids = self.ours.wrap("encode", encoder._embed_ids)
-        encoder._runner = CountingRunner(encoder._runner)
-        self.runners.append(encoder._runner)
-        return encoder._runner
-
     def reset(self):
         self.ref.reset()
-        self.ours.reset()
         self.ref_padded = self.ref_real = 0
-        for runner in self.runners:
-            runner.reset()
 
 
 def max_mean_abs(a, b) -> tuple[float, float]:
@@ -269,9 +295,13 @@ def max_mean_abs(a, b) -> tuple[float, float]:
     return (float(diff.max()), float(diff.mean())) if diff.size else (0.0, 0.0)
 
 
-def steady_state(name: str, model_dir: Path, layer: int, cands, refs, reps: int, precisions, inst: Instrumented,
-                 breakdown: bool) -> dict:
-    """BERTScorer vs BERTScore on one workload, interleaved; plus encoder and time breakdown."""
+def steady_state(name: str, model_dir: Path, layer: int, cands, refs, reps: int, precisions,
+                 inst: ReferenceInstrumented, breakdown: bool) -> dict:
+    """BERTScorer vs BERTScore on one workload, interleaved; plus encoder and time breakdown.
+
+    The timed contenders are plain ``score`` calls. rapidscore's pieces (and its encoder time
+    and token counts) come from one more run per repetition, after the timed ones and outside
+    the ratios: the same call phase by phase (``rapidscore_phases``)."""
     import bert_score
     import numpy as np
     from scipy.stats import kendalltau
@@ -286,7 +316,6 @@ def steady_state(name: str, model_dir: Path, layer: int, cands, refs, reps: int,
     start = time.perf_counter()
     ours = BERTScore(str(model_dir), layer)
     ours_load = time.perf_counter() - start
-    runner = inst.attach(ours)
     extra = {}
     for precision in precisions:
         try:
@@ -328,10 +357,13 @@ def steady_state(name: str, model_dir: Path, layer: int, cands, refs, reps: int,
                               ref_match=inst.ref.seconds.get("match", 0.0), ref_padded=inst.ref_padded,
                               ref_real=inst.ref_real)
             elif key == "rapidscore BERTScore":
-                record.update(ours_total=elapsed, tokenize=inst.ours.seconds.get("tokenize", 0.0),
-                              encode=inst.ours.seconds.get("encode", 0.0), runtime=runner.seconds,
-                              match=inst.ours.seconds.get("match", 0.0), padded=runner.padded,
-                              real=runner.real, batches=runner.batches)
+                record.update(ours_total=elapsed)
+        # rapidscore's pieces: the timed call again, phase by phase (not part of any ratio).
+        phased, phases = rapidscore_phases(ours, cands, refs, reference_batch_size=64)
+        record.update(phases_total=phases["total"], plan=phases["plan"], tokenize=phases["tokenize"],
+                      encode=phases["encode"], runtime=phases["runtime"], finish=phases["finish"],
+                      padded=phases["padded"], real=phases["real"], batches=phases["batches"],
+                      phases_vs_score_max_abs_dF=max_mean_abs(phased.f1, results["rapidscore BERTScore"])[0])
         pieces.append(record)
 
     ref_f1 = np.asarray(results["bert_score.BERTScorer"], dtype=np.float64)
@@ -381,10 +413,11 @@ def steady_state(name: str, model_dir: Path, layer: int, cands, refs, reps: int,
             "reference_padding_waste": piece("ref_padded") / max(piece("ref_real"), 1) - 1.0,
             "rapidscore_batches": piece("batches"),
         },
+        "phases_vs_score_max_abs_dF": max(p["phases_vs_score_max_abs_dF"] for p in pieces),
         "breakdown_s": {
-            "total": piece("ours_total"), "tokenize": piece("tokenize"), "encode": encode_s,
-            "encode_runtime": runtime_s, "match": piece("match"),
-            "rest": piece("ours_total") - piece("tokenize") - encode_s - piece("match"),
+            "score_total": piece("ours_total"), "total": piece("phases_total"), "plan": piece("plan"),
+            "tokenize": piece("tokenize"), "encode": encode_s, "encode_runtime": runtime_s,
+            "finish": piece("finish"),
             "reference_total": piece("ref_total"), "reference_encode_incl_tokenize": ref_encode_s,
             "reference_match": piece("ref_match"),
         } if breakdown else None,
@@ -464,33 +497,20 @@ def end_to_end(model_dir: Path, layer: int, cands, refs, reps: int, workdir: Pat
     return out
 
 
-def latency(model_dir: Path, layer: int, cand: str, ref: str, calls: int, inst: Instrumented | None = None,
-            precisions=()) -> dict:
+def latency(model_dir: Path, layer: int, cand: str, ref: str, calls: int, precisions=(),
+            breakdown: bool = True) -> dict:
     """Single-pair latency: BERTScorer.score vs BERTScore.score (and the extra precisions /
-    backends), alternating in blocks."""
+    backends), alternating in blocks. With ``breakdown``, rapidscore's pieces come from
+    ``calls`` more calls afterwards, run phase by phase (``rapidscore_phases``; not timed for
+    the percentiles)."""
     import bert_score
 
     from rapidscore.bertscore import BERTScore
 
     reference = bert_score.BERTScorer(model_type=str(model_dir), num_layers=layer)
     ours = BERTScore(str(model_dir), layer)
-    runner = inst.attach(ours) if inst is not None else None
-    pieces = []
-
-    def ours_call():
-        if inst is not None:
-            inst.reset()
-        start = time.perf_counter()
-        ours.score([cand], [ref])
-        total = time.perf_counter() - start
-        if inst is not None:
-            seconds = inst.ours.seconds
-            pieces.append({"total": total, "tokenize": seconds.get("tokenize", 0.0),
-                           "encode": seconds.get("encode", 0.0), "runtime": runner.seconds,
-                           "match": seconds.get("match", 0.0)})
-
     runs = {"bert_score.BERTScorer": lambda: reference.score([cand], [ref]),
-            "rapidscore BERTScore": ours_call}
+            "rapidscore BERTScore": lambda: ours.score([cand], [ref])}
     scorers = {"rapidscore BERTScore": ours}
     for precision in precisions:
         options = {"backend": "openvino"} if precision == "openvino-fp32" else {"precision": precision}
@@ -520,11 +540,10 @@ def latency(model_dir: Path, layer: int, cand: str, ref: str, calls: int, inst: 
         out[key] = {"p50_ms": common.percentile(values, 50), "p99_ms": common.percentile(values, 99),
                     "mean_ms": sum(values) / len(values)}
     out["p50_ratio"] = out["rapidscore BERTScore"]["p50_ms"] / out["bert_score.BERTScorer"]["p50_ms"]
-    if pieces:
-        pieces = pieces[-calls:]  # the timed calls, not the warm-up
-        median_ms = {key: 1000.0 * common.median([p[key] for p in pieces]) for key in pieces[0]}
-        median_ms["rest"] = median_ms["total"] - median_ms["tokenize"] - median_ms["encode"] - median_ms["match"]
-        out["rapidscore_breakdown_ms"] = median_ms
+    if breakdown:
+        keys = ("total", "plan", "tokenize", "encode", "runtime", "finish")
+        pieces = [rapidscore_phases(ours, [cand], [ref])[1] for _ in range(calls)]
+        out["rapidscore_breakdown_ms"] = {key: 1000.0 * common.median([p[key] for p in pieces]) for key in keys}
     from rapidscore.encoder.model_source import read_config
 
     out["useful_gflop"] = useful_flops(out["tokens"], read_config(model_dir), layer) / 1e9
@@ -556,7 +575,7 @@ def one_token_forward_ms(scorers: dict) -> dict:
     for key, scorer in scorers.items():
         ids = np.array([[scorer.encoder.spec.cls_id or 0]], dtype=np.int64)
         mask = np.ones_like(ids)
-        runner = scorer.encoder._runner
+        runner = scorer.encoder.runner
         for _ in range(10):
             runner(ids, mask)
         times = []
@@ -669,11 +688,13 @@ def render(data: dict) -> str:
         if b:
             floor_ms = lat["useful_gflop"] / data["peak_fp32_gflops"] * 1000.0
             lines += [
-                f"rapidscore's call, median pieces: tokenise {b['tokenize']:.2f} ms, encode {b['encode']:.2f} ms "
-                f"(ONNX Runtime {b['runtime']:.2f} ms), match {b['match']:.3f} ms, rest {b['rest']:.2f} ms. The "
-                f"encoder work of one pair is {lat['useful_gflop'] * 1000:.0f} MFLOP: {floor_ms:.2f} ms at the "
-                f"measured fp32 peak, so the compute floor in fp32 is about "
-                f"{floor_ms + b['tokenize'] + b['match'] + b['rest']:.1f} ms.",
+                f"rapidscore's call run phase by phase ({lat['calls']} more calls after the timed ones), median "
+                f"pieces: `plan` {b['plan']:.3f} ms, `encoder.tokenizer.encode` {b['tokenize']:.2f} ms, "
+                f"`encoder.embed_ids` {b['encode']:.2f} ms (the runner call alone, ONNX Runtime: "
+                f"{b['runtime']:.2f} ms), `finish` {b['finish']:.3f} ms (weights, matching, best reference); "
+                f"{b['total']:.2f} ms in all. The encoder work of one pair is "
+                f"{lat['useful_gflop'] * 1000:.0f} MFLOP: {floor_ms:.2f} ms at the measured fp32 peak, so the "
+                f"compute floor in fp32 is about {floor_ms + b['total'] - b['encode']:.1f} ms.",
                 "",
             ]
         if lat.get("one_token_forward_ms"):
@@ -691,8 +712,9 @@ def render(data: dict) -> str:
         "",
         "Useful FLOPs per real token per layer = 2 (4 h^2 + 2 h i) + 4 s h (h hidden size, i "
         "feed-forward size, s the sentence's own length; padding, layer norms, softmax, GELU and "
-        "embeddings not counted). Encoder time: rapidscore's `Encoder._embed_ids` (padding, runtime, "
-        "copies; the ONNX Runtime call alone in brackets); the reference's `get_bert_embedding` "
+        "embeddings not counted). Encoder time: rapidscore's `Encoder.embed_ids` (padding, runtime, "
+        "copies; the runner call alone in brackets, timed by a counting wrapper assigned to "
+        "`Encoder.runner`), from the phase-by-phase run of each repetition; the reference's `get_bert_embedding` "
         "calls (tokenisation included, as the reference does it per batch). Padding waste = padded "
         "tokens fed to the model / real tokens - 1 (rapidscore: length-sorted batches under a token "
         "budget; reference: 64 sentences per batch sorted by word count).",
@@ -716,14 +738,16 @@ def render(data: dict) -> str:
         lines += [
             "### Where the time goes (medians over the repetitions, seconds)",
             "",
-            "rapidscore pieces timed inside real `BERTScore.score` calls: tokenise = "
-            "`encoder.tokenizer.encode`, encode = `encoder._embed_ids` (ONNX Runtime call alone in "
-            "brackets), match = `bertscore.matching.greedy_match`, rest = the call minus those "
-            "(dedup, normalisation, weights, grouping). Reference: `get_bert_embedding` (with its "
-            "tokenisation) and `greedy_cos_idf`.",
+            "rapidscore: score() = the timed `BERTScore.score` call; its pieces come from one more "
+            "call per repetition, untimed for the ratios, run phase by phase through the public API "
+            "(percentages of that run's total): plan = `BERTScore.plan` (validation, strip, dedupe), "
+            "tokenise = `encoder.tokenizer.encode`, encode = `encoder.embed_ids` (the runner call "
+            "alone in brackets, timed by a counting wrapper assigned to `Encoder.runner`), finish = "
+            "`BERTScore.finish` (weights, matching, best reference, rescaling). Reference, inside its "
+            "timed calls: `get_bert_embedding` (with its tokenisation) and `greedy_cos_idf`.",
             "",
-            "| workload | rapidscore total | tokenise | encode (runtime) | match | rest | reference total | reference encode | reference match | reference rest |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| workload | rapidscore score() | phases total | plan | tokenise | encode (runtime) | finish | reference total | reference encode | reference match | reference rest |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for key, w in breakdowns.items():
             b = w["breakdown_s"]
@@ -734,8 +758,8 @@ def render(data: dict) -> str:
 
             ref_rest = b["reference_total"] - b["reference_encode_incl_tokenize"] - b["reference_match"]
             lines.append(
-                f"| {key} | {total:.3f} | {pct(b['tokenize'])} | {pct(b['encode'])} ({b['encode_runtime']:.3f}) | "
-                f"{pct(b['match'])} | {pct(b['rest'])} | {b['reference_total']:.3f} | "
+                f"| {key} | {b['score_total']:.3f} | {total:.3f} | {pct(b['plan'])} | {pct(b['tokenize'])} | "
+                f"{pct(b['encode'])} ({b['encode_runtime']:.3f}) | {pct(b['finish'])} | {b['reference_total']:.3f} | "
                 f"{pct(b['reference_encode_incl_tokenize'], b['reference_total'])} | "
                 f"{pct(b['reference_match'], b['reference_total'])} | {pct(ref_rest, b['reference_total'])} |")
         lines.append("")
@@ -819,7 +843,7 @@ def main(argv=None) -> int:
             "precisions_available": available, "precisions_run": precisions, "workloads": {}}
     print("[probe] matrix multiply", file=sys.stderr, flush=True)
     data["gemm"] = common.gemm_probe(threads=common.available_cpus())
-    inst = Instrumented()
+    inst = ReferenceInstrumented()
     minilm = Path(embedded_model_dir())
 
     if "W1" in workloads:
@@ -852,7 +876,7 @@ def main(argv=None) -> int:
     if "W4" in workloads:
         print("[W4] single-pair latency", file=sys.stderr, flush=True)
         cands, refs = common.sentence_pairs(50, 10, 16, seed=4)
-        data["latency"] = latency(minilm, 6, cands[0], refs[0], args.w4_calls, inst, precisions)
+        data["latency"] = latency(minilm, 6, cands[0], refs[0], args.w4_calls, precisions)
     # fp32 peak = the best matrix-multiply rate seen in any probe of this run.
     probes = [data["gemm"]["peak_fp32_gflops"]] + [g for w in data["workloads"].values()
                                                    for g in w["encoder"]["probe_gflops_per_rep"]]

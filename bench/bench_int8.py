@@ -13,7 +13,7 @@ exported ONNX graph, all with ONNX Runtime on the CPU:
 Speed is the encoder-bound ``BERTScore.score`` time against fp32 in the same run (interleaved,
 median of repetitions). The scores are those of the scorer with each graph swapped in.
 
-    python bench/bench_int8.py [--w1-pairs 400] [--w2-pairs 60] [--reps 2]
+    python bench/bench_int8.py [--workloads W1,W2] [--w1-pairs 400] [--w2-pairs 60] [--reps 2]
 
 Writes bench/results/int8.md and bench/results/int8.json.
 """
@@ -64,7 +64,8 @@ def measure(name: str, model_dir: Path, layer: int, cands, refs, reps: int, work
     from scipy.stats import kendalltau
 
     from rapidscore.bertscore import BERTScore
-    from rapidscore.encoder.runtime import OnnxRunner
+    from rapidscore.encoder import Encoder
+    from rapidscore.encoder.runtime.onnx import OnnxRunner
 
     fp32 = BERTScore(str(model_dir), layer)
     source = fp32.encoder.cache_entry / "model.onnx"
@@ -73,9 +74,11 @@ def measure(name: str, model_dir: Path, layer: int, cands, refs, reps: int, work
         print(f"[{name}] quantising: {scheme}", file=sys.stderr, flush=True)
         target = workdir / f"{name}-{scheme}.onnx"
         quantize(scheme, source, target)
-        scorer = BERTScore(str(model_dir), layer)
-        scorer.encoder._runner = OnnxRunner(target, "cpu", None)  # same tokenizer, quantised graph
-        scorers[scheme] = scorer
+        # An encoder of its own (get_encoder would hand every scorer the fp32 one, shared), with
+        # the same tokenizer and the quantised graph as its public, assignable runner.
+        encoder = Encoder(str(model_dir), layer=layer)
+        encoder.runner = OnnxRunner(target, "cpu", None)
+        scorers[scheme] = BERTScore(str(model_dir), layer, encoder=encoder)
     for scorer in scorers.values():
         scorer.score(cands[:8], refs[:8])
     times = {key: [] for key in scorers}
@@ -101,6 +104,7 @@ def measure(name: str, model_dir: Path, layer: int, cands, refs, reps: int, work
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", default="W1,W2", help="comma-separated subset of W1,W2")
     parser.add_argument("--w1-pairs", type=int, default=400)
     parser.add_argument("--w2-pairs", type=int, default=60)
     parser.add_argument("--reps", type=int, default=2)
@@ -115,14 +119,18 @@ def main(argv=None) -> int:
 
     data = {"date": common.now(), "machine": common.machine_info(), "versions": common.package_versions(),
             "commit": common.git_commit(), "command": common.command_line(), "reps": args.reps, "workloads": {}}
+    workloads = [w.strip().upper() for w in args.workloads.split(",") if w.strip()]
     with tempfile.TemporaryDirectory(prefix="rapidscore-int8-") as workdir:
-        cands, refs = common.sentence_pairs(args.w1_pairs, 10, 40, seed=1)
-        data["workloads"]["W1"] = measure("W1", Path(embedded_model_dir()), 6, cands, refs, args.reps, Path(workdir))
-        data["workloads"]["W1"]["label"] = "all-MiniLM-L6-v2, layer 6"
-        cands, refs = common.sentence_pairs(args.w2_pairs, 10, 40, seed=2)
-        model = roberta_large_17_dir(cache / "models")
-        data["workloads"]["W2"] = measure("W2", model, 17, cands, refs, args.reps, Path(workdir))
-        data["workloads"]["W2"]["label"] = "roberta-large config (random), 17"
+        if "W1" in workloads:
+            cands, refs = common.sentence_pairs(args.w1_pairs, 10, 40, seed=1)
+            data["workloads"]["W1"] = measure("W1", Path(embedded_model_dir()), 6, cands, refs, args.reps,
+                                              Path(workdir))
+            data["workloads"]["W1"]["label"] = "all-MiniLM-L6-v2, layer 6"
+        if "W2" in workloads:
+            cands, refs = common.sentence_pairs(args.w2_pairs, 10, 40, seed=2)
+            model = roberta_large_17_dir(cache / "models")
+            data["workloads"]["W2"] = measure("W2", model, 17, cands, refs, args.reps, Path(workdir))
+            data["workloads"]["W2"]["label"] = "roberta-large config (random), 17"
     data["run_seconds"] = time.perf_counter() - run_start
 
     lines = [
