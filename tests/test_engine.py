@@ -171,3 +171,24 @@ def test_missing_export_extra_names_the_extra(monkeypatch, tiny_model_path, tmp_
     monkeypatch.setattr(importlib.util, "find_spec", without_onnxscript)
     with pytest.raises(ImportError, match=r"onnxscript.*rapidscore\[export\]"):
         Encoder(str(tiny_model_path("bert")), layer=3, cache_dir=tmp_path)
+
+
+def test_span_alignment_and_phrase_kernels_lease_the_budget_too():
+    from rapidscore import threads
+    from rapidscore.abstention.detectors import KeywordMatcher
+    from rapidscore.kernels.alignment import align_spans_batch
+
+    offsets = np.array([0, 2])
+    starts, ends = np.array([0, 10]), np.array([5, 15])
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: align_spans_batch(offsets, starts, ends, offsets, starts, ends,
+                                                            n_threads=0), range(16)))
+    assert all(np.array_equal(r[1], results[0][1]) for r in results)
+    matcher = KeywordMatcher()
+    texts = ["I'm sorry, but I cannot help with that.", "Sure, here is the recipe."] * 50
+    with ThreadPoolExecutor(8) as pool:
+        matches = list(pool.map(lambda _: matcher.match(texts)[0], range(16)))
+    assert all(np.array_equal(m, matches[0]) for m in matches)
+    assert threads.threads_in_use() == 0
+    with pytest.raises(ValueError, match="n_threads must be in"):
+        align_spans_batch(offsets, starts, ends, offsets, starts, ends, n_threads=99999999999)

@@ -19,7 +19,8 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ["thread_budget", "set_thread_budget", "available_cpus", "lease", "check_num_threads", "threads_in_use"]
+__all__ = ["thread_budget", "set_thread_budget", "available_cpus", "lease", "check_num_threads", "threads_in_use",
+           "requested_threads"]
 
 # A thread count above this is a typo (or an attack), not a machine: refuse it with a clear error.
 MAX_THREADS = 1024
@@ -43,6 +44,16 @@ def check_num_threads(value, name: str = "num_threads") -> int | None:
     if not 1 <= value <= MAX_THREADS:
         raise ValueError(f"{name} must be in [1, {MAX_THREADS}] (or None for the thread budget), got {value}")
     return value
+
+
+def requested_threads(n_threads, name: str = "n_threads") -> int | None:
+    """A kernel's ``n_threads`` argument as a lease request: ``<= 0`` (the kernels' "all cores")
+    asks for the whole budget (None), a positive count is checked like ``num_threads``."""
+    if not isinstance(n_threads, bool) and isinstance(n_threads, int) and n_threads <= 0:
+        return None
+    if hasattr(n_threads, "__index__") and not isinstance(n_threads, bool) and int(n_threads) <= 0:
+        return None
+    return check_num_threads(n_threads, name)
 
 
 class _Budget:

@@ -103,7 +103,9 @@ class KeywordMatcher:
             status = np.full(n, 2, dtype=np.int8)
             best = np.full(n, -1, dtype=np.int32)
         else:
-            status, best, _ = self._native.match(texts, self.n_threads)
+            from rapidscore.kernels.phrases import match_phrases
+
+            status, best, _ = match_phrases(self._native, texts, self.n_threads)
         above = status == 1
         for i in np.flatnonzero(status == 2):
             text = _ref.expand_contractions(texts[i])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from rapidscore import _core
+from rapidscore.threads import lease, requested_threads
 
 __all__ = ["align_spans_batch"]
 
@@ -32,14 +33,18 @@ def align_spans_batch(
     schemes ("strict", "exact", "partial", "type") maximise correct pairs, then matched pairs,
     then Jaccard, among pairs whose overlap covers ``min_overlap_percent`` % of the gold span, and
     need integer label ids. ``method="auto"`` runs the dynamic programme where both sides are sorted
-    and non-overlapping, the assignment solver otherwise. ``n_threads <= 0`` uses every core.
+    and non-overlapping, the assignment solver otherwise. ``n_threads <= 0`` takes the thread
+    budget (``rapidscore.threads``); either way threads are leased from it.
 
     Returns (pair_offsets, gold_index, pred_index, jaccard, used_dp): the matched pairs of record r
     are ``pair_offsets[r]:pair_offsets[r + 1]``, with within-record indices sorted by gold index;
     ``used_dp[r]`` tells whether the dynamic programme ran.
     """
-    return _core.alignment.align_spans_batch(
-        gold_offsets, gold_starts, gold_ends, pred_offsets, pred_starts, pred_ends,
-        gold_labels=gold_labels, pred_labels=pred_labels, scheme=scheme, method=method,
-        min_jaccard=float(min_jaccard), min_overlap_percent=float(min_overlap_percent), n_threads=int(n_threads),
-    )
+    wanted = requested_threads(n_threads)
+    with lease(wanted) as granted:
+        return _core.alignment.align_spans_batch(
+            gold_offsets, gold_starts, gold_ends, pred_offsets, pred_starts, pred_ends,
+            gold_labels=gold_labels, pred_labels=pred_labels, scheme=scheme, method=method,
+            min_jaccard=float(min_jaccard), min_overlap_percent=float(min_overlap_percent), n_threads=granted,
+        )
+

@@ -11,10 +11,18 @@ SELECT's contraction rules and rapidfuzz's ``default_process`` for ASCII text.
 from __future__ import annotations
 
 from rapidscore import _core
+from rapidscore.threads import lease, requested_threads
 
-__all__ = ["FuzzyPhraseMatcher", "expand_contractions_ascii", "default_process_ascii"]
+__all__ = ["FuzzyPhraseMatcher", "match_phrases", "expand_contractions_ascii", "default_process_ascii"]
 
 FuzzyPhraseMatcher = _core.phrases.FuzzyPhraseMatcher
+
+
+def match_phrases(matcher, texts: list[str], n_threads: int = 0):
+    """``matcher.match(texts, threads)`` with threads leased from the process's budget
+    (``n_threads <= 0``: as many as the budget allows)."""
+    with lease(requested_threads(n_threads)) as granted:
+        return matcher.match(texts, granted)
 
 
 def expand_contractions_ascii(text: str) -> str:
