@@ -192,3 +192,30 @@ def test_span_alignment_and_phrase_kernels_lease_the_budget_too():
     assert threads.threads_in_use() == 0
     with pytest.raises(ValueError, match="n_threads must be in"):
         align_spans_batch(offsets, starts, ends, offsets, starts, ends, n_threads=99999999999)
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU and a CUDA build of torch")
+@pytest.mark.parametrize("all_layers", [False, True])
+def test_cuda_store_stays_on_the_device_and_matches_the_cpu(tiny_model_path, all_layers):
+    model = str(tiny_model_path("bert"))
+    cands = ["the cat sat on the mat", "a dog barks loudly", "", "same words"]
+    refs = [["a cat was on a mat", "cats sit"], ["the dog is loud"], ["nothing"], ["same words"]]
+    layer = None if all_layers else 3
+    on_gpu = BERTScore(model, layer, backend="torch", device="cuda", all_layers=all_layers, idf=True)
+    on_cpu = BERTScore(model, layer, backend="torch", device="cpu", all_layers=all_layers, idf=True)
+    plan = on_gpu.plan(cands, refs)
+    store = on_gpu.encode(plan)
+    assert not store.on_host and store.device.startswith("cuda")  # no copy to the host before matching
+    got = on_gpu.finish(plan, store, reference_batch_size=2)
+    expected = on_cpu.score(cands, refs, reference_batch_size=2)
+    # Same model on two devices: GPU kernels (no TF32) vs CPU differ in float32 rounding, ~1e-6.
+    np.testing.assert_allclose(got.f1, expected.f1, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(got.precision, expected.precision, atol=1e-5, rtol=0)
