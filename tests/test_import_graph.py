@@ -1,0 +1,85 @@
+"""The package's module-level imports form no cycle (layering: common and kernels below encoder,
+encoder below the metrics, the CLI above all)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import rapidscore
+
+PACKAGE_ROOT = Path(rapidscore.__file__).resolve().parent
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE_ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_level_imports(path: Path, known: set[str]) -> set[str]:
+    """rapidscore modules imported by statements at module level (function-level imports are
+    deliberate late bindings and cannot form an import-time cycle)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
+        for name in names:
+            if not name.startswith("rapidscore"):
+                continue
+            while name not in known and "." in name:  # `from pkg import function` -> pkg
+                name = name.rsplit(".", 1)[0]
+            if name in known:
+                found.add(name)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    paths = {_module_name(p): p for p in PACKAGE_ROOT.rglob("*.py")}
+    known = set(paths)
+    return {name: _module_level_imports(path, known) - {name} for name, path in paths.items()}
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return stack[stack.index(target):] + [target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_graph_is_read_from_the_sources():
+    graph = _graph()
+    assert "rapidscore.kernels.matching" in graph["rapidscore.bertscore.scorer"] or \
+        "rapidscore.encoder.store" in graph["rapidscore.bertscore.scorer"]
+    assert "rapidscore.threads" in graph["rapidscore.kernels.matching"]
+
+
+def test_no_import_cycle():
+    cycle = _find_cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": set()}) is None
