@@ -23,14 +23,14 @@ import numpy as np
 
 from rapidscore._version import __version__
 from rapidscore.bertscore import baselines as _baselines
+from rapidscore.bertscore.idf import idf_from_ids, is_any_of, token_weights
 from rapidscore.bertscore.result import BERTScoreResult
+from rapidscore.bertscore.tables import model_for_language, tuned_layer
 from rapidscore.common.inputs import normalize_inputs
 from rapidscore.common.signature import build_signature, package_version, version_fields
-from rapidscore.bertscore.idf import idf_from_ids, is_any_of, token_weights
-from rapidscore.bertscore.tables import model_for_language, tuned_layer
-from rapidscore.errors import RapidscoreWarning, check_positive_int
 from rapidscore.encoder.model_source import DEFAULT_MODEL
 from rapidscore.encoder.store import TokenStore, is_tensor
+from rapidscore.errors import RapidscoreWarning, check_positive_int
 
 __all__ = ["BERTScore", "BERTScoreResult", "ScoringPlan", "score", "normalize_inputs"]
 

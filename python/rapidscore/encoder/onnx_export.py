@@ -113,9 +113,7 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
     import numpy as np
     import torch
 
-    from rapidscore.encoder.torch_model import (
-        LayerOutput, load_tokenizer, load_truncated_model, tokenizer_spec,
-    )
+    from rapidscore.encoder.torch_model import LayerOutput, load_tokenizer, load_truncated_model, tokenizer_spec
 
     if precision != "fp32":
         raise ValueError(f"ONNX export supports precision 'fp32', got {precision!r}")
