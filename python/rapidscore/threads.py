@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = ["thread_budget", "set_thread_budget", "available_cpus", "lease", "check_num_threads", "threads_in_use"]
 

@@ -9,7 +9,8 @@ extracted ``answer`` is judged (as SELECT does).
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Callable
 
 import numpy as np
 

@@ -14,7 +14,7 @@ White_Space class where SELECT's ``\\s`` matters; transliteration per :mod:`._te
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from rapidscore.abstention._text import WHITESPACE_CLASS, transliterate
 

@@ -18,8 +18,9 @@ import gzip
 import json
 import os
 import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 EVAL_TYPES = ("abstention", "generalization", "specificity")
 FLAT_COLUMNS = ("model", "technique", "eval_type", "seed", "concept", "question", "response")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from typing import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 
 class TaxonomyError(ValueError):
@@ -60,7 +60,7 @@ class Taxonomy:
     # ---- constructors ---------------------------------------------------------------------
     @classmethod
     def from_nested(cls, tree: Mapping, *, children_key: str = "children", name_key: str = "name",
-                    source: str = "<nested>") -> "Taxonomy":
+                    source: str = "<nested>") -> Taxonomy:
         """From ``{id: {"name": ..., "children": {id: {...}}}}`` (SELECT) or a list form
         ``[{"id": ..., "name": ..., "children": [...]}]``."""
         edges, names = [], {}
@@ -89,7 +89,7 @@ class Taxonomy:
 
     @classmethod
     def from_edges_csv(cls, path: str | os.PathLike, *, parent_column: str = "parent",
-                       child_column: str = "child", name_column: str | None = "name") -> "Taxonomy":
+                       child_column: str = "child", name_column: str | None = "name") -> Taxonomy:
         """From a CSV with parent/child columns (empty parent = top-level concept)."""
         path = os.fspath(path)
         edges, names, seen = [], {}, set()
@@ -111,7 +111,7 @@ class Taxonomy:
         return cls(edges, names, path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, **kwargs) -> "Taxonomy":
+    def load(cls, path: str | os.PathLike, **kwargs) -> Taxonomy:
         """A taxonomy file: ``.csv`` edge list, else nested JSON (SELECT ``taxonomy.json``)."""
         path = os.fspath(path)
         if path.endswith(".csv"):

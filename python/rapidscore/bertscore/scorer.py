@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -50,7 +50,7 @@ class ScoringPlan:
     n_candidates: int
 
     @classmethod
-    def from_normalized(cls, cands: list, groups: list) -> "ScoringPlan":
+    def from_normalized(cls, cands: list, groups: list) -> ScoringPlan:
         """The plan of validated inputs (``normalize_inputs``' output): one list of references
         per candidate."""
         unique: dict = {}

@@ -12,7 +12,8 @@ import csv
 import gzip
 import json
 import os
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 __all__ = ["FORMATS", "detect_format", "iter_column", "read_column", "read_texts", "read_records"]
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Hashable
+from typing import Any, Callable
 
 from rapidscore.encoder.runtime import Runner, make_runner
 from rapidscore.encoder.tokenization import TokenizerSpec, load_spec

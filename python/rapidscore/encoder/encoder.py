@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

@@ -77,14 +77,14 @@ class TokenStore:
         s = self.order[k]
         return self.embeddings[..., self.offsets[s]:self.offsets[s + 1], :]
 
-    def to_host(self) -> "TokenStore":
+    def to_host(self) -> TokenStore:
         """The same store with numpy embeddings (a no-op on the host)."""
         if self.on_host:
             return self
         embeddings = self.embeddings.detach().float().cpu().numpy()
         return TokenStore(self.ids, self.offsets, embeddings, self.order, self.truncated, self.unit_rows)
 
-    def in_input_order(self) -> "TokenStore":
+    def in_input_order(self) -> TokenStore:
         """A copy whose sentence k is text k (duplicates repeated): the flat layout of callers that
         index ``ids`` and ``embeddings`` directly."""
         lengths = self.lengths()[self.order]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ class PreparedSide:
 def prepare(
     records: Sequence[Record],
     *,
-    texts: Sequence[Optional[str]],
+    texts: Sequence[str | None],
     format: str = "auto",
     trim: bool = True,
     on_missing_surface: str = "error",
@@ -152,7 +153,7 @@ class NerResult:
     settings: dict
     signature: str = ""
     _detail: Any = field(default=None, repr=False)
-    _records: Optional[list] = field(default=None, repr=False)
+    _records: list | None = field(default=None, repr=False)
 
     @property
     def records(self) -> list:
@@ -409,21 +410,21 @@ def compare(
     gold: Any,
     predictions: Mapping[str, Any],
     *,
-    texts: Optional[Sequence[Optional[str]]] = None,
-    ids: Optional[Sequence] = None,
+    texts: Sequence[str | None] | None = None,
+    ids: Sequence | None = None,
     format: str = "auto",
-    gold_format: Optional[str] = None,
-    label_similarity: Union[str, LabelSimilarity] = "embedding",
-    label_model: Optional[str] = None,
-    embedder: Optional[Embedder] = None,
-    label_map: Optional[Mapping[str, str]] = None,
+    gold_format: str | None = None,
+    label_similarity: str | LabelSimilarity = "embedding",
+    label_model: str | None = None,
+    embedder: Embedder | None = None,
+    label_map: Mapping[str, str] | None = None,
     min_jaccard: float = 0.0,
     min_overlap_percent: float = 1.0,
     semeval_matching: str = "optimal",
     trim: bool = True,
     on_missing_surface: str = "error",
     n_threads: int = 0,
-    encoder_options: Optional[Mapping] = None,
+    encoder_options: Mapping | None = None,
 ) -> Comparison:
     """Score several models against one gold standard; returns ``{model: NerResult}`` with
     ``.table()`` and ``.ranking()``.

@@ -20,7 +20,7 @@ trimming and offset repair happen later, in :mod:`rapidscore.ner.normalize`). Su
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 FORMATS = ("auto", "seed", "hf", "gliner", "spacy", "presidio", "nervaluate", "prodigy", "tuples")
 
@@ -35,8 +35,8 @@ class Entity(NamedTuple):
     start: int
     end: int
     label: str
-    surface: Optional[str] = None
-    score: Optional[float] = None
+    surface: str | None = None
+    score: float | None = None
 
 
 def _where(record: Any) -> str:
@@ -107,7 +107,7 @@ def _get(item: Any, *names: str) -> Any:
     return None
 
 
-def _score(value: Any, record: Any) -> Optional[float]:
+def _score(value: Any, record: Any) -> float | None:
     if value is None:
         return None
     try:

@@ -10,7 +10,8 @@ and cached. ``"exact"`` similarity is 1 for identical normalised labels and 0 ot
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Callable
 
 import numpy as np
 
@@ -25,7 +26,7 @@ def normalize_label(label: str) -> str:
     return _SEPARATORS.sub(" ", label).strip().lower()
 
 
-def default_embedder(model: Optional[str] = None, encoder_options: Optional[Mapping] = None) -> Embedder:
+def default_embedder(model: str | None = None, encoder_options: Mapping | None = None) -> Embedder:
     """Sentence-embedding function of the shared encoder (mean pooling, unit vectors); the model
     is loaded on first use, once per process (``rapidscore.encoder.get_encoder``). ``model``
     defaults to rapidscore's embedded all-MiniLM-L6-v2; ``encoder_options`` (backend, device,
@@ -56,10 +57,10 @@ class LabelSimilarity:
         self,
         method: str = "embedding",
         *,
-        model: Optional[str] = None,
-        embedder: Optional[Embedder] = None,
-        label_map: Optional[Mapping[str, str]] = None,
-        encoder_options: Optional[Mapping] = None,
+        model: str | None = None,
+        embedder: Embedder | None = None,
+        label_map: Mapping[str, str] | None = None,
+        encoder_options: Mapping | None = None,
     ):
         if method not in ("embedding", "exact"):
             raise ValueError(f"label similarity must be 'embedding' or 'exact', got {method!r}")
@@ -127,12 +128,12 @@ class LabelSimilarity:
 
 
 def make_label_similarity(
-    label_similarity: Union[str, LabelSimilarity] = "embedding",
+    label_similarity: str | LabelSimilarity = "embedding",
     *,
-    label_model: Optional[str] = None,
-    embedder: Optional[Embedder] = None,
-    label_map: Optional[Mapping[str, str]] = None,
-    encoder_options: Optional[Mapping] = None,
+    label_model: str | None = None,
+    embedder: Embedder | None = None,
+    label_map: Mapping[str, str] | None = None,
+    encoder_options: Mapping | None = None,
 ) -> LabelSimilarity:
     if isinstance(label_similarity, LabelSimilarity):
         return label_similarity

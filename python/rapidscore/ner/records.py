@@ -7,8 +7,9 @@ file holds ``{"id", "text", "gold": <entities>, "predictions": {model: <entities
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any
 
 from rapidscore.common.io import read_records
 
@@ -22,7 +23,7 @@ class Record:
     from (``file:line`` or a list position) for error messages."""
 
     id: Any
-    text: Optional[str]
+    text: str | None
     entities: Any
     where: str
 
@@ -31,7 +32,7 @@ def is_record_dict(item: Any) -> bool:
     return isinstance(item, Mapping) and any(key in item for key in (*ENTITY_KEYS, "gold", "predictions"))
 
 
-def _text_of(item: Mapping, where: str) -> Optional[str]:
+def _text_of(item: Mapping, where: str) -> str | None:
     present = [key for key in TEXT_KEYS if key in item]
     if len(present) > 1 and item[present[0]] != item[present[1]]:
         raise ValueError(f"{where}: 'text' and 'prompt' differ")
@@ -64,7 +65,7 @@ def _record_id(item: Mapping, position: int, where: str, require_id: bool) -> An
 
 
 def to_records(
-    data: Any, *, texts: Optional[Sequence[Optional[str]]] = None, ids: Optional[Sequence] = None, source: str = "input"
+    data: Any, *, texts: Sequence[str | None] | None = None, ids: Sequence | None = None, source: str = "input"
 ) -> list[Record]:
     """Records from a list of record dicts or a list of per-record entity collections (with
     optional parallel ``texts`` and ``ids``). Duplicated ids raise ValueError."""
