@@ -20,8 +20,8 @@ import warnings
 
 from rapidscore.bertscore import baselines as _baselines
 from rapidscore.bertscore.scorer import BERTScore, ScoringPlan, reference_hash
-from rapidscore.bertscore.tables import MODEL_FOR_LANGUAGE as lang2model  # noqa: F401 (reference name)
-from rapidscore.bertscore.tables import TUNED_LAYER as model2layers  # noqa: F401 (reference name)
+from rapidscore.bertscore.tables import MODEL_FOR_LANGUAGE as lang2model  # bert-score's public name
+from rapidscore.bertscore.tables import TUNED_LAYER as model2layers  # bert-score's public name
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
 from rapidscore.common.inputs import normalize_inputs
 from rapidscore.errors import check_positive_int

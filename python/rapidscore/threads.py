@@ -37,7 +37,7 @@ def check_num_threads(value, name: str = "num_threads") -> int | None:
     """``value`` as an int in [1, MAX_THREADS], or None (use the budget); else a clear error."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
+    if isinstance(value, bool) or (not isinstance(value, int) and not hasattr(value, "__index__")):
         raise TypeError(f"{name} must be an int or None, got {type(value).__name__}: {value!r}")
     value = int(value)
     if not 1 <= value <= MAX_THREADS:

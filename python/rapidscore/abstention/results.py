@@ -194,7 +194,7 @@ def load_results_tree(root: str | os.PathLike, *, models: Iterable[str] | None =
             if not os.path.isdir(folder):
                 continue
             for name in sorted(os.listdir(folder)):
-                if not (name.endswith(".json.gz") or name.endswith(".json")):
+                if not name.endswith((".json.gz", ".json")):
                     continue
                 technique = name[: -len(".json.gz")] if name.endswith(".gz") else name[: -len(".json")]
                 if wanted_techniques is None or technique in wanted_techniques:

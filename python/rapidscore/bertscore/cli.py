@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "equal the reference CLI's (0: maxima over real tokens only); the encoder batches "
                              "by token budget (--batch-tokens) either way")
     parser.add_argument("--batch-tokens", type=int, default=None,
-                        help="padded tokens per encoder batch (default: 1024 on CPU in fp32, 2048 in bf16, 16384 on GPU)")
+                        help="padded tokens per encoder batch "
+                             "(default: 1024 on CPU in fp32, 2048 in bf16, 16384 on GPU)")
     parser.add_argument("--idf", action="store_true", help="idf weighting from the references")
     parser.add_argument("--rescale_with_baseline", action="store_true", help="rescale with the published baseline")
     parser.add_argument("--baseline_path", default=None, help="custom baseline file (LAYER,P,R,F)")

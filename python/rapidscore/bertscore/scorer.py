@@ -115,7 +115,9 @@ class BERTScore:
             self.compute_idf(idf_sents)
         self._baseline = None
         if rescale_with_baseline:
-            path = baseline_path if baseline_path is not None else _baselines.default_baseline_path(lang, self.model_name)
+            path = baseline_path
+            if path is None:
+                path = _baselines.default_baseline_path(lang, self.model_name)
             if path is None:
                 raise FileNotFoundError(
                     f"no baseline for {self.model_name} on {lang}: the published baselines come with "

@@ -41,7 +41,7 @@ def default_backend(backend: str | None, precision: str) -> str:
 
 def check_texts(texts, name: str = "texts") -> list[str]:
     """Validate a list of strings; raise TypeError naming the first offending item."""
-    if isinstance(texts, (str, bytes, dict)) or not isinstance(texts, Sequence) and not hasattr(texts, "__iter__"):
+    if isinstance(texts, (str, bytes, dict)) or (not isinstance(texts, Sequence) and not hasattr(texts, "__iter__")):
         raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}")
     texts = list(texts)
     for index, text in enumerate(texts):

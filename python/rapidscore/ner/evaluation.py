@@ -304,7 +304,8 @@ def score_model(
             sp = p.offsets[srec] + sa.pred_index
             same_bounds = (g.starts[sg] == p.starts[sp]) & (g.ends[sg] == p.ends[sp])
             same_label = g.labels[sg] == p.labels[sp]
-            ok = {"strict": same_bounds & same_label, "exact": same_bounds, "partial": same_bounds, "type": same_label}[scheme]
+            ok = {"strict": same_bounds & same_label, "exact": same_bounds, "partial": same_bounds,
+                  "type": same_label}[scheme]
             matched = np.bincount(srec, minlength=n)
             cor = np.bincount(srec, weights=ok, minlength=n).astype(np.int64)
             rest = matched - cor
@@ -377,7 +378,11 @@ class Comparison(dict):
             lines += ["| " + " | ".join(row) + " |" for row in rows]
             return "\n".join(lines)
         widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-        fmt = lambda row: "  ".join(str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(row, widths)))
+
+        def fmt(row: list) -> str:
+            cells = (str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(row, widths)))
+            return "  ".join(cells)
+
         return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, rows)])
 
     def to_dict(self, records: bool = True) -> dict:
@@ -437,8 +442,8 @@ def compare(
     """
     if not isinstance(predictions, Mapping) or not predictions:
         raise TypeError("predictions must be a non-empty mapping of model name -> predictions")
-    similarity = make_label_similarity(label_similarity, label_model=label_model, embedder=embedder, label_map=label_map,
-                                       encoder_options=encoder_options)
+    similarity = make_label_similarity(label_similarity, label_model=label_model, embedder=embedder,
+                                       label_map=label_map, encoder_options=encoder_options)
     if texts is not None:  # numpy arrays, pandas Series and pyarrow arrays too (None = no text)
         texts = as_list(texts, "texts", "a list of strings")
     if ids is not None:

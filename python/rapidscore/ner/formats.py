@@ -58,7 +58,7 @@ def _offset(value: Any, what: str, record: Any) -> int:
 
 
 def _label(value: Any, record: Any) -> str:
-    if value.__class__ is not str and not isinstance(value, str) or not value or value.isspace():
+    if (value.__class__ is not str and not isinstance(value, str)) or not value or value.isspace():
         raise ValueError(f"{_where(record)}: entity label must be a non-empty string, got {value!r}")
     return value
 
@@ -124,7 +124,8 @@ def _span_entity(item: Any, label_key: tuple, surface_key: tuple, record: Any) -
     _check_span(start, end, record, item)
     label = _get(item, *label_key)
     if label is None:
-        raise ValueError(f"{_where(record)}: entity {item!r} has no label (expected {' or '.join(map(repr, label_key))})")
+        expected = " or ".join(map(repr, label_key))
+        raise ValueError(f"{_where(record)}: entity {item!r} has no label (expected {expected})")
     label = _label(label, record)
     surface = _get(item, *surface_key) if surface_key else None
     if surface is not None and not isinstance(surface, str):

@@ -110,9 +110,8 @@ def read_jsonl(path: str, *, require_id: bool = True) -> list[Record]:
     """Records of a JSONL file (one ``{"id", "text", "labels"}`` object per line)."""
     records = []
     for position, (item, where) in enumerate(_read_lines(path)):
-        records.append(
-            Record(_record_id(item, position, where, require_id), _text_of(item, where), _entities_of(item, where), where)
-        )
+        rid = _record_id(item, position, where, require_id)
+        records.append(Record(rid, _text_of(item, where), _entities_of(item, where), where))
     _check_unique(records, path)
     return records
 
@@ -131,7 +130,8 @@ def read_combined_jsonl(path: str) -> tuple[list[Record], dict]:
             models = list(item["predictions"])
             predictions = {name: [] for name in models}
         elif set(item["predictions"]) != set(models):
-            raise ValueError(f"{where}: predictions name models {sorted(item['predictions'])}, expected {sorted(models)}")
+            raise ValueError(f"{where}: predictions name models {sorted(item['predictions'])}, "
+                             f"expected {sorted(models)}")
         gold.append(Record(rid, text, item["gold"], where))
         for name in models:
             predictions[name].append(Record(rid, text, item["predictions"][name], where))
@@ -149,13 +149,16 @@ def join_by_id(gold: list[Record], predicted: list[Record], model: str) -> list[
     missing = [rec.id for rec in gold if rec.id not in by_id]
     extra = [rec.id for rec in predicted if rec.id not in gold_ids]
     if missing:
-        raise ValueError(f"model {model!r}: no prediction for gold id(s) {missing[:10]}{' ...' if len(missing) > 10 else ''}")
+        more = " ..." if len(missing) > 10 else ""
+        raise ValueError(f"model {model!r}: no prediction for gold id(s) {missing[:10]}{more}")
     if extra:
-        raise ValueError(f"model {model!r}: prediction id(s) {extra[:10]}{' ...' if len(extra) > 10 else ''} not in the gold file")
+        more = " ..." if len(extra) > 10 else ""
+        raise ValueError(f"model {model!r}: prediction id(s) {extra[:10]}{more} not in the gold file")
     joined = []
     for rec in gold:
         pred = by_id[rec.id]
         if pred.text is not None and rec.text is not None and pred.text != rec.text:
-            raise ValueError(f"model {model!r}: id {rec.id!r}: text differs from the gold text ({pred.where} vs {rec.where})")
+            raise ValueError(f"model {model!r}: id {rec.id!r}: text differs from the gold text "
+                             f"({pred.where} vs {rec.where})")
         joined.append(pred)
     return joined

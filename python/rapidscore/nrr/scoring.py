@@ -126,7 +126,8 @@ class SentenceSimilarity:
             from rapidscore.encoder import get_encoder
             from rapidscore.encoder.model_source import resolve_model, sentence_transformers_max_length
 
-            max_length = encoder_options.pop("max_length", None) or sentence_transformers_max_length(resolve_model(model))
+            max_length = encoder_options.pop("max_length", None)
+            max_length = max_length or sentence_transformers_max_length(resolve_model(model))
             self.encoder = get_encoder(model, layer=layer, max_length=max_length, **encoder_options)
         else:
             from rapidscore.bertscore import BERTScore
@@ -164,7 +165,7 @@ class SentenceSimilarity:
         best = np.full(len(groups), -np.inf)
         best_index = np.zeros(len(groups), dtype=np.int64)
         position = np.zeros(len(groups), dtype=np.int64)
-        for k, (owner, sim) in enumerate(zip(owners, sims)):  # few references per item: a plain loop
+        for owner, sim in zip(owners, sims):  # few references per item: a plain loop
             if sim > best[owner]:
                 best[owner], best_index[owner] = sim, position[owner]
             position[owner] += 1

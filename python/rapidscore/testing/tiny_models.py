@@ -27,6 +27,7 @@ Plain module (no pytest): usable from conftest.py, benchmarks, or by hand:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -154,7 +155,7 @@ _ACCENTED_SENTENCES = [
 ]
 _CJK_SENTENCES = [
     "我喜欢学习中文。",
-    "今天天气很好，我们去公园吧。",
+    "今天天气很好，我们去公园吧。",  # noqa: RUF001 (the fullwidth comma is the point: CJK punctuation)
     "北京是中国的首都。",
     "東京は日本の首都です。",
     "日本語のテキストを読みます。",
@@ -321,11 +322,11 @@ def _unigram_pieces(corpus: list[str], normalizer, pre_tokenizer) -> list[tuple[
     alphabet = sorted({c for word in word_freqs for c in word})
     merges = learn_bpe(word_freqs, UNIGRAM_SIZE - len(alphabet), lambda a, b: a + b)
     pieces = alphabet + sorted({a + b for a, b in merges} - set(alphabet))
-    scores = {piece: 0.0 for piece in pieces}
+    scores = dict.fromkeys(pieces, 0.0)
     for _ in range(2):
         vocab = [("<unk>", 0.0)] + sorted(scores.items())
         model = Tokenizer(Unigram(vocab, unk_id=0, byte_fallback=False)).model
-        usage = {piece: 1 for piece in pieces}
+        usage = dict.fromkeys(pieces, 1)
         for word, freq in counts.items():
             for token in model.tokenize(word):
                 usage[token.value] += freq
@@ -484,10 +485,8 @@ def tiny_model_dir(family: str, root: Path) -> Path:
         tmp.chmod(0o755)  # mkdtemp makes it private; a shared RAPIDSCORE_TEST_MODELS needs reading
         if target.exists() and not _is_current(target, stamp):
             stale = Path(tempfile.mkdtemp(prefix=f".{family}-stale-", dir=root))
-            try:
+            with contextlib.suppress(OSError):  # someone else moved it first
                 os.replace(target, stale / "old")
-            except OSError:
-                pass  # someone else moved it first
             shutil.rmtree(stale, ignore_errors=True)
         try:
             os.replace(tmp, target)
