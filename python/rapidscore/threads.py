@@ -18,6 +18,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import SupportsIndex, overload
 
 __all__ = ["thread_budget", "set_thread_budget", "available_cpus", "lease", "check_num_threads", "threads_in_use"]
 
@@ -31,6 +32,14 @@ def available_cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+@overload
+def check_num_threads(value: None, name: str = ...) -> None: ...
+@overload
+def check_num_threads(value: SupportsIndex, name: str = ...) -> int: ...
+@overload
+def check_num_threads(value: object, name: str = ...) -> int | None: ...
 
 
 def check_num_threads(value, name: str = "num_threads") -> int | None:

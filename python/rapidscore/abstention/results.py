@@ -218,6 +218,7 @@ def load_flat_table(table, *, on_error: str = "raise") -> LoadReport:
     dicts, with columns ``model, technique, eval_type, seed, concept, question, response``."""
     _check_on_error(on_error)
     source = "<table>"
+    rows: list[dict | None]  # None: a line that was skipped as invalid JSON
     if isinstance(table, (str, os.PathLike)):
         source = os.fspath(table)
         if source.endswith(".csv"):

@@ -12,6 +12,7 @@ import csv
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 
 class TaxonomyError(ValueError):
@@ -44,8 +45,8 @@ class Taxonomy:
             self._compute_depth(concept)
 
     def _compute_depth(self, concept: str) -> int:
-        chain = []
-        node = concept
+        chain: list[str] = []
+        node: str | None = concept
         while node is not None and node not in self._depth:
             if node in chain:
                 cycle = " -> ".join(chain[chain.index(node):] + [node])
@@ -66,14 +67,16 @@ class Taxonomy:
         edges, names = [], {}
 
         def walk(node_map, parent, path):
+            items: Iterable[tuple[Any, Any]]
             if isinstance(node_map, Mapping):
                 items = node_map.items()
             elif isinstance(node_map, list):
-                items = []
+                listed = []
                 for i, node in enumerate(node_map):
                     if not isinstance(node, Mapping) or "id" not in node:
                         raise TaxonomyError(f"{source}: node {'/'.join(path + [str(i)])} has no 'id'")
-                    items.append((node["id"], node))
+                    listed.append((node["id"], node))
+                items = listed
             else:
                 raise TaxonomyError(f"{source}: children at {'/'.join(path) or '<root>'} must be a mapping or list")
             for concept, node in items:

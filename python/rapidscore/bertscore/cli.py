@@ -65,8 +65,8 @@ def _inputs(args: argparse.Namespace) -> tuple[list[str], list]:
                 raise ValueError(f"# of sentences in {ref_file} ({len(refs)}) doesn't match the # of "
                                  f"candidates ({len(cands)})")
             per_file.append(refs)
-        refs = [list(group) for group in zip(*per_file)] if len(per_file) > 1 else per_file[0]
-        return cands, refs
+        grouped = [list(group) for group in zip(*per_file)] if len(per_file) > 1 else per_file[0]
+        return cands, grouped
     if any(os.path.isfile(r) for r in args.ref):
         raise FileNotFoundError(f"candidate file {args.cand} doesn't exist")
     if args.idf:

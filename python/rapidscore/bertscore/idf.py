@@ -16,7 +16,7 @@ def idf_from_ids(documents: list[np.ndarray]) -> defaultdict:
         counts.update({int(i) for i in ids})
     m = len(documents)
     unseen = math.log(m + 1)
-    weights = defaultdict(lambda: unseen)
+    weights: defaultdict[int, float] = defaultdict(lambda: unseen)
     weights.update({token: math.log((m + 1) / (count + 1)) for token, count in counts.items()})
     return weights
 

@@ -116,13 +116,13 @@ class BERTScore:
         self._baseline = None
         if rescale_with_baseline:
             path = baseline_path
-            if path is None:
+            if path is None and lang is not None:  # checked above: one of the two is given
                 path = _baselines.default_baseline_path(lang, self.model_name)
             if path is None:
                 raise FileNotFoundError(
                     f"no baseline for {self.model_name} on {lang}: the published baselines come with "
                     "bert-score (pip install bert-score==0.3.13), or pass baseline_path")
-            self.baseline_path = Path(path)
+            self.baseline_path: Path | None = Path(path)
             table = _baselines.read_baseline(self.baseline_path)
             self._baseline = table if all_layers else _baselines.baseline_for_layer(table, self.layer, path)
         else:

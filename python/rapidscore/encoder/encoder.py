@@ -11,6 +11,7 @@ import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -105,7 +106,7 @@ class Encoder:
         self.model_name = os.fspath(model)
         config = read_config(self.model_dir)
         self.num_layers = num_layers(config)
-        self.hidden_size = int(config.get("hidden_size") or config.get("dim"))
+        self.hidden_size = int(config.get("hidden_size") or config["dim"])
         self.model_type = config.get("model_type")
         self.layer = self._check_layer(layer)
         self.backend, self.device, self.precision = backend, device, precision
@@ -222,7 +223,7 @@ class Encoder:
 
     def _run_batches(self, ids, lengths, batches, total_tokens: int, progress: bool):
         tensors = getattr(self._runner, "returns", "numpy") == "torch"
-        out = None
+        out: Any = None  # np.ndarray, or a torch tensor when the runner returns tensors
         position = 0
         if progress and len(batches) > 1:
             from tqdm.auto import tqdm

@@ -239,7 +239,8 @@ def _stack(per_layer, m_shape) -> Scores:
     if not per_layer:  # zero layers
         empty = np.zeros((0, *m_shape), dtype=np.float64)
         return empty, empty.copy(), empty.copy()
-    return tuple(np.stack([scores[k] for scores in per_layer]) for k in range(3))
+    P, R, F = (np.stack([scores[k] for scores in per_layer]) for k in range(3))
+    return P, R, F
 
 
 def flatten_sentences(

@@ -241,6 +241,7 @@ def score_model(
     raw_id = {raw: label_id[c] for raw, c in canonical.items()}
     g = PackedSpans.from_records(gold.entities, raw_id, lambda e: e.label)
     p = PackedSpans.from_records(pred.entities, raw_id, lambda e: e.label)
+    assert g.labels is not None and p.labels is not None  # packed with label ids
     n = g.n_records
     n_gold, n_pred = np.diff(g.offsets), np.diff(p.offsets)
 
@@ -277,7 +278,7 @@ def score_model(
     pred_label_count = np.bincount(p.labels, minlength=len(vocab)) if len(vocab) else np.zeros(0, int)
     gold_label_credit = np.bincount(g.labels[gi], weights=credit, minlength=len(vocab)) if len(vocab) else np.zeros(0)
     pred_label_credit = np.bincount(p.labels[pj], weights=credit, minlength=len(vocab)) if len(vocab) else np.zeros(0)
-    matched_to = defaultdict(Counter)
+    matched_to: defaultdict[int, Counter[str]] = defaultdict(Counter)
     for a, b in zip(g.labels[gi].tolist(), p.labels[pj].tolist()):
         matched_to[a][vocab[b]] += 1
     per_label = {
@@ -321,7 +322,8 @@ def score_model(
                 dtype=np.int64,
             ).reshape(n, 5)
         rec_semeval[scheme] = counts
-        semeval[scheme] = semeval_summary(*counts.sum(axis=0).tolist(), scheme=scheme)
+        correct, incorrect, partial, missed, spurious = counts.sum(axis=0).tolist()
+        semeval[scheme] = semeval_summary(correct, incorrect, partial, missed, spurious, scheme=scheme)
 
     def detail() -> list:
         out = []

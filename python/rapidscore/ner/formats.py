@@ -20,7 +20,7 @@ trimming and offset repair happen later, in :mod:`rapidscore.ner.normalize`). Su
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 FORMATS = ("auto", "seed", "hf", "gliner", "spacy", "presidio", "nervaluate", "prodigy", "tuples")
 
@@ -149,7 +149,7 @@ def from_hf(items: list, record: Any = None) -> list[Entity]:
         tokens.append(it)
     tokens.sort(key=lambda it: (_offset(it.get("start"), "start", record), it.get("index", 0)))
     out: list[Entity] = []
-    current = None  # [start, end, type, scores, last_index]
+    current: list[Any] | None = None  # [start, end, type, scores, last_index]
     for it in tokens:
         tag = _label(it["entity"], record)
         match = _BIO_PREFIX.match(tag)
@@ -214,7 +214,7 @@ def from_tuples(items: list, record: Any = None) -> list[Entity]:
     return out
 
 
-_ADAPTERS = {
+_ADAPTERS: dict[str, Callable[[Any, Any], list[Entity]]] = {
     "seed": from_seed,
     "hf": from_hf,
     "gliner": from_gliner,

@@ -67,7 +67,7 @@ class LabelSimilarity:
         if label_map is not None and not isinstance(label_map, Mapping):
             raise TypeError(f"label_map must be a mapping of label -> canonical label, got {type(label_map).__name__}")
         self.method = method
-        self._embedder = embedder if embedder is not None else (
+        self._embedder: Embedder | None = embedder if embedder is not None else (
             default_embedder(model, encoder_options) if method == "embedding" else None)
         # what the signature names: the encoder's model, "custom" for a user embedder, none for exact
         if method == "exact":
@@ -97,6 +97,7 @@ class LabelSimilarity:
         missing = sorted({label for label in labels if label not in self._vectors})
         if not missing:
             return
+        assert self._embedder is not None  # only the "embedding" method embeds labels
         vectors = np.asarray(self._embedder(missing), dtype=np.float64)
         self.embedder_calls += 1
         if vectors.ndim != 2 or vectors.shape[0] != len(missing):

@@ -135,7 +135,7 @@ def normalize_entities(
             start, end = anchored, anchored + len(surface)
         out.append(Entity(start, end, ent.label, surface=surface, score=ent.score))
     out.sort(key=lambda e: (e.start, e.end, e.label))
-    unique = []
+    unique: list[Entity] = []
     for ent in out:
         if unique and (unique[-1].start, unique[-1].end, unique[-1].label) == (ent.start, ent.end, ent.label):
             repairs.duplicates += 1

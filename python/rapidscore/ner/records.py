@@ -119,7 +119,8 @@ def read_jsonl(path: str, *, require_id: bool = True) -> list[Record]:
 def read_combined_jsonl(path: str) -> tuple[list[Record], dict]:
     """Gold records and ``{model: records}`` from a combined file with ``"gold"`` and
     ``"predictions": {model: entities}`` per line. Every line must name the same models."""
-    gold, predictions = [], {}
+    gold: list[Record] = []
+    predictions: dict[str, list[Record]] = {}
     models = None
     for position, (item, where) in enumerate(_read_lines(path)):
         if "gold" not in item or not isinstance(item.get("predictions"), dict):

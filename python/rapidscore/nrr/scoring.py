@@ -37,7 +37,7 @@ class NRRResult:
     rejected: np.ndarray
     threshold: float
     signature: str
-    best_reference: np.ndarray = field(repr=False, default=None)
+    best_reference: np.ndarray | None = field(repr=False, default=None)
 
     @property
     def n_evaluated(self) -> int:

@@ -339,20 +339,21 @@ def build_tokenizer(family: str):
     """Train the tiny tokenizer of ``family``; returns a transformers tokenizer instance."""
     _check_family(family)
     corpus = training_corpus()
-    common = {"model_max_length": MAX_LENGTH}
     if family in ("bert", "electra"):
         from transformers import BertTokenizer
 
-        return BertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, **common)
+        return BertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, model_max_length=MAX_LENGTH)
     if family == "distilbert":
         from transformers import DistilBertTokenizer
 
-        return DistilBertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, **common)
+        return DistilBertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, model_max_length=MAX_LENGTH)
     if family == "roberta":
         from transformers import RobertaTokenizer
 
-        vocab, merges = _byte_level_bpe(corpus)
-        return RobertaTokenizer(vocab=vocab, merges=merges, add_prefix_space=False, **common)
+        bpe_vocab, merges = _byte_level_bpe(corpus)
+        # merges as (a, b) pairs: accepted at run time, though annotated as strings "a b"
+        return RobertaTokenizer(vocab=bpe_vocab, merges=merges,  # type: ignore[arg-type]
+                                add_prefix_space=False, model_max_length=MAX_LENGTH)
     from tokenizers import Regex, normalizers, pre_tokenizers
 
     if family == "deberta-v2":
@@ -363,11 +364,12 @@ def build_tokenizer(family: str):
             normalizers.Replace(Regex(r"\s{2,}|[\n\r\t]"), " "), normalizers.NFC(),
             normalizers.Strip(left=False, right=True),
         ])
-        pre = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+        pre: pre_tokenizers.PreTokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
         specials = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]  # DeBERTa-v3 ids 0-3
         vocab = [(token, 0.0) for token in specials] + _unigram_pieces(corpus, normalizer, pre)
         return DebertaV2Tokenizer(vocab=vocab, do_lower_case=False, split_by_punct=False,
-                                  add_prefix_space=True, unk_id=specials.index("[UNK]"), **common)
+                                  add_prefix_space=True, unk_id=specials.index("[UNK]"),
+                                  model_max_length=MAX_LENGTH)
     # xlm-roberta: same ids as the real vocabulary for <s> <pad> </s> <unk> (the class hard-codes
     # unk id 3); no normalizer, as XLMRobertaTokenizer builds none without a SentencePiece charsmap.
     from transformers import XLMRobertaTokenizer
@@ -378,7 +380,7 @@ def build_tokenizer(family: str):
     ])
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
     vocab = [(token, 0.0) for token in specials] + _unigram_pieces(corpus, None, pre)
-    return XLMRobertaTokenizer(vocab=vocab, add_prefix_space=True, **common)
+    return XLMRobertaTokenizer(vocab=vocab, add_prefix_space=True, model_max_length=MAX_LENGTH)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -412,7 +414,9 @@ def build_config(family: str, tokenizer):
                             bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                             **layers)
     # deberta-v2, DeBERTa-v3 style: relative attention, no absolute position input.
-    return transformers.DebertaV2Config(
+    # position_buckets, norm_rel_ebd, share_att_key: stored by the config (as extra attributes) and
+    # read by the model, though transformers 5 leaves them out of the typed signature.
+    return transformers.DebertaV2Config(  # type: ignore[call-arg]
         max_position_embeddings=MAX_LENGTH, type_vocab_size=0, relative_attention=True,
         position_buckets=32, max_relative_positions=-1, pos_att_type=["p2c", "c2p"],
         position_biased_input=False, norm_rel_ebd="layer_norm", share_att_key=True, **layers)
