@@ -96,7 +96,7 @@ class KeywordMatcher:
             if usable else None
         )
 
-    def match(self, texts: list[str]):
+    def match(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Returns (above: bool array, best phrase index int array, -1 where not above) for
         transliterated texts."""
         n = len(texts)

@@ -18,7 +18,7 @@ import numpy as np
 from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches
 from rapidscore.encoder.cache import load_model
 from rapidscore.encoder.model_source import DEFAULT_MODEL, num_layers, read_config, resolve_model
-from rapidscore.encoder.runtime import BACKENDS, DEVICES
+from rapidscore.encoder.runtime import BACKENDS, DEVICES, Runner
 from rapidscore.encoder.store import TokenStore
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
 from rapidscore.errors import TruncationWarning, check_positive_int
@@ -138,7 +138,7 @@ class Encoder:
         return int(layer)
 
     @property
-    def runner(self):
+    def runner(self) -> Runner:
         """What runs the model (see ``rapidscore.encoder.runtime``). Assigning another runner
         with the same contract (a quantised graph, a wrapper that counts or times calls) is
         supported: every call of this encoder goes through it."""

@@ -72,7 +72,7 @@ class TokenStore:
         s = self.order[k]
         return self.ids[self.offsets[s]:self.offsets[s + 1]]
 
-    def token_embeddings(self, k: int):
+    def token_embeddings(self, k: int) -> Any:  # np.ndarray, or a torch tensor on the model's device
         """Embeddings of text ``k``: a view, (n_tokens, dim) or (layers + 1, n_tokens, dim)."""
         s = self.order[k]
         return self.embeddings[..., self.offsets[s]:self.offsets[s + 1], :]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from rapidscore.ner.formats import Entity, to_entities
 from rapidscore.ner.labels import Embedder, LabelSimilarity, make_label_similarity
 from rapidscore.ner.normalize import Repairs, normalize_entities
 from rapidscore.ner.records import Record, join_by_id, to_records
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SEMEVAL_SCHEMES = ("strict", "exact", "partial", "type")
 SEMEVAL_MATCHING = ("optimal", "nervaluate")
@@ -178,7 +181,7 @@ class NerResult:
             row.update({f"{scheme}_{key}": self.semeval[scheme][key] for key in ("precision", "recall", "f1")})
         return row
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per record: id, n_gold, n_pred, precision, recall, score, and each SemEval
         scheme's counts (``strict_correct``...); the signature in ``attrs``."""
         pandas = import_pandas()
@@ -395,7 +398,7 @@ class Comparison(dict):
         """The models' common signature (one evaluation run: the same settings for every model)."""
         return next(iter(self.values())).signature if self else ""
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per model, best first: the headline scores of :meth:`NerResult.scores`."""
         pandas = import_pandas()
         frame = pandas.DataFrame([{"model": m, **self[m].scores()} for m in self.ranking()])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from rapidscore.common.result import import_pandas
 from rapidscore.common.signature import Signature
 from rapidscore.encoder.model_source import DEFAULT_MODEL
 from rapidscore.nrr.threshold import nrr_curve
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METHODS = ("embedding", "bertscore")
 
@@ -61,7 +65,7 @@ class NRRResult:
         """1 - NRR: fraction of items whose meaning is captured."""
         return self.n_captured / self.n_evaluated
 
-    def curve(self, thresholds=None):
+    def curve(self, thresholds=None) -> tuple[np.ndarray, np.ndarray]:
         """NRR as a function of the threshold, from these similarities (see ``nrr_curve``)."""
         return nrr_curve(self.similarities, thresholds)
 
@@ -74,7 +78,7 @@ class NRRResult:
             document["best_reference"] = self.best_reference.tolist()
         return document
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per item: similarity, rejected, best_reference (the signature in ``attrs``)."""
         pandas = import_pandas()
         columns = {"similarity": self.similarities, "rejected": self.rejected}

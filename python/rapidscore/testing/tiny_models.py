@@ -35,6 +35,10 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 FAMILIES = ("bert", "roberta", "deberta-v2", "xlm-roberta", "distilbert", "electra")
 
@@ -335,7 +339,7 @@ def _unigram_pieces(corpus: list[str], normalizer, pre_tokenizer) -> list[tuple[
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
-def build_tokenizer(family: str):
+def build_tokenizer(family: str) -> PreTrainedTokenizerBase:
     """Train the tiny tokenizer of ``family``; returns a transformers tokenizer instance."""
     _check_family(family)
     corpus = training_corpus()
@@ -387,7 +391,7 @@ def build_tokenizer(family: str):
 # Models
 # ----------------------------------------------------------------------------------------------
 
-def build_config(family: str, tokenizer):
+def build_config(family: str, tokenizer) -> PretrainedConfig:
     """Tiny transformers config of ``family`` sized to ``tokenizer``."""
     _check_family(family)
     import transformers
