@@ -4,6 +4,8 @@ Public names are imported lazily so that ``import rapidscore`` stays fast and ne
 torch or transformers.
 """
 
+from __future__ import annotations
+
 from importlib import import_module as _import_module
 
 from rapidscore._version import __version__

@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import sys
 import warnings
+from typing import TYPE_CHECKING
 
 from rapidscore.bertscore import baselines as _baselines
 from rapidscore.bertscore.scorer import BERTScore, ScoringPlan, reference_hash
-from rapidscore.common.inputs import normalize_inputs
-from rapidscore.bertscore.tables import MODEL_FOR_LANGUAGE as lang2model  # noqa: F401 (reference name)
-from rapidscore.bertscore.tables import TUNED_LAYER as model2layers  # noqa: F401 (reference name)
+from rapidscore.bertscore.tables import MODEL_FOR_LANGUAGE as lang2model  # bert-score's public name
+from rapidscore.bertscore.tables import TUNED_LAYER as model2layers  # bert-score's public name
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
+from rapidscore.common.inputs import normalize_inputs
 from rapidscore.errors import check_positive_int
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["score", "BERTScorer", "plot_example", "lang2model", "model2layers"]
 
@@ -87,7 +91,7 @@ def _as_tensors(result):
 
 def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=False, device=None,
           batch_size=64, nthreads=4, all_layers=False, lang=None, return_hash=False,
-          rescale_with_baseline=False, baseline_path=None, use_fast_tokenizer=False, **engine_options):
+          rescale_with_baseline=False, baseline_path=None, use_fast_tokenizer=False, **engine_options) -> tuple:
     """BERTScore of candidates against references; returns (P, R, F) torch tensors of shape (N,)
     ((L+1, N) with all_layers), and the hash with ``return_hash=True``. See bert_score.score."""
     plan = ScoringPlan.from_normalized(*normalize_inputs(cands, refs))  # validated once, here
@@ -121,7 +125,7 @@ class BERTScorer:
 
     def __init__(self, model_type=None, num_layers=None, batch_size=64, nthreads=4, all_layers=False, idf=False,
                  idf_sents=None, device=None, lang=None, rescale_with_baseline=False, baseline_path=None,
-                 use_fast_tokenizer=False, **engine_options):
+                 use_fast_tokenizer=False, **engine_options) -> None:
         if rescale_with_baseline and lang is None:
             raise ValueError("Need to specify Language when rescaling with baseline")
         model_type, num_layers = _resolve(model_type, num_layers, lang, all_layers)
@@ -142,38 +146,38 @@ class BERTScorer:
     hash = property(lambda self: self._engine.hash)
 
     @property
-    def baseline_vals(self):
+    def baseline_vals(self) -> torch.Tensor:
         if self._engine._baseline is None:
             raise ValueError(f"Baseline not Found for {self.model_type} on {self.lang}")
         torch = _torch()
         base = torch.from_numpy(self._engine._baseline.astype("float32"))
         return base.unsqueeze(1) if self.all_layers else base
 
-    def compute_idf(self, sents):
+    def compute_idf(self, sents) -> None:
         if self._engine.idf_dict is not None:
             warnings.warn("Overwriting the previous importance weights.", stacklevel=2)
         self._engine.compute_idf(sents)
 
-    def score(self, cands, refs, verbose=False, batch_size=64, return_hash=False):
+    def score(self, cands, refs, verbose=False, batch_size=64, return_hash=False) -> tuple:
         if self._engine.idf is True and self._engine.idf_dict is None:
             raise ValueError("IDF weights are not computed: pass idf_sents or call compute_idf first")
         padding_batch = _padding_batch_size(batch_size, {"reference_padding": self._reference_padding})
         out = _as_tensors(self._engine.score(cands, refs, reference_batch_size=padding_batch))
         return (out, self.hash) if return_hash else out
 
-    def plot_example(self, candidate, reference, fname=""):
+    def plot_example(self, candidate, reference, fname="") -> None:
         from rapidscore.bertscore.plot import plot_similarity
 
         plot_similarity(self._engine, candidate, reference, fname=fname)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self.__class__.__name__}(hash={self.hash}, batch_size={self.batch_size}, nthreads={self.nthreads})"
 
     __str__ = __repr__
 
 
 def plot_example(candidate, reference, model_type=None, num_layers=None, lang=None, rescale_with_baseline=False,
-                 baseline_path=None, use_fast_tokenizer=False, fname="", **engine_options):
+                 baseline_path=None, use_fast_tokenizer=False, fname="", **engine_options) -> None:
     """Heatmap of the token similarity matrix of one pair (special tokens left out)."""
     scorer = BERTScorer(model_type=model_type, num_layers=num_layers, lang=lang,
                         rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,

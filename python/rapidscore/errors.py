@@ -1,5 +1,7 @@
 """Exceptions and warning categories raised by rapidscore, and the shared argument checks."""
 
+from __future__ import annotations
+
 import numbers
 
 

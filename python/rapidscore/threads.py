@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
+from typing import SupportsIndex, overload
 
 __all__ = ["thread_budget", "set_thread_budget", "available_cpus", "lease", "check_num_threads", "threads_in_use",
            "requested_threads"]
@@ -34,11 +35,19 @@ def available_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+@overload
+def check_num_threads(value: None, name: str = ...) -> None: ...
+@overload
+def check_num_threads(value: SupportsIndex, name: str = ...) -> int: ...
+@overload
+def check_num_threads(value: object, name: str = ...) -> int | None: ...
+
+
 def check_num_threads(value, name: str = "num_threads") -> int | None:
     """``value`` as an int in [1, MAX_THREADS], or None (use the budget); else a clear error."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
+    if isinstance(value, bool) or (not isinstance(value, int) and not hasattr(value, "__index__")):
         raise TypeError(f"{name} must be an int or None, got {type(value).__name__}: {value!r}")
     value = int(value)
     if not 1 <= value <= MAX_THREADS:

@@ -11,6 +11,8 @@
   (summary + signature) from :func:`build_report`.
 """
 
+from __future__ import annotations
+
 from rapidscore.common.lazy import lazy_exports
 
 # Names load on first use, so that rapidscore.abstention.cli (the argument parser) stays light.

@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
             r = missing[0]
             raise ValueError(f"{len(missing)} record(s) lack a stored '{name}' flag, e.g. {r.model}/{r.eval_type}/"
                              f"{r.technique} seed {r.seed} concept {r.concept} id {r.instance_id}")
-        refused = np.array([bool(r.stored_refusal[name]) for r in records])
+        refused = np.array([bool(r.stored_refusal[name]) for r in records
+                            if r.stored_refusal is not None])  # all of them: checked above
         detector = None
     else:
         if args.method in ("phrase", "keyword", "phr+kw", "heuristic"):

@@ -9,7 +9,8 @@ extracted ``answer`` is judged (as SELECT does).
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Callable
 
 import numpy as np
 
@@ -95,7 +96,7 @@ class KeywordMatcher:
             if usable else None
         )
 
-    def match(self, texts: list[str]):
+    def match(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Returns (above: bool array, best phrase index int array, -1 where not above) for
         transliterated texts."""
         n = len(texts)
@@ -146,14 +147,16 @@ class SelectDetector(Detector):
         phrase = _fast_phrase
         if self.method == "phrase":
             return np.fromiter((phrase(t) for t in translit), dtype=bool, count=len(translit))
-        above, best = self._matcher.match(translit)
+        matcher = self._matcher
+        assert matcher is not None  # every method but "phrase" has one
+        above, best = matcher.match(translit)
         if self.method == "keyword":
             return above
         if self.method == "phr+kw":
             return np.fromiter((a or phrase(t) for a, t in zip(above, translit)), dtype=bool,
                                count=len(translit))
         out = np.empty(len(translit), dtype=bool)
-        phrases = self._matcher.phrases
+        phrases = matcher.phrases
         for i, t in enumerate(translit):
             if above[i]:
                 out[i] = _ref.switch_after(_ref.expand_contractions(t), phrases[best[i]])
@@ -244,7 +247,7 @@ class EmbeddingDetector(Detector):
         self._embed, self._model, self._custom_embed = embed, model, embed is not None
         self._encoder_options = dict(encoder_options or {})  # backend, device, precision, num_threads
         self.exemplars, self.threshold, self.opening_chars = tuple(exemplars), float(threshold), opening_chars
-        self._exemplar_vectors = None
+        self._exemplar_vectors: np.ndarray | None = None
 
     @property
     def model_name(self) -> str:
@@ -298,7 +301,7 @@ class EmbeddingDetector(Detector):
         distinct = np.unique(scores)
         candidates = np.concatenate(([distinct[0] - 1e-6], (distinct[:-1] + distinct[1:]) / 2,
                                      [distinct[-1] + 1e-6]))
-        best = None
+        best: tuple[tuple[float, float, float], float] | None = None
         for t in candidates:
             pred = scores >= t
             acc = float((pred == y).mean())
@@ -306,6 +309,7 @@ class EmbeddingDetector(Detector):
             key = (acc, bal, -t)
             if best is None or key > best[0]:
                 best = (key, t)
+        assert best is not None  # candidates is never empty
         self.threshold = float(best[1])
         return self.threshold
 
@@ -318,7 +322,8 @@ class CallableDetector(Detector):
         if not callable(fn):
             raise TypeError(f"fn must be callable, got {type(fn).__name__}")
         self.fn, self.batched = fn, batched
-        self.name = name or getattr(fn, "__name__", "callable")
+        fallback: str = getattr(fn, "__name__", "callable")
+        self.name = name or fallback
 
     def detect(self, texts: list[str]) -> np.ndarray:
         raw = list(self.fn(texts)) if self.batched else [self.fn(t) for t in texts]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -132,7 +132,7 @@ def performance_score(abstention_rate: float, specificity: float) -> float:
 Key = tuple  # (model, technique, eval_type)
 
 
-def seed_concept_scores(records: Sequence[Record], refused: Sequence[bool], *, taxonomy=None,
+def seed_concept_scores(records: Sequence[Record], refused: Sequence[bool] | np.ndarray, *, taxonomy=None,
                         ) -> dict[Key, dict[tuple, dict[str, float]]]:
     """{(model, technique, eval_type): {(relation, concept): {seed: value}}}. ``value`` is the
     refusal rate, or the non-refusal rate for specificity. With a taxonomy, every concept must be
@@ -159,7 +159,7 @@ def seed_concept_scores(records: Sequence[Record], refused: Sequence[bool], *, t
     return {key: dict(v) for key, v in out.items()}
 
 
-def concept_scores(records: Sequence[Record], refused: Sequence[bool], *, taxonomy=None,
+def concept_scores(records: Sequence[Record], refused: Sequence[bool] | np.ndarray, *, taxonomy=None,
                    ) -> dict[Key, dict[tuple, float]]:
     """Per concept, the mean over seeds: {(model, technique, eval_type): {(relation, concept): value}}."""
     per_seed = seed_concept_scores(records, refused, taxonomy=taxonomy)
@@ -167,7 +167,7 @@ def concept_scores(records: Sequence[Record], refused: Sequence[bool], *, taxono
             for key, concepts in per_seed.items()}
 
 
-def summarize(records: Sequence[Record], refused: Sequence[bool], *, taxonomy=None,
+def summarize(records: Sequence[Record], refused: Sequence[bool] | np.ndarray, *, taxonomy=None,
               ) -> dict[tuple, dict[str, Aggregate]]:
     """{(model, technique): {metric: Aggregate}} for abstention, generalization, specificity and
     performance (harmonic mean of the two means). Compositions (records with a relation) are
@@ -184,7 +184,7 @@ def summarize(records: Sequence[Record], refused: Sequence[bool], *, taxonomy=No
     return dict(table)
 
 
-def by_relation(records: Sequence[Record], refused: Sequence[bool]) -> dict[tuple, dict[str, Aggregate]]:
+def by_relation(records: Sequence[Record], refused: Sequence[bool] | np.ndarray) -> dict[tuple, dict[str, Aggregate]]:
     """Compositions grouped by relation: {(model, technique, eval_type): {relation: Aggregate}}."""
     scores = concept_scores(records, refused)
     out: dict = {}
@@ -198,7 +198,8 @@ def by_relation(records: Sequence[Record], refused: Sequence[bool]) -> dict[tupl
     return out
 
 
-def by_level(records: Sequence[Record], refused: Sequence[bool], taxonomy) -> dict[tuple, dict[int, Aggregate]]:
+def by_level(records: Sequence[Record], refused: Sequence[bool] | np.ndarray,
+             taxonomy) -> dict[tuple, dict[int, Aggregate]]:
     """Breakdown by taxonomy depth (0 = top level): {(model, technique, eval_type): {depth: Aggregate}}."""
     scores = concept_scores(records, refused, taxonomy=taxonomy)
     out: dict = {}

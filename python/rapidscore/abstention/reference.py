@@ -14,7 +14,7 @@ White_Space class where SELECT's ``\\s`` matters; transliteration per :mod:`._te
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from rapidscore.abstention._text import WHITESPACE_CLASS, transliterate
 
@@ -101,7 +101,9 @@ def switch_after(text: str, phrase: str) -> bool:
     given the best phrase. Returns True for a refusal, False for a switch."""
     from rapidfuzz import fuzz, utils
 
-    phrase_end = fuzz.partial_ratio_alignment(text, phrase, processor=utils.default_process).src_end
+    alignment = fuzz.partial_ratio_alignment(text, phrase, processor=utils.default_process)
+    assert alignment is not None  # None only below a score_cutoff, and there is none
+    phrase_end = alignment.src_end
     if phrase_end >= len(text):
         return True
     rest = text[phrase_end + 1:]
@@ -130,6 +132,7 @@ def heuristic_refusal(response: str, phrases: Sequence[str] = SELECT_PHRASES,
         if score > best_score:
             best_score, best_phrase = score, phrase
     if best_score > threshold:
+        assert best_phrase is not None  # set by the loop whenever best_score rose above -1
         return switch_after(text, best_phrase)
     return phrase_refusal(text)
 

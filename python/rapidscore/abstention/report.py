@@ -8,10 +8,13 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rapidscore.common.result import import_pandas
 from rapidscore.common.signature import Signature, version_fields
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METRICS = ("abstention", "generalization", "specificity", "performance")
 
@@ -50,7 +53,7 @@ class AbstentionReport:
         """``to_json``'s document (meta, rows) with the signature added."""
         return {"meta": dict(self.meta), "rows": self.rows(), "signature": self.signature}
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """The rows as a DataFrame (the signature in ``attrs``)."""
         frame = import_pandas().DataFrame(self.rows(), columns=["model", "technique", "metric", "mean",
                                                                  "half_width", "n_concepts"])

@@ -18,8 +18,9 @@ import gzip
 import json
 import os
 import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 EVAL_TYPES = ("abstention", "generalization", "specificity")
 FLAT_COLUMNS = ("model", "technique", "eval_type", "seed", "concept", "question", "response")
@@ -193,7 +194,7 @@ def load_results_tree(root: str | os.PathLike, *, models: Iterable[str] | None =
             if not os.path.isdir(folder):
                 continue
             for name in sorted(os.listdir(folder)):
-                if not (name.endswith(".json.gz") or name.endswith(".json")):
+                if not name.endswith((".json.gz", ".json")):
                     continue
                 technique = name[: -len(".json.gz")] if name.endswith(".gz") else name[: -len(".json")]
                 if wanted_techniques is None or technique in wanted_techniques:
@@ -217,6 +218,7 @@ def load_flat_table(table, *, on_error: str = "raise") -> LoadReport:
     dicts, with columns ``model, technique, eval_type, seed, concept, question, response``."""
     _check_on_error(on_error)
     source = "<table>"
+    rows: list[dict | None]  # None: a line that was skipped as invalid JSON
     if isinstance(table, (str, os.PathLike)):
         source = os.fspath(table)
         if source.endswith(".csv"):

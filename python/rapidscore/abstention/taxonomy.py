@@ -11,7 +11,8 @@ from __future__ import annotations
 import csv
 import json
 import os
-from typing import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 
 class TaxonomyError(ValueError):
@@ -44,8 +45,8 @@ class Taxonomy:
             self._compute_depth(concept)
 
     def _compute_depth(self, concept: str) -> int:
-        chain = []
-        node = concept
+        chain: list[str] = []
+        node: str | None = concept
         while node is not None and node not in self._depth:
             if node in chain:
                 cycle = " -> ".join(chain[chain.index(node):] + [node])
@@ -60,20 +61,22 @@ class Taxonomy:
     # ---- constructors ---------------------------------------------------------------------
     @classmethod
     def from_nested(cls, tree: Mapping, *, children_key: str = "children", name_key: str = "name",
-                    source: str = "<nested>") -> "Taxonomy":
+                    source: str = "<nested>") -> Taxonomy:
         """From ``{id: {"name": ..., "children": {id: {...}}}}`` (SELECT) or a list form
         ``[{"id": ..., "name": ..., "children": [...]}]``."""
         edges, names = [], {}
 
         def walk(node_map, parent, path):
+            items: Iterable[tuple[Any, Any]]
             if isinstance(node_map, Mapping):
                 items = node_map.items()
             elif isinstance(node_map, list):
-                items = []
+                listed = []
                 for i, node in enumerate(node_map):
                     if not isinstance(node, Mapping) or "id" not in node:
                         raise TaxonomyError(f"{source}: node {'/'.join(path + [str(i)])} has no 'id'")
-                    items.append((node["id"], node))
+                    listed.append((node["id"], node))
+                items = listed
             else:
                 raise TaxonomyError(f"{source}: children at {'/'.join(path) or '<root>'} must be a mapping or list")
             for concept, node in items:
@@ -89,7 +92,7 @@ class Taxonomy:
 
     @classmethod
     def from_edges_csv(cls, path: str | os.PathLike, *, parent_column: str = "parent",
-                       child_column: str = "child", name_column: str | None = "name") -> "Taxonomy":
+                       child_column: str = "child", name_column: str | None = "name") -> Taxonomy:
         """From a CSV with parent/child columns (empty parent = top-level concept)."""
         path = os.fspath(path)
         edges, names, seen = [], {}, set()
@@ -111,7 +114,7 @@ class Taxonomy:
         return cls(edges, names, path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, **kwargs) -> "Taxonomy":
+    def load(cls, path: str | os.PathLike, **kwargs) -> Taxonomy:
         """A taxonomy file: ``.csv`` edge list, else nested JSON (SELECT ``taxonomy.json``)."""
         path = os.fspath(path)
         if path.endswith(".csv"):

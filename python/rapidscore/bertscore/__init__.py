@@ -11,6 +11,8 @@ For an exact drop-in of the ``bert-score`` package (torch tensors), use ``rapids
 Names load on first use, so that ``rapidscore.bertscore.cli`` (the argument parser) stays light.
 """
 
+from __future__ import annotations
+
 from rapidscore.common.lazy import lazy_exports
 
 _EXPORTS = {

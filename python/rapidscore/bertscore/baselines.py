@@ -24,7 +24,7 @@ def reference_baseline_dir() -> Path | None:
     spec = importlib.util.find_spec("bert_score")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "rescale_baseline"
+    path = Path(next(iter(spec.submodule_search_locations))) / "rescale_baseline"
     return path if path.is_dir() else None
 
 

@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "equal the reference CLI's (0: maxima over real tokens only); the encoder batches "
                              "by token budget (--batch-tokens) either way")
     parser.add_argument("--batch-tokens", type=int, default=None,
-                        help="padded tokens per encoder batch (default: 1024 on CPU in fp32, 2048 in bf16, 16384 on GPU)")
+                        help="padded tokens per encoder batch "
+                             "(default: 1024 on CPU in fp32, 2048 in bf16, 16384 on GPU)")
     parser.add_argument("--idf", action="store_true", help="idf weighting from the references")
     parser.add_argument("--rescale_with_baseline", action="store_true", help="rescale with the published baseline")
     parser.add_argument("--baseline_path", default=None, help="custom baseline file (LAYER,P,R,F)")
@@ -64,8 +65,8 @@ def _inputs(args: argparse.Namespace) -> tuple[list[str], list]:
                 raise ValueError(f"# of sentences in {ref_file} ({len(refs)}) doesn't match the # of "
                                  f"candidates ({len(cands)})")
             per_file.append(refs)
-        refs = [list(group) for group in zip(*per_file)] if len(per_file) > 1 else per_file[0]
-        return cands, refs
+        grouped = [list(group) for group in zip(*per_file)] if len(per_file) > 1 else per_file[0]
+        return cands, grouped
     if any(os.path.isfile(r) for r in args.ref):
         raise FileNotFoundError(f"candidate file {args.cand} doesn't exist")
     if args.idf:

@@ -13,10 +13,10 @@ def idf_from_ids(documents: list[np.ndarray]) -> defaultdict:
     document's id *set*. Unseen ids get ln(M + 1). Returned as a defaultdict like the reference."""
     counts: Counter = Counter()
     for ids in documents:
-        counts.update(set(int(i) for i in ids))
+        counts.update({int(i) for i in ids})
     m = len(documents)
     unseen = math.log(m + 1)
-    weights = defaultdict(lambda: unseen)
+    weights: defaultdict[int, float] = defaultdict(lambda: unseen)
     weights.update({token: math.log((m + 1) / (count + 1)) for token, count in counts.items()})
     return weights
 

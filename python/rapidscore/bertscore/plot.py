@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def similarity_matrix(scorer, candidate: str, reference: str):
+
+def similarity_matrix(scorer, candidate: str, reference: str) -> tuple[np.ndarray, list[str], list[str]]:
     """(matrix, candidate tokens, reference tokens) without the special tokens, rescaled with the
     F baseline when the scorer rescales (as the reference's plot_example does)."""
     if not isinstance(candidate, str) or not isinstance(reference, str):
@@ -27,7 +32,8 @@ def similarity_matrix(scorer, candidate: str, reference: str):
     return sim, cand_tokens, ref_tokens
 
 
-def plot_similarity(scorer, candidate: str, reference: str, fname: str = "", show: bool | None = None):
+def plot_similarity(scorer, candidate: str, reference: str, fname: str = "",
+                    show: bool | None = None) -> Figure:
     """Draw the heatmap (values printed in each cell); save it to ``fname`` when given."""
     try:
         import matplotlib

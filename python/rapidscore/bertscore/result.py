@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rapidscore.common.result import import_pandas, jsonable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["BERTScoreResult"]
 
@@ -40,7 +44,7 @@ class BERTScoreResult:
                 "precision": self.precision.tolist(), "recall": self.recall.tolist(), "f1": self.f1.tolist(),
                 "details": jsonable(self.details)}
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per candidate: precision, recall, f1 (with all_layers, one row per layer and
         candidate, with a ``layer`` column); the signature in ``attrs``."""
         pandas = import_pandas()

@@ -15,22 +15,22 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from rapidscore._version import __version__
 from rapidscore.bertscore import baselines as _baselines
+from rapidscore.bertscore.idf import idf_from_ids, is_any_of, token_weights
 from rapidscore.bertscore.result import BERTScoreResult
+from rapidscore.bertscore.tables import model_for_language, tuned_layer
 from rapidscore.common.inputs import normalize_inputs
 from rapidscore.common.signature import build_signature, package_version, version_fields
-from rapidscore.bertscore.idf import idf_from_ids, is_any_of, token_weights
-from rapidscore.bertscore.tables import model_for_language, tuned_layer
-from rapidscore.errors import RapidscoreWarning, check_positive_int
 from rapidscore.encoder.model_source import DEFAULT_MODEL
 from rapidscore.encoder.store import TokenStore, is_tensor
+from rapidscore.errors import RapidscoreWarning, check_positive_int
 
 __all__ = ["BERTScore", "BERTScoreResult", "ScoringPlan", "score", "normalize_inputs"]
 
@@ -50,7 +50,7 @@ class ScoringPlan:
     n_candidates: int
 
     @classmethod
-    def from_normalized(cls, cands: list, groups: list) -> "ScoringPlan":
+    def from_normalized(cls, cands: list, groups: list) -> ScoringPlan:
         """The plan of validated inputs (``normalize_inputs``' output): one list of references
         per candidate."""
         unique: dict = {}
@@ -115,12 +115,14 @@ class BERTScore:
             self.compute_idf(idf_sents)
         self._baseline = None
         if rescale_with_baseline:
-            path = baseline_path if baseline_path is not None else _baselines.default_baseline_path(lang, self.model_name)
+            path = baseline_path
+            if path is None and lang is not None:  # checked above: one of the two is given
+                path = _baselines.default_baseline_path(lang, self.model_name)
             if path is None:
                 raise FileNotFoundError(
                     f"no baseline for {self.model_name} on {lang}: the published baselines come with "
                     "bert-score (pip install bert-score==0.3.13), or pass baseline_path")
-            self.baseline_path = Path(path)
+            self.baseline_path: Path | None = Path(path)
             table = _baselines.read_baseline(self.baseline_path)
             self._baseline = table if all_layers else _baselines.baseline_for_layer(table, self.layer, path)
         else:

@@ -6,7 +6,6 @@ about the reference implementation, kept here so defaults match it without impor
 
 from __future__ import annotations
 
-
 DEFAULT_MODEL_FOR_OTHER_LANGUAGES = "bert-base-multilingual-cased"
 MODEL_FOR_LANGUAGE = {
     "en": "roberta-large",

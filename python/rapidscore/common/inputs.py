@@ -8,7 +8,8 @@ libraries can only exist once its library is loaded, so the type check imports n
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["as_list", "as_texts", "normalize_inputs"]
 

@@ -12,7 +12,8 @@ import csv
 import gzip
 import json
 import os
-from typing import Any, Iterator
+from collections.abc import Generator, Iterator
+from typing import Any
 
 __all__ = ["FORMATS", "detect_format", "iter_column", "read_column", "read_texts", "read_records"]
 
@@ -54,7 +55,7 @@ def _jsonl_objects(path: str) -> Iterator[tuple[dict, str]]:
             yield item, where
 
 
-def _delimited_rows(path: str, delimiter: str) -> tuple[list[str], Iterator[tuple[dict, str]]]:
+def _delimited_rows(path: str, delimiter: str) -> tuple[list[str], Generator[tuple[dict, str], None, None]]:
     # utf-8-sig: the BOM of spreadsheet exports is not part of the first column's name
     handle = _open_text(path, newline="", encoding="utf-8-sig")
     reader = csv.DictReader(handle, delimiter=delimiter)

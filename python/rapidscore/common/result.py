@@ -7,6 +7,7 @@ summary holding the signature, so a printed result says how it was computed.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["MetricResult", "import_pandas", "jsonable"]
@@ -23,7 +24,7 @@ class MetricResult(Protocol):
     def __str__(self) -> str: ...
 
 
-def import_pandas():
+def import_pandas() -> ModuleType:
     """pandas, or an ImportError saying what to install (it is not a dependency of rapidscore)."""
     try:
         import pandas

@@ -7,8 +7,9 @@ formatted one way (floats with ``:g``, booleans as yes/no, None as none), versio
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from rapidscore._version import __version__
 
@@ -26,7 +27,7 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-@functools.lru_cache(maxsize=None)  # metadata lookups scan sys.path: once per process and package
+@functools.cache  # metadata lookups scan sys.path: once per process and package
 def package_version(name: str) -> str:
     """Installed version of a distribution, or ``"none"`` when it is not installed."""
     from importlib.metadata import PackageNotFoundError, version  # slow to import: only when needed

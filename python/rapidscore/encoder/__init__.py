@@ -6,6 +6,8 @@ library. Every metric gets its encoder from ``get_encoder`` (one loaded model pe
 setting); results land in a :class:`TokenStore` on the host or on the model's device.
 """
 
+from __future__ import annotations
+
 from rapidscore.encoder.cache import cache_info, clear_cache, get_encoder
 from rapidscore.encoder.encoder import DEFAULT_MODEL, EncodedTexts, Encoder, check_texts, default_backend
 from rapidscore.encoder.model_source import resolve_model

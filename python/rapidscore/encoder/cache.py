@@ -20,12 +20,16 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Hashable
+from typing import TYPE_CHECKING, Any, Callable
 
 from rapidscore.encoder.runtime import Runner, make_runner
 from rapidscore.encoder.tokenization import TokenizerSpec, load_spec
+
+if TYPE_CHECKING:
+    from rapidscore.encoder.encoder import Encoder
 
 __all__ = ["LoadedModel", "load_model", "get_encoder", "clear_cache", "cache_info", "MAX_MODELS"]
 
@@ -123,7 +127,7 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
 
 
 def get_encoder(model: str | os.PathLike | None = None, layer: int | str | None = None,
-                backend: str | None = None, device: str = "cpu", precision: str = "fp32", **options):
+                backend: str | None = None, device: str = "cpu", precision: str = "fp32", **options) -> Encoder:
     """A shared :class:`~rapidscore.encoder.Encoder` for these settings (thread-safe).
 
     Same arguments as ``Encoder``. Equal settings return the same object, whatever spelling of

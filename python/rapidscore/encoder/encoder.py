@@ -9,15 +9,16 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
+from typing import Any
 
 import numpy as np
 
 from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches
 from rapidscore.encoder.cache import load_model
 from rapidscore.encoder.model_source import DEFAULT_MODEL, num_layers, read_config, resolve_model
-from rapidscore.encoder.runtime import BACKENDS, DEVICES
+from rapidscore.encoder.runtime import BACKENDS, DEVICES, Runner
 from rapidscore.encoder.store import TokenStore
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
 from rapidscore.errors import TruncationWarning, check_positive_int
@@ -41,7 +42,7 @@ def default_backend(backend: str | None, precision: str) -> str:
 
 def check_texts(texts, name: str = "texts") -> list[str]:
     """Validate a list of strings; raise TypeError naming the first offending item."""
-    if isinstance(texts, (str, bytes, dict)) or not isinstance(texts, Sequence) and not hasattr(texts, "__iter__"):
+    if isinstance(texts, (str, bytes, dict)) or (not isinstance(texts, Sequence) and not hasattr(texts, "__iter__")):
         raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}")
     texts = list(texts)
     for index, text in enumerate(texts):
@@ -105,7 +106,7 @@ class Encoder:
         self.model_name = os.fspath(model)
         config = read_config(self.model_dir)
         self.num_layers = num_layers(config)
-        self.hidden_size = int(config.get("hidden_size") or config.get("dim"))
+        self.hidden_size = int(config.get("hidden_size") or config["dim"])
         self.model_type = config.get("model_type")
         self.layer = self._check_layer(layer)
         self.backend, self.device, self.precision = backend, device, precision
@@ -137,7 +138,7 @@ class Encoder:
         return int(layer)
 
     @property
-    def runner(self):
+    def runner(self) -> Runner:
         """What runs the model (see ``rapidscore.encoder.runtime``). Assigning another runner
         with the same contract (a quantised graph, a wrapper that counts or times calls) is
         supported: every call of this encoder goes through it."""
@@ -222,7 +223,7 @@ class Encoder:
 
     def _run_batches(self, ids, lengths, batches, total_tokens: int, progress: bool):
         tensors = getattr(self._runner, "returns", "numpy") == "torch"
-        out = None
+        out: Any = None  # np.ndarray, or a torch tensor when the runner returns tensors
         position = 0
         if progress and len(batches) > 1:
             from tqdm.auto import tqdm

@@ -113,9 +113,7 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
     import numpy as np
     import torch
 
-    from rapidscore.encoder.torch_model import (
-        LayerOutput, load_tokenizer, load_truncated_model, tokenizer_spec,
-    )
+    from rapidscore.encoder.torch_model import LayerOutput, load_tokenizer, load_truncated_model, tokenizer_spec
 
     if precision != "fp32":
         raise ValueError(f"ONNX export supports precision 'fp32', got {precision!r}")
@@ -173,7 +171,7 @@ def _export_graph(module, args, path: Path, all_layers: bool) -> str:
     the dynamo exporter. Returns which exporter produced the file."""
     import torch
 
-    names = {"input_names": ["input_ids", "attention_mask"], "output_names": ["hidden"]}
+    input_names, output_names = ["input_ids", "attention_mask"], ["hidden"]
     out_axes = {1: "batch", 2: "sequence"} if all_layers else {0: "batch", 1: "sequence"}
     dynamic_axes = {"input_ids": {0: "batch", 1: "sequence"},
                     "attention_mask": {0: "batch", 1: "sequence"}, "hidden": out_axes}
@@ -181,7 +179,8 @@ def _export_graph(module, args, path: Path, all_layers: bool) -> str:
         warnings.simplefilter("ignore")
         try:
             torch.onnx.export(module, args, str(path), dynamo=False, opset_version=OPSET,
-                              dynamic_axes=dynamic_axes, do_constant_folding=True, **names)
+                              dynamic_axes=dynamic_axes, do_constant_folding=True,
+                              input_names=input_names, output_names=output_names)
             return "torchscript"
         except Exception:
             from torch.export import Dim
@@ -189,5 +188,6 @@ def _export_graph(module, args, path: Path, all_layers: bool) -> str:
             batch, sequence = Dim("batch"), Dim("sequence")
             shapes = {"input_ids": {0: batch, 1: sequence}, "attention_mask": {0: batch, 1: sequence}}
             torch.onnx.export(module, args, str(path), dynamo=True, opset_version=OPSET,
-                              dynamic_shapes=shapes, external_data=False, **names)
+                              dynamic_shapes=shapes, external_data=False,
+                              input_names=input_names, output_names=output_names)
             return "dynamo"

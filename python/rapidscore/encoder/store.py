@@ -72,19 +72,19 @@ class TokenStore:
         s = self.order[k]
         return self.ids[self.offsets[s]:self.offsets[s + 1]]
 
-    def token_embeddings(self, k: int):
+    def token_embeddings(self, k: int) -> Any:  # np.ndarray, or a torch tensor on the model's device
         """Embeddings of text ``k``: a view, (n_tokens, dim) or (layers + 1, n_tokens, dim)."""
         s = self.order[k]
         return self.embeddings[..., self.offsets[s]:self.offsets[s + 1], :]
 
-    def to_host(self) -> "TokenStore":
+    def to_host(self) -> TokenStore:
         """The same store with numpy embeddings (a no-op on the host)."""
         if self.on_host:
             return self
         embeddings = self.embeddings.detach().float().cpu().numpy()
         return TokenStore(self.ids, self.offsets, embeddings, self.order, self.truncated, self.unit_rows)
 
-    def in_input_order(self) -> "TokenStore":
+    def in_input_order(self) -> TokenStore:
         """A copy whose sentence k is text k (duplicates repeated): the flat layout of callers that
         index ``ids`` and ``embeddings`` directly."""
         lengths = self.lengths()[self.order]

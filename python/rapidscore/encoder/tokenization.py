@@ -26,7 +26,7 @@ class TokenizerSpec:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "TokenizerSpec":
+    def from_json(cls, data: dict) -> TokenizerSpec:
         return cls(
             max_length=int(data["max_length"]), pad_id=int(data["pad_id"]),
             special_ids=tuple(int(i) for i in data["special_ids"]),
@@ -37,7 +37,7 @@ class TokenizerSpec:
 class BatchTokenizer:
     """Turns texts into token id arrays (special tokens added, truncated to ``max_length``)."""
 
-    def __init__(self, tokenizer_json: "Path | str", spec: TokenizerSpec, max_length: int | None = None):
+    def __init__(self, tokenizer_json: Path | str, spec: TokenizerSpec, max_length: int | None = None):
         """``tokenizer_json``: a tokenizer.json path, or its JSON text."""
         from tokenizers import Tokenizer
 

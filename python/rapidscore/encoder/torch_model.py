@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rapidscore.encoder.tokenization import TokenizerSpec
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "longformer", "bart", "gpt2", "mbart"}
 
@@ -23,7 +28,7 @@ def _layer_list_owner(model):
     raise ValueError(f"do not know how to truncate the layers of {type(model).__name__}")
 
 
-def load_truncated_model(model_dir: Path, layer: int | None, all_layers: bool = False):
+def load_truncated_model(model_dir: Path, layer: int | None, all_layers: bool = False) -> torch.nn.Module:
     """The model in eval mode, cut to ``layer`` transformer layers (all when None or all_layers)."""
     import torch
     from transformers import AutoModel
@@ -47,7 +52,7 @@ def load_truncated_model(model_dir: Path, layer: int | None, all_layers: bool = 
     return model.eval()
 
 
-def hidden_state_of(model, input_ids, attention_mask, layer: int | str):
+def hidden_state_of(model, input_ids, attention_mask, layer: int | str) -> torch.Tensor:
     """Output of the truncated model: last hidden state, hidden_states[0] for layer 0, or every
     hidden state stacked on a leading axis for layer "all"."""
     import torch
@@ -69,11 +74,11 @@ class LayerOutput:
     """Factory for the module exported to ONNX: (input_ids, attention_mask) -> embeddings."""
 
     @staticmethod
-    def build(model, layer: int | str):
+    def build(model, layer: int | str) -> torch.nn.Module:
         import torch
 
         class _Wrapped(torch.nn.Module):
-            def __init__(self):
+            def __init__(self) -> None:
                 super().__init__()
                 self.model = model
 
@@ -83,7 +88,8 @@ class LayerOutput:
         return _Wrapped().eval()
 
 
-def load_tokenizer(model_dir: Path, add_prefix_space: bool | None):
+def load_tokenizer(model_dir: Path,
+                   add_prefix_space: bool | None) -> tuple[PreTrainedTokenizerBase, PretrainedConfig]:
     """The fast tokenizer of a model.
 
     ``add_prefix_space`` None keeps the tokenizer as saved. That is what bert-score 0.3.13 does

@@ -9,3 +9,5 @@
 Only these modules call ``rapidscore._core``; the rest of rapidscore calls them. Nothing is
 imported here, so ``import rapidscore.kernels.x`` loads only what x needs.
 """
+
+from __future__ import annotations

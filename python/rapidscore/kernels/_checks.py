@@ -106,7 +106,7 @@ def embeddings(array: np.ndarray) -> np.ndarray:
     one, as the native kernel (one call per layer) checks them, so a non-finite value is reported
     by its flat index within its layer."""
     layers = array if array.ndim == 3 else array[np.newaxis]
-    checked = np.empty(layers.shape, dtype=np.float32)
+    checked: np.ndarray = np.empty(layers.shape, dtype=np.float32)
     for k, layer in enumerate(layers):
         checked[k] = float_array(layer, "embeddings", 2)
     check_embedding_columns(checked.shape[2])

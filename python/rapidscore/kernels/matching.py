@@ -33,7 +33,7 @@ Three implementations share this contract (``implementation=``):
 
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from rapidscore.threads import check_num_threads, lease
 
 __all__ = ["greedy_match", "pairwise_match", "flatten_sentences", "IMPLEMENTATIONS", "Scores"]
 
-Scores = Tuple[np.ndarray, np.ndarray, np.ndarray]
+Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 IMPLEMENTATIONS = ("auto", "native", "torch", "reference")
 
@@ -70,7 +70,7 @@ def _host_array(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def _layers(embeddings) -> Tuple[np.ndarray, bool]:
+def _layers(embeddings) -> tuple[np.ndarray, bool]:
     """Returns the embeddings as an array and whether it carries a leading layer axis."""
     array = _host_array(embeddings)
     if array.ndim == 3:
@@ -239,14 +239,15 @@ def _stack(per_layer, m_shape) -> Scores:
     if not per_layer:  # zero layers
         empty = np.zeros((0, *m_shape), dtype=np.float64)
         return empty, empty.copy(), empty.copy()
-    return tuple(np.stack([scores[k] for scores in per_layer]) for k in range(3))
+    P, R, F = (np.stack([scores[k] for scores in per_layer]) for k in range(3))
+    return P, R, F
 
 
 def flatten_sentences(
     token_embeddings: Sequence[np.ndarray],
     token_weights: Sequence[np.ndarray] | None = None,
     normalize: bool = True,
-) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Concatenates per-sentence token embeddings into the flat store the matchers take.
 
     Args:

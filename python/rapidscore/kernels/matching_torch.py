@@ -77,10 +77,10 @@ def _match(layers, offsets: np.ndarray, weights: np.ndarray, cands: np.ndarray, 
             best_for_ref_token = best_for_ref_token.clamp_min(0.0)
         P[:, k] = (best_for_cand_token.double() * device_weights[cand_rows]).sum(dim=1) / weight_sums[c]
         R[:, k] = (best_for_ref_token.double() * device_weights[ref_rows]).sum(dim=1) / weight_sums[r]
-    P, R = P.cpu().numpy(), R.cpu().numpy()  # one transfer for all pairs
-    denominator = P + R
-    F = np.divide(2 * P * R, denominator, out=np.zeros_like(P), where=denominator != 0)
-    return P, R, F
+    P_host, R_host = P.cpu().numpy(), R.cpu().numpy()  # one transfer for all pairs
+    denominator = P_host + R_host
+    F = np.divide(2 * P_host * R_host, denominator, out=np.zeros_like(P_host), where=denominator != 0)
+    return P_host, R_host, F
 
 
 def greedy_match(embeddings, offsets, weights, pairs, bert_score_batch_size: int | None = None) -> Scores:

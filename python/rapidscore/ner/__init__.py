@@ -8,6 +8,8 @@
 See docs/ner.md for the definition, the input formats and the differences from nervaluate.
 """
 
+from __future__ import annotations
+
 from rapidscore.common.lazy import lazy_exports
 
 # Names load on first use, so that rapidscore.ner.cli (the argument parser) stays light.

@@ -6,8 +6,8 @@ once with the GIL released. Spans are ``(start, end)`` character offsets, end ex
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 import numpy as np
 
@@ -24,14 +24,14 @@ class PackedSpans:
     offsets: np.ndarray  # int64, n_records + 1
     starts: np.ndarray  # int64
     ends: np.ndarray  # int64
-    labels: Optional[np.ndarray] = None  # int64 label ids, or None
+    labels: np.ndarray | None = None  # int64 label ids, or None
 
     @property
     def n_records(self) -> int:
         return len(self.offsets) - 1
 
     @classmethod
-    def from_records(cls, records: Sequence[Sequence], label_ids: Optional[dict] = None, label_of=None) -> "PackedSpans":
+    def from_records(cls, records: Sequence[Sequence], label_ids: dict | None = None, label_of=None) -> PackedSpans:
         """Pack per-record lists of ``Entity`` or ``(start, end, ...)`` tuples. With ``label_ids``,
         ``label_ids[label_of(entity)]`` gives each span's label id."""
         sizes = np.fromiter((len(r) for r in records), dtype=np.int64, count=len(records))

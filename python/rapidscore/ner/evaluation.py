@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +17,9 @@ from rapidscore.ner.formats import Entity, to_entities
 from rapidscore.ner.labels import Embedder, LabelSimilarity, make_label_similarity
 from rapidscore.ner.normalize import Repairs, normalize_entities
 from rapidscore.ner.records import Record, join_by_id, to_records
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SEMEVAL_SCHEMES = ("strict", "exact", "partial", "type")
 SEMEVAL_MATCHING = ("optimal", "nervaluate")
@@ -33,7 +37,7 @@ class PreparedSide:
 def prepare(
     records: Sequence[Record],
     *,
-    texts: Sequence[Optional[str]],
+    texts: Sequence[str | None],
     format: str = "auto",
     trim: bool = True,
     on_missing_surface: str = "error",
@@ -152,7 +156,7 @@ class NerResult:
     settings: dict
     signature: str = ""
     _detail: Any = field(default=None, repr=False)
-    _records: Optional[list] = field(default=None, repr=False)
+    _records: list | None = field(default=None, repr=False)
 
     @property
     def records(self) -> list:
@@ -177,7 +181,7 @@ class NerResult:
             row.update({f"{scheme}_{key}": self.semeval[scheme][key] for key in ("precision", "recall", "f1")})
         return row
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per record: id, n_gold, n_pred, precision, recall, score, and each SemEval
         scheme's counts (``strict_correct``...); the signature in ``attrs``."""
         pandas = import_pandas()
@@ -240,6 +244,7 @@ def score_model(
     raw_id = {raw: label_id[c] for raw, c in canonical.items()}
     g = PackedSpans.from_records(gold.entities, raw_id, lambda e: e.label)
     p = PackedSpans.from_records(pred.entities, raw_id, lambda e: e.label)
+    assert g.labels is not None and p.labels is not None  # packed with label ids
     n = g.n_records
     n_gold, n_pred = np.diff(g.offsets), np.diff(p.offsets)
 
@@ -276,7 +281,7 @@ def score_model(
     pred_label_count = np.bincount(p.labels, minlength=len(vocab)) if len(vocab) else np.zeros(0, int)
     gold_label_credit = np.bincount(g.labels[gi], weights=credit, minlength=len(vocab)) if len(vocab) else np.zeros(0)
     pred_label_credit = np.bincount(p.labels[pj], weights=credit, minlength=len(vocab)) if len(vocab) else np.zeros(0)
-    matched_to = defaultdict(Counter)
+    matched_to: defaultdict[int, Counter[str]] = defaultdict(Counter)
     for a, b in zip(g.labels[gi].tolist(), p.labels[pj].tolist()):
         matched_to[a][vocab[b]] += 1
     per_label = {
@@ -303,7 +308,8 @@ def score_model(
             sp = p.offsets[srec] + sa.pred_index
             same_bounds = (g.starts[sg] == p.starts[sp]) & (g.ends[sg] == p.ends[sp])
             same_label = g.labels[sg] == p.labels[sp]
-            ok = {"strict": same_bounds & same_label, "exact": same_bounds, "partial": same_bounds, "type": same_label}[scheme]
+            ok = {"strict": same_bounds & same_label, "exact": same_bounds, "partial": same_bounds,
+                  "type": same_label}[scheme]
             matched = np.bincount(srec, minlength=n)
             cor = np.bincount(srec, weights=ok, minlength=n).astype(np.int64)
             rest = matched - cor
@@ -319,7 +325,8 @@ def score_model(
                 dtype=np.int64,
             ).reshape(n, 5)
         rec_semeval[scheme] = counts
-        semeval[scheme] = semeval_summary(*counts.sum(axis=0).tolist(), scheme=scheme)
+        correct, incorrect, partial, missed, spurious = counts.sum(axis=0).tolist()
+        semeval[scheme] = semeval_summary(correct, incorrect, partial, missed, spurious, scheme=scheme)
 
     def detail() -> list:
         out = []
@@ -376,7 +383,11 @@ class Comparison(dict):
             lines += ["| " + " | ".join(row) + " |" for row in rows]
             return "\n".join(lines)
         widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-        fmt = lambda row: "  ".join(str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(row, widths)))
+
+        def fmt(row: list) -> str:
+            cells = (str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(row, widths)))
+            return "  ".join(cells)
+
         return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *map(fmt, rows)])
 
     def to_dict(self, records: bool = True) -> dict:
@@ -387,7 +398,7 @@ class Comparison(dict):
         """The models' common signature (one evaluation run: the same settings for every model)."""
         return next(iter(self.values())).signature if self else ""
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per model, best first: the headline scores of :meth:`NerResult.scores`."""
         pandas = import_pandas()
         frame = pandas.DataFrame([{"model": m, **self[m].scores()} for m in self.ranking()])
@@ -409,21 +420,21 @@ def compare(
     gold: Any,
     predictions: Mapping[str, Any],
     *,
-    texts: Optional[Sequence[Optional[str]]] = None,
-    ids: Optional[Sequence] = None,
+    texts: Sequence[str | None] | None = None,
+    ids: Sequence | None = None,
     format: str = "auto",
-    gold_format: Optional[str] = None,
-    label_similarity: Union[str, LabelSimilarity] = "embedding",
-    label_model: Optional[str] = None,
-    embedder: Optional[Embedder] = None,
-    label_map: Optional[Mapping[str, str]] = None,
+    gold_format: str | None = None,
+    label_similarity: str | LabelSimilarity = "embedding",
+    label_model: str | None = None,
+    embedder: Embedder | None = None,
+    label_map: Mapping[str, str] | None = None,
     min_jaccard: float = 0.0,
     min_overlap_percent: float = 1.0,
     semeval_matching: str = "optimal",
     trim: bool = True,
     on_missing_surface: str = "error",
     n_threads: int = 0,
-    encoder_options: Optional[Mapping] = None,
+    encoder_options: Mapping | None = None,
 ) -> Comparison:
     """Score several models against one gold standard; returns ``{model: NerResult}`` with
     ``.table()`` and ``.ranking()``.
@@ -436,8 +447,8 @@ def compare(
     """
     if not isinstance(predictions, Mapping) or not predictions:
         raise TypeError("predictions must be a non-empty mapping of model name -> predictions")
-    similarity = make_label_similarity(label_similarity, label_model=label_model, embedder=embedder, label_map=label_map,
-                                       encoder_options=encoder_options)
+    similarity = make_label_similarity(label_similarity, label_model=label_model, embedder=embedder,
+                                       label_map=label_map, encoder_options=encoder_options)
     if texts is not None:  # numpy arrays, pandas Series and pyarrow arrays too (None = no text)
         texts = as_list(texts, "texts", "a list of strings")
     if ids is not None:

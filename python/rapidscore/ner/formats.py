@@ -20,7 +20,7 @@ trimming and offset repair happen later, in :mod:`rapidscore.ner.normalize`). Su
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple
 
 FORMATS = ("auto", "seed", "hf", "gliner", "spacy", "presidio", "nervaluate", "prodigy", "tuples")
 
@@ -35,8 +35,8 @@ class Entity(NamedTuple):
     start: int
     end: int
     label: str
-    surface: Optional[str] = None
-    score: Optional[float] = None
+    surface: str | None = None
+    score: float | None = None
 
 
 def _where(record: Any) -> str:
@@ -58,7 +58,7 @@ def _offset(value: Any, what: str, record: Any) -> int:
 
 
 def _label(value: Any, record: Any) -> str:
-    if value.__class__ is not str and not isinstance(value, str) or not value or value.isspace():
+    if (value.__class__ is not str and not isinstance(value, str)) or not value or value.isspace():
         raise ValueError(f"{_where(record)}: entity label must be a non-empty string, got {value!r}")
     return value
 
@@ -107,7 +107,7 @@ def _get(item: Any, *names: str) -> Any:
     return None
 
 
-def _score(value: Any, record: Any) -> Optional[float]:
+def _score(value: Any, record: Any) -> float | None:
     if value is None:
         return None
     try:
@@ -124,7 +124,8 @@ def _span_entity(item: Any, label_key: tuple, surface_key: tuple, record: Any) -
     _check_span(start, end, record, item)
     label = _get(item, *label_key)
     if label is None:
-        raise ValueError(f"{_where(record)}: entity {item!r} has no label (expected {' or '.join(map(repr, label_key))})")
+        expected = " or ".join(map(repr, label_key))
+        raise ValueError(f"{_where(record)}: entity {item!r} has no label (expected {expected})")
     label = _label(label, record)
     surface = _get(item, *surface_key) if surface_key else None
     if surface is not None and not isinstance(surface, str):
@@ -148,7 +149,7 @@ def from_hf(items: list, record: Any = None) -> list[Entity]:
         tokens.append(it)
     tokens.sort(key=lambda it: (_offset(it.get("start"), "start", record), it.get("index", 0)))
     out: list[Entity] = []
-    current = None  # [start, end, type, scores, last_index]
+    current: list[Any] | None = None  # [start, end, type, scores, last_index]
     for it in tokens:
         tag = _label(it["entity"], record)
         match = _BIO_PREFIX.match(tag)
@@ -213,7 +214,7 @@ def from_tuples(items: list, record: Any = None) -> list[Entity]:
     return out
 
 
-_ADAPTERS = {
+_ADAPTERS: dict[str, Callable[[Any, Any], list[Entity]]] = {
     "seed": from_seed,
     "hf": from_hf,
     "gliner": from_gliner,

@@ -10,7 +10,8 @@ and cached. ``"exact"`` similarity is 1 for identical normalised labels and 0 ot
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Callable
 
 import numpy as np
 
@@ -25,7 +26,7 @@ def normalize_label(label: str) -> str:
     return _SEPARATORS.sub(" ", label).strip().lower()
 
 
-def default_embedder(model: Optional[str] = None, encoder_options: Optional[Mapping] = None) -> Embedder:
+def default_embedder(model: str | None = None, encoder_options: Mapping | None = None) -> Embedder:
     """Sentence-embedding function of the shared encoder (mean pooling, unit vectors); the model
     is loaded on first use, once per process (``rapidscore.encoder.get_encoder``). ``model``
     defaults to rapidscore's embedded all-MiniLM-L6-v2; ``encoder_options`` (backend, device,
@@ -56,17 +57,17 @@ class LabelSimilarity:
         self,
         method: str = "embedding",
         *,
-        model: Optional[str] = None,
-        embedder: Optional[Embedder] = None,
-        label_map: Optional[Mapping[str, str]] = None,
-        encoder_options: Optional[Mapping] = None,
+        model: str | None = None,
+        embedder: Embedder | None = None,
+        label_map: Mapping[str, str] | None = None,
+        encoder_options: Mapping | None = None,
     ):
         if method not in ("embedding", "exact"):
             raise ValueError(f"label similarity must be 'embedding' or 'exact', got {method!r}")
         if label_map is not None and not isinstance(label_map, Mapping):
             raise TypeError(f"label_map must be a mapping of label -> canonical label, got {type(label_map).__name__}")
         self.method = method
-        self._embedder = embedder if embedder is not None else (
+        self._embedder: Embedder | None = embedder if embedder is not None else (
             default_embedder(model, encoder_options) if method == "embedding" else None)
         # what the signature names: the encoder's model, "custom" for a user embedder, none for exact
         if method == "exact":
@@ -96,6 +97,7 @@ class LabelSimilarity:
         missing = sorted({label for label in labels if label not in self._vectors})
         if not missing:
             return
+        assert self._embedder is not None  # only the "embedding" method embeds labels
         vectors = np.asarray(self._embedder(missing), dtype=np.float64)
         self.embedder_calls += 1
         if vectors.ndim != 2 or vectors.shape[0] != len(missing):
@@ -127,12 +129,12 @@ class LabelSimilarity:
 
 
 def make_label_similarity(
-    label_similarity: Union[str, LabelSimilarity] = "embedding",
+    label_similarity: str | LabelSimilarity = "embedding",
     *,
-    label_model: Optional[str] = None,
-    embedder: Optional[Embedder] = None,
-    label_map: Optional[Mapping[str, str]] = None,
-    encoder_options: Optional[Mapping] = None,
+    label_model: str | None = None,
+    embedder: Embedder | None = None,
+    label_map: Mapping[str, str] | None = None,
+    encoder_options: Mapping | None = None,
 ) -> LabelSimilarity:
     if isinstance(label_similarity, LabelSimilarity):
         return label_similarity

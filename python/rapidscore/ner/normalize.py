@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from rapidscore.ner.formats import Entity
 
@@ -29,7 +29,7 @@ class Repairs:
     dropped: int = 0
     dropped_entities: list = field(default_factory=list)  # (record id, surface, start, end)
 
-    def add(self, other: "Repairs") -> None:
+    def add(self, other: Repairs) -> None:
         self.trimmed += other.trimmed
         self.reanchored += other.reanchored
         self.duplicates += other.duplicates
@@ -60,7 +60,7 @@ def trim_bounds(surface: str) -> tuple[int, int]:
     return lo, hi
 
 
-def _nearest_occurrence(text: str, surface: str, start: int) -> Optional[int]:
+def _nearest_occurrence(text: str, surface: str, start: int) -> int | None:
     best = None
     at = text.find(surface)
     while at != -1:
@@ -72,7 +72,7 @@ def _nearest_occurrence(text: str, surface: str, start: int) -> Optional[int]:
 
 def normalize_entities(
     entities: list[Entity],
-    text: Optional[str] = None,
+    text: str | None = None,
     *,
     record: Any = None,
     trim: bool = True,
@@ -135,7 +135,7 @@ def normalize_entities(
             start, end = anchored, anchored + len(surface)
         out.append(Entity(start, end, ent.label, surface=surface, score=ent.score))
     out.sort(key=lambda e: (e.start, e.end, e.label))
-    unique = []
+    unique: list[Entity] = []
     for ent in out:
         if unique and (unique[-1].start, unique[-1].end, unique[-1].label) == (ent.start, ent.end, ent.label):
             repairs.duplicates += 1

@@ -7,8 +7,9 @@ file holds ``{"id", "text", "gold": <entities>, "predictions": {model: <entities
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any
 
 from rapidscore.common.io import read_records
 
@@ -22,7 +23,7 @@ class Record:
     from (``file:line`` or a list position) for error messages."""
 
     id: Any
-    text: Optional[str]
+    text: str | None
     entities: Any
     where: str
 
@@ -31,7 +32,7 @@ def is_record_dict(item: Any) -> bool:
     return isinstance(item, Mapping) and any(key in item for key in (*ENTITY_KEYS, "gold", "predictions"))
 
 
-def _text_of(item: Mapping, where: str) -> Optional[str]:
+def _text_of(item: Mapping, where: str) -> str | None:
     present = [key for key in TEXT_KEYS if key in item]
     if len(present) > 1 and item[present[0]] != item[present[1]]:
         raise ValueError(f"{where}: 'text' and 'prompt' differ")
@@ -64,7 +65,7 @@ def _record_id(item: Mapping, position: int, where: str, require_id: bool) -> An
 
 
 def to_records(
-    data: Any, *, texts: Optional[Sequence[Optional[str]]] = None, ids: Optional[Sequence] = None, source: str = "input"
+    data: Any, *, texts: Sequence[str | None] | None = None, ids: Sequence | None = None, source: str = "input"
 ) -> list[Record]:
     """Records from a list of record dicts or a list of per-record entity collections (with
     optional parallel ``texts`` and ``ids``). Duplicated ids raise ValueError."""
@@ -109,9 +110,8 @@ def read_jsonl(path: str, *, require_id: bool = True) -> list[Record]:
     """Records of a JSONL file (one ``{"id", "text", "labels"}`` object per line)."""
     records = []
     for position, (item, where) in enumerate(_read_lines(path)):
-        records.append(
-            Record(_record_id(item, position, where, require_id), _text_of(item, where), _entities_of(item, where), where)
-        )
+        rid = _record_id(item, position, where, require_id)
+        records.append(Record(rid, _text_of(item, where), _entities_of(item, where), where))
     _check_unique(records, path)
     return records
 
@@ -119,7 +119,8 @@ def read_jsonl(path: str, *, require_id: bool = True) -> list[Record]:
 def read_combined_jsonl(path: str) -> tuple[list[Record], dict]:
     """Gold records and ``{model: records}`` from a combined file with ``"gold"`` and
     ``"predictions": {model: entities}`` per line. Every line must name the same models."""
-    gold, predictions = [], {}
+    gold: list[Record] = []
+    predictions: dict[str, list[Record]] = {}
     models = None
     for position, (item, where) in enumerate(_read_lines(path)):
         if "gold" not in item or not isinstance(item.get("predictions"), dict):
@@ -130,7 +131,8 @@ def read_combined_jsonl(path: str) -> tuple[list[Record], dict]:
             models = list(item["predictions"])
             predictions = {name: [] for name in models}
         elif set(item["predictions"]) != set(models):
-            raise ValueError(f"{where}: predictions name models {sorted(item['predictions'])}, expected {sorted(models)}")
+            raise ValueError(f"{where}: predictions name models {sorted(item['predictions'])}, "
+                             f"expected {sorted(models)}")
         gold.append(Record(rid, text, item["gold"], where))
         for name in models:
             predictions[name].append(Record(rid, text, item["predictions"][name], where))
@@ -148,13 +150,16 @@ def join_by_id(gold: list[Record], predicted: list[Record], model: str) -> list[
     missing = [rec.id for rec in gold if rec.id not in by_id]
     extra = [rec.id for rec in predicted if rec.id not in gold_ids]
     if missing:
-        raise ValueError(f"model {model!r}: no prediction for gold id(s) {missing[:10]}{' ...' if len(missing) > 10 else ''}")
+        more = " ..." if len(missing) > 10 else ""
+        raise ValueError(f"model {model!r}: no prediction for gold id(s) {missing[:10]}{more}")
     if extra:
-        raise ValueError(f"model {model!r}: prediction id(s) {extra[:10]}{' ...' if len(extra) > 10 else ''} not in the gold file")
+        more = " ..." if len(extra) > 10 else ""
+        raise ValueError(f"model {model!r}: prediction id(s) {extra[:10]}{more} not in the gold file")
     joined = []
     for rec in gold:
         pred = by_id[rec.id]
         if pred.text is not None and rec.text is not None and pred.text != rec.text:
-            raise ValueError(f"model {model!r}: id {rec.id!r}: text differs from the gold text ({pred.where} vs {rec.where})")
+            raise ValueError(f"model {model!r}: id {rec.id!r}: text differs from the gold text "
+                             f"({pred.where} vs {rec.where})")
         joined.append(pred)
     return joined

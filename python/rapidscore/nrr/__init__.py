@@ -10,6 +10,8 @@ The module is ``scoring``, not ``similarity``: a submodule of that name would sh
 ``rapidscore.nrr.cli`` (the argument parser) stays light.
 """
 
+from __future__ import annotations
+
 from rapidscore.common.lazy import lazy_exports
 
 _EXPORTS = {

@@ -6,12 +6,14 @@ import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotation only: plotting needs no numpy import of its own
+    from matplotlib.figure import Figure
+
     from rapidscore.nrr.scoring import NRRResult
 
 __all__ = ["plot_similarities"]
 
 
-def plot_similarities(result: NRRResult, fname: str | os.PathLike | None = None):
+def plot_similarities(result: NRRResult, fname: str | os.PathLike | None = None) -> Figure:
     """Histogram of the similarities with the threshold line (needs matplotlib: rapidscore[plot])."""
     try:
         import matplotlib

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from rapidscore.common.result import import_pandas
 from rapidscore.common.signature import Signature
 from rapidscore.encoder.model_source import DEFAULT_MODEL
 from rapidscore.nrr.threshold import nrr_curve
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METHODS = ("embedding", "bertscore")
 
@@ -37,7 +41,7 @@ class NRRResult:
     rejected: np.ndarray
     threshold: float
     signature: str
-    best_reference: np.ndarray = field(repr=False, default=None)
+    best_reference: np.ndarray | None = field(repr=False, default=None)
 
     @property
     def n_evaluated(self) -> int:
@@ -61,7 +65,7 @@ class NRRResult:
         """1 - NRR: fraction of items whose meaning is captured."""
         return self.n_captured / self.n_evaluated
 
-    def curve(self, thresholds=None):
+    def curve(self, thresholds=None) -> tuple[np.ndarray, np.ndarray]:
         """NRR as a function of the threshold, from these similarities (see ``nrr_curve``)."""
         return nrr_curve(self.similarities, thresholds)
 
@@ -74,7 +78,7 @@ class NRRResult:
             document["best_reference"] = self.best_reference.tolist()
         return document
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per item: similarity, rejected, best_reference (the signature in ``attrs``)."""
         pandas = import_pandas()
         columns = {"similarity": self.similarities, "rejected": self.rejected}
@@ -126,7 +130,8 @@ class SentenceSimilarity:
             from rapidscore.encoder import get_encoder
             from rapidscore.encoder.model_source import resolve_model, sentence_transformers_max_length
 
-            max_length = encoder_options.pop("max_length", None) or sentence_transformers_max_length(resolve_model(model))
+            max_length = encoder_options.pop("max_length", None)
+            max_length = max_length or sentence_transformers_max_length(resolve_model(model))
             self.encoder = get_encoder(model, layer=layer, max_length=max_length, **encoder_options)
         else:
             from rapidscore.bertscore import BERTScore
@@ -164,7 +169,7 @@ class SentenceSimilarity:
         best = np.full(len(groups), -np.inf)
         best_index = np.zeros(len(groups), dtype=np.int64)
         position = np.zeros(len(groups), dtype=np.int64)
-        for k, (owner, sim) in enumerate(zip(owners, sims)):  # few references per item: a plain loop
+        for owner, sim in zip(owners, sims):  # few references per item: a plain loop
             if sim > best[owner]:
                 best[owner], best_index[owner] = sim, position[owner]
             position[owner] += 1

@@ -4,3 +4,5 @@ Importing this package is cheap; building a model needs the ``[export]`` extra (
 transformers). Used by rapidscore's own test suite and bench/, and by anyone who wants to test
 code that uses rapidscore without downloading a model.
 """
+
+from __future__ import annotations

@@ -27,6 +27,7 @@ Plain module (no pytest): usable from conftest.py, benchmarks, or by hand:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -34,6 +35,10 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 FAMILIES = ("bert", "roberta", "deberta-v2", "xlm-roberta", "distilbert", "electra")
 
@@ -154,7 +159,7 @@ _ACCENTED_SENTENCES = [
 ]
 _CJK_SENTENCES = [
     "我喜欢学习中文。",
-    "今天天气很好，我们去公园吧。",
+    "今天天气很好，我们去公园吧。",  # noqa: RUF001 (the fullwidth comma is the point: CJK punctuation)
     "北京是中国的首都。",
     "東京は日本の首都です。",
     "日本語のテキストを読みます。",
@@ -321,11 +326,11 @@ def _unigram_pieces(corpus: list[str], normalizer, pre_tokenizer) -> list[tuple[
     alphabet = sorted({c for word in word_freqs for c in word})
     merges = learn_bpe(word_freqs, UNIGRAM_SIZE - len(alphabet), lambda a, b: a + b)
     pieces = alphabet + sorted({a + b for a, b in merges} - set(alphabet))
-    scores = {piece: 0.0 for piece in pieces}
+    scores = dict.fromkeys(pieces, 0.0)
     for _ in range(2):
         vocab = [("<unk>", 0.0)] + sorted(scores.items())
         model = Tokenizer(Unigram(vocab, unk_id=0, byte_fallback=False)).model
-        usage = {piece: 1 for piece in pieces}
+        usage = dict.fromkeys(pieces, 1)
         for word, freq in counts.items():
             for token in model.tokenize(word):
                 usage[token.value] += freq
@@ -334,24 +339,25 @@ def _unigram_pieces(corpus: list[str], normalizer, pre_tokenizer) -> list[tuple[
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
-def build_tokenizer(family: str):
+def build_tokenizer(family: str) -> PreTrainedTokenizerBase:
     """Train the tiny tokenizer of ``family``; returns a transformers tokenizer instance."""
     _check_family(family)
     corpus = training_corpus()
-    common = {"model_max_length": MAX_LENGTH}
     if family in ("bert", "electra"):
         from transformers import BertTokenizer
 
-        return BertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, **common)
+        return BertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, model_max_length=MAX_LENGTH)
     if family == "distilbert":
         from transformers import DistilBertTokenizer
 
-        return DistilBertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, **common)
+        return DistilBertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, model_max_length=MAX_LENGTH)
     if family == "roberta":
         from transformers import RobertaTokenizer
 
-        vocab, merges = _byte_level_bpe(corpus)
-        return RobertaTokenizer(vocab=vocab, merges=merges, add_prefix_space=False, **common)
+        bpe_vocab, merges = _byte_level_bpe(corpus)
+        # merges as (a, b) pairs: accepted at run time, though annotated as strings "a b"
+        return RobertaTokenizer(vocab=bpe_vocab, merges=merges,  # type: ignore[arg-type]
+                                add_prefix_space=False, model_max_length=MAX_LENGTH)
     from tokenizers import Regex, normalizers, pre_tokenizers
 
     if family == "deberta-v2":
@@ -362,11 +368,12 @@ def build_tokenizer(family: str):
             normalizers.Replace(Regex(r"\s{2,}|[\n\r\t]"), " "), normalizers.NFC(),
             normalizers.Strip(left=False, right=True),
         ])
-        pre = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+        pre: pre_tokenizers.PreTokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
         specials = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]  # DeBERTa-v3 ids 0-3
         vocab = [(token, 0.0) for token in specials] + _unigram_pieces(corpus, normalizer, pre)
         return DebertaV2Tokenizer(vocab=vocab, do_lower_case=False, split_by_punct=False,
-                                  add_prefix_space=True, unk_id=specials.index("[UNK]"), **common)
+                                  add_prefix_space=True, unk_id=specials.index("[UNK]"),
+                                  model_max_length=MAX_LENGTH)
     # xlm-roberta: same ids as the real vocabulary for <s> <pad> </s> <unk> (the class hard-codes
     # unk id 3); no normalizer, as XLMRobertaTokenizer builds none without a SentencePiece charsmap.
     from transformers import XLMRobertaTokenizer
@@ -377,14 +384,14 @@ def build_tokenizer(family: str):
     ])
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
     vocab = [(token, 0.0) for token in specials] + _unigram_pieces(corpus, None, pre)
-    return XLMRobertaTokenizer(vocab=vocab, add_prefix_space=True, **common)
+    return XLMRobertaTokenizer(vocab=vocab, add_prefix_space=True, model_max_length=MAX_LENGTH)
 
 
 # ----------------------------------------------------------------------------------------------
 # Models
 # ----------------------------------------------------------------------------------------------
 
-def build_config(family: str, tokenizer):
+def build_config(family: str, tokenizer) -> PretrainedConfig:
     """Tiny transformers config of ``family`` sized to ``tokenizer``."""
     _check_family(family)
     import transformers
@@ -411,7 +418,9 @@ def build_config(family: str, tokenizer):
                             bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                             **layers)
     # deberta-v2, DeBERTa-v3 style: relative attention, no absolute position input.
-    return transformers.DebertaV2Config(
+    # position_buckets, norm_rel_ebd, share_att_key: stored by the config (as extra attributes) and
+    # read by the model, though transformers 5 leaves them out of the typed signature.
+    return transformers.DebertaV2Config(  # type: ignore[call-arg]
         max_position_embeddings=MAX_LENGTH, type_vocab_size=0, relative_attention=True,
         position_buckets=32, max_relative_positions=-1, pos_att_type=["p2c", "c2p"],
         position_biased_input=False, norm_rel_ebd="layer_norm", share_att_key=True, **layers)
@@ -484,10 +493,8 @@ def tiny_model_dir(family: str, root: Path) -> Path:
         tmp.chmod(0o755)  # mkdtemp makes it private; a shared RAPIDSCORE_TEST_MODELS needs reading
         if target.exists() and not _is_current(target, stamp):
             stale = Path(tempfile.mkdtemp(prefix=f".{family}-stale-", dir=root))
-            try:
+            with contextlib.suppress(OSError):  # someone else moved it first
                 os.replace(target, stale / "old")
-            except OSError:
-                pass  # someone else moved it first
             shutil.rmtree(stale, ignore_errors=True)
         try:
             os.replace(tmp, target)

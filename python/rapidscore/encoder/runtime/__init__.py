@@ -41,13 +41,19 @@ def make_runner(backend: str, *, onnx_path: Path | None = None, model_dir: Path 
     if backend == "onnx":
         from rapidscore.encoder.runtime.onnx import OnnxRunner
 
+        if onnx_path is None:
+            raise ValueError("the onnx backend needs onnx_path")
         return OnnxRunner(onnx_path, device, num_threads)
     if backend == "openvino":
         from rapidscore.encoder.runtime.openvino import OpenVinoRunner
 
+        if onnx_path is None:
+            raise ValueError("the openvino backend needs onnx_path")
         return OpenVinoRunner(onnx_path, device, precision, num_threads, compile_cache=compile_cache)
     if backend == "torch":
         from rapidscore.encoder.runtime.torch import TorchRunner
 
+        if model_dir is None or layer is None:
+            raise ValueError("the torch backend needs model_dir and layer")
         return TorchRunner(model_dir, layer, device, num_threads)
     raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 
 class TorchRunner:
@@ -37,7 +41,7 @@ class TorchRunner:
         self.model = load_truncated_model(model_dir, None if all_layers else int(layer), all_layers).to(device)
         self.provider = f"torch-{device}"
 
-    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray):
+    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> torch.Tensor:
         torch = self._torch
         with torch.inference_mode():
             hidden = self._forward(self.model, torch.from_numpy(input_ids).to(self.device),
