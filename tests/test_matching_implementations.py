@@ -22,6 +22,7 @@ import pytest
 
 from rapidscore import threads
 from rapidscore.kernels import matching
+from rapidscore.common.arrays import is_torch_tensor
 from rapidscore.kernels.matching import flatten_sentences, greedy_match, pairwise_match
 
 torch = pytest.importorskip("torch", reason="the torch implementation is part of the comparison")
@@ -238,7 +239,7 @@ def test_auto_dispatches_on_where_the_embeddings_live(monkeypatch):
     for a, b, c in zip(native, via_torch, forced):
         np.testing.assert_allclose(a, b, rtol=0, atol=PR_ATOL)
         np.testing.assert_array_equal(a, c)
-    assert matching.is_torch_tensor(torch.zeros(1)) and not matching.is_torch_tensor(np.zeros(1))
+    assert is_torch_tensor(torch.zeros(1)) and not is_torch_tensor(np.zeros(1))
 
 
 def test_numpy_matching_does_not_import_torch():

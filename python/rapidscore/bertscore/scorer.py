@@ -26,10 +26,11 @@ from rapidscore.bertscore import baselines as _baselines
 from rapidscore.bertscore.idf import idf_from_ids, is_any_of, token_weights
 from rapidscore.bertscore.result import BERTScoreResult
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
+from rapidscore.common.arrays import is_torch_tensor
 from rapidscore.common.inputs import normalize_inputs
 from rapidscore.common.signature import build_signature, package_version, version_fields
 from rapidscore.encoder.model_source import DEFAULT_MODEL
-from rapidscore.encoder.store import TokenStore, is_tensor
+from rapidscore.encoder.store import TokenStore
 from rapidscore.errors import RapidscoreWarning, check_positive_int
 
 __all__ = ["BERTScore", "BERTScoreResult", "ScoringPlan", "score", "normalize_inputs"]
@@ -277,7 +278,7 @@ def _scale_to_unit_rows(embeddings) -> None:
 
     In place and without temporaries: np.linalg.norm and a division into a new array cost as much
     as 5% of a W1-sized call in page faults on fresh 100+ MB buffers."""
-    if is_tensor(embeddings):
+    if is_torch_tensor(embeddings):
         import torch
 
         norms = torch.linalg.vector_norm(embeddings, dim=-1, keepdim=True)

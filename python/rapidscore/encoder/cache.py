@@ -7,8 +7,8 @@ Two levels:
   tokenizer option. Every :class:`~rapidscore.encoder.Encoder` gets its runner here, so
   BERTScore, NRR, NER label similarity and the refusal detector share one loaded model even
   when they ask for different maximum lengths or batch sizes.
-- ``get_encoder(...)``: a cached :class:`Encoder` for the full set of options; what the metrics
-  call.
+- ``get_encoder(...)`` (``encoder/shared.py``): a cached :class:`Encoder` for the full set of
+  options, built on this cache; what the metrics call.
 
 Both are thread-safe: a lock per key makes concurrent first requests load once while other keys
 load in parallel. Least recently used entries beyond ``MAX_MODELS`` are dropped from the cache
@@ -17,21 +17,17 @@ load in parallel. Least recently used entries beyond ``MAX_MODELS`` are dropped 
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from rapidscore.encoder.runtime import Runner, make_runner
 from rapidscore.encoder.tokenization import TokenizerSpec, load_spec
 
-if TYPE_CHECKING:
-    from rapidscore.encoder.encoder import Encoder
-
-__all__ = ["LoadedModel", "load_model", "get_encoder", "clear_cache", "cache_info", "MAX_MODELS"]
+__all__ = ["LoadedModel", "load_model", "KeyedCache", "MODELS", "MAX_MODELS"]
 
 MAX_MODELS = 8
 
@@ -47,7 +43,7 @@ class LoadedModel:
     exported: bool
 
 
-class _KeyedCache:
+class KeyedCache:
     """An LRU dict whose values are built at most once per key, under a per-key lock."""
 
     def __init__(self, max_size: int):
@@ -90,8 +86,7 @@ class _KeyedCache:
             return len(self._values)
 
 
-_MODELS = _KeyedCache(MAX_MODELS)
-_ENCODERS = _KeyedCache(4 * MAX_MODELS)
+MODELS = KeyedCache(MAX_MODELS)
 
 
 def load_model(model_dir: Path, layer: int | str, backend: str, device: str, precision: str,
@@ -101,7 +96,7 @@ def load_model(model_dir: Path, layer: int | str, backend: str, device: str, pre
     whether this call loaded it."""
     key = (str(model_dir), layer, backend, device, precision, num_threads,
            None if cache_dir is None else str(cache_dir), add_prefix_space)
-    return _MODELS.get_or_build(key, lambda: _load(model_dir, layer, backend, device, precision, num_threads,
+    return MODELS.get_or_build(key, lambda: _load(model_dir, layer, backend, device, precision, num_threads,
                                           cache_dir, add_prefix_space))
 
 
@@ -124,42 +119,3 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
     spec = tokenizer_spec(hf_tokenizer, hf_config)
     runner = make_runner("torch", model_dir=model_dir, layer=layer, device=device, num_threads=num_threads)
     return LoadedModel(runner, spec, hf_tokenizer.backend_tokenizer.to_str(), None, False)
-
-
-def get_encoder(model: str | os.PathLike | None = None, layer: int | str | None = None,
-                backend: str | None = None, device: str = "cpu", precision: str = "fp32", **options) -> Encoder:
-    """A shared :class:`~rapidscore.encoder.Encoder` for these settings (thread-safe).
-
-    Same arguments as ``Encoder``. Equal settings return the same object, whatever spelling of
-    the model (hub id or its directory) or of the defaults (``layer=None`` and the last layer,
-    ``backend=None`` and the precision's default) was used. Encoders are thread-safe, so the
-    object may be shared by every thread of the process.
-    """
-    from rapidscore.encoder.encoder import Encoder, default_backend
-    from rapidscore.encoder.model_source import DEFAULT_MODEL, num_layers, read_config, resolve_model
-
-    model = DEFAULT_MODEL if model is None else model
-    model_dir = resolve_model(model)
-    if layer is None:
-        layer = num_layers(read_config(model_dir))
-    backend = default_backend(backend, precision)
-    if "progress" in options:
-        raise TypeError("get_encoder() does not take progress: pass progress= to encode() instead")
-    if "cache_dir" in options and options["cache_dir"] is not None:
-        options["cache_dir"] = os.fspath(options["cache_dir"])
-    key = (str(model_dir), layer if isinstance(layer, str) else int(layer), backend, device, precision,
-           tuple(sorted(options.items())))
-    return _ENCODERS.get(key, lambda: Encoder(model, layer=layer, backend=backend, device=device,
-                                              precision=precision, **options))
-
-
-def clear_cache() -> None:
-    """Forget every cached model and encoder (objects still referenced elsewhere stay usable)."""
-    _ENCODERS.clear()
-    _MODELS.clear()
-
-
-def cache_info() -> dict:
-    """Counts for tests and monitoring: models loaded so far, and how many are cached now."""
-    return {"models_loaded": _MODELS.builds, "models_cached": len(_MODELS),
-            "encoders_built": _ENCODERS.builds, "encoders_cached": len(_ENCODERS)}

@@ -18,12 +18,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TokenStore", "is_tensor"]
+from rapidscore.common.arrays import is_torch_tensor
 
+__all__ = ["TokenStore"]
 
-def is_tensor(value: Any) -> bool:
-    """Whether ``value`` is a torch tensor, decided without importing torch."""
-    return type(value).__module__.startswith("torch") and hasattr(value, "device")
 
 
 @dataclass
@@ -56,7 +54,7 @@ class TokenStore:
     @property
     def on_host(self) -> bool:
         """Embeddings are a numpy array (else a torch tensor, possibly on a GPU)."""
-        return not is_tensor(self.embeddings)
+        return not is_torch_tensor(self.embeddings)
 
     @property
     def device(self) -> str:

@@ -12,6 +12,9 @@ import numpy as np
 
 INT64_MAX = np.iinfo(np.int64).max
 
+# What every implementation returns: (P, R, F) float64 arrays.
+Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
+
 
 def _require_array(value, name: str) -> np.ndarray:
     if not isinstance(value, np.ndarray):

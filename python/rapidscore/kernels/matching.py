@@ -38,20 +38,18 @@ from collections.abc import Sequence
 import numpy as np
 
 from rapidscore import _core
+from rapidscore.common.arrays import host_array, is_torch_tensor
 from rapidscore.errors import check_positive_int
 from rapidscore.kernels import _checks
+from rapidscore.kernels._checks import Scores
+from rapidscore.kernels.padding import padding_floors
 from rapidscore.threads import check_num_threads, lease
 
 __all__ = ["greedy_match", "pairwise_match", "flatten_sentences", "IMPLEMENTATIONS", "Scores"]
 
-Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 IMPLEMENTATIONS = ("auto", "native", "torch", "reference")
 
-
-def is_torch_tensor(value) -> bool:
-    """Whether ``value`` is a torch tensor, without importing torch."""
-    return type(value).__module__.split(".")[0] == "torch"
 
 
 def _implementation(embeddings, implementation: str) -> str:
@@ -63,16 +61,10 @@ def _implementation(embeddings, implementation: str) -> str:
     return implementation
 
 
-def _host_array(value) -> np.ndarray:
-    """``value`` as a numpy array; a tensor is copied to the host first (cuda cannot be viewed)."""
-    if is_torch_tensor(value):
-        return value.detach().cpu().numpy()
-    return np.asarray(value)
-
 
 def _layers(embeddings) -> tuple[np.ndarray, bool]:
     """Returns the embeddings as an array and whether it carries a leading layer axis."""
-    array = _host_array(embeddings)
+    array = host_array(embeddings)
     if array.ndim == 3:
         return array, True
     if array.ndim != 2:
@@ -134,9 +126,9 @@ def greedy_match(
 
         return matching_torch.greedy_match(embeddings, offsets, weights, pairs, bert_score_batch_size)
     array, layered = _layers(embeddings)
-    pairs = _checks.as_pairs(_host_array(pairs))
-    offsets = _host_array(offsets)
-    weights = _host_array(weights)
+    pairs = _checks.as_pairs(host_array(pairs))
+    offsets = host_array(offsets)
+    weights = host_array(weights)
     if chosen == "reference":
         from rapidscore.kernels import matching_ref
 
@@ -149,7 +141,7 @@ def greedy_match(
 
     floors = None
     if bert_score_batch_size is not None:
-        floors = _padding_floors(offsets, pairs, bert_score_batch_size)
+        floors = padding_floors(offsets, pairs, bert_score_batch_size)
     with lease(num_threads) as threads:
         if not layered:
             return _core.matching.greedy_match(array, offsets, weights, pairs, threads, floors)
@@ -158,28 +150,6 @@ def greedy_match(
             for layer in array
         ]
     return _stack(per_layer, m_shape=(pairs.shape[0],) if pairs.ndim == 2 else (0,))
-
-
-def _padding_floors(offsets: np.ndarray, pairs: np.ndarray, batch_size) -> np.ndarray | None:
-    """(m, 2) bool: [k, 0] the reference of pair k was padded in its batch (its candidate
-    tokens' maxima include a 0), [k, 1] the candidate was padded (reference tokens' maxima)."""
-    batch_size = check_positive_int(batch_size, "bert_score_batch_size")
-    n = len(offsets) - 1
-    if (
-        pairs.ndim != 2 or pairs.shape[1:] != (2,) or pairs.dtype.kind not in "iu"
-        or offsets.ndim != 1 or n < 0 or offsets.dtype.kind not in "iu"
-        or (pairs.size and (pairs.min() < 0 or pairs.max() >= n))
-    ):
-        return None  # invalid input: the native call reports it with its usual message
-    lengths = np.diff(offsets.astype(np.int64))
-    cand_len, ref_len = lengths[pairs[:, 0]], lengths[pairs[:, 1]]
-    floors = np.zeros(pairs.shape, dtype=bool)
-    if len(pairs):
-        starts = np.arange(0, len(pairs), batch_size)
-        batch = np.arange(len(pairs)) // batch_size
-        floors[:, 0] = ref_len < np.maximum.reduceat(ref_len, starts)[batch]
-        floors[:, 1] = cand_len < np.maximum.reduceat(cand_len, starts)[batch]
-    return floors
 
 
 def pairwise_match(
@@ -211,10 +181,10 @@ def pairwise_match(
 
         return matching_torch.pairwise_match(embeddings, offsets, weights, candidates, references)
     array, layered = _layers(embeddings)
-    candidates = _checks.as_indices(_host_array(candidates))
-    references = _checks.as_indices(_host_array(references))
-    offsets = _host_array(offsets)
-    weights = _host_array(weights)
+    candidates = _checks.as_indices(host_array(candidates))
+    references = _checks.as_indices(host_array(references))
+    offsets = host_array(offsets)
+    weights = host_array(weights)
     if chosen == "reference":
         from rapidscore.kernels import matching_ref
 

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from rapidscore.kernels._checks import Scores
+
 __all__ = ["greedy_match", "pairwise_match"]
 
-Scores = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _layers_float64(embeddings) -> tuple[np.ndarray, bool]:

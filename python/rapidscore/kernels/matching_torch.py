@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from rapidscore.common.arrays import host_array
 from rapidscore.errors import check_positive_int
 from rapidscore.kernels import _checks
-from rapidscore.kernels.matching import Scores, _host_array, _padding_floors
+from rapidscore.kernels._checks import Scores
+from rapidscore.kernels.padding import padding_floors
 
 __all__ = ["greedy_match", "pairwise_match"]
 
@@ -88,11 +90,11 @@ def greedy_match(embeddings, offsets, weights, pairs, bert_score_batch_size: int
     embeddings. Arguments as in :func:`rapidscore.kernels.matching.greedy_match`."""
     layers, layered = _embedding_layers(embeddings)
     offsets, weights, pairs = _checks.pair_inputs(
-        _host_array(offsets), _host_array(weights), _checks.as_pairs(_host_array(pairs)), layers.shape[1]
+        host_array(offsets), host_array(weights), _checks.as_pairs(host_array(pairs)), layers.shape[1]
     )
     floors = None
     if bert_score_batch_size is not None:
-        floors = _padding_floors(offsets, pairs, check_positive_int(bert_score_batch_size, "bert_score_batch_size"))
+        floors = padding_floors(offsets, pairs, check_positive_int(bert_score_batch_size, "bert_score_batch_size"))
     P, R, F = _match(layers, offsets, weights, pairs[:, 0], pairs[:, 1], floors)
     return (P, R, F) if layered else (P[0], R[0], F[0])
 
@@ -102,8 +104,8 @@ def pairwise_match(embeddings, offsets, weights, candidates, references) -> Scor
     Arguments as in :func:`rapidscore.kernels.matching.pairwise_match`."""
     layers, layered = _embedding_layers(embeddings)
     offsets, weights, candidates, references = _checks.pairwise_inputs(
-        _host_array(offsets), _host_array(weights), _checks.as_indices(_host_array(candidates)),
-        _checks.as_indices(_host_array(references)), layers.shape[1],
+        host_array(offsets), host_array(weights), _checks.as_indices(host_array(candidates)),
+        _checks.as_indices(host_array(references)), layers.shape[1],
     )
     grid_cands = np.repeat(candidates, len(references))
     grid_refs = np.tile(references, len(candidates))

@@ -10,6 +10,10 @@ SELECT's contraction rules and rapidfuzz's ``default_process`` for ASCII text.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import numpy as np
+
 from rapidscore import _core
 from rapidscore.threads import lease, requested_threads
 
@@ -17,8 +21,12 @@ __all__ = ["FuzzyPhraseMatcher", "match_phrases", "expand_contractions_ascii", "
 
 FuzzyPhraseMatcher = _core.phrases.FuzzyPhraseMatcher
 
+if TYPE_CHECKING:  # the class as a type lives in the stub (_core.pyi)
+    from rapidscore._core import _Phrases
 
-def match_phrases(matcher, texts: list[str], n_threads: int = 0):
+
+def match_phrases(matcher: _Phrases.FuzzyPhraseMatcher, texts: list[str],
+                  n_threads: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``matcher.match(texts, threads)`` with threads leased from the process's budget
     (``n_threads <= 0``: as many as the budget allows)."""
     with lease(requested_threads(n_threads)) as granted:
