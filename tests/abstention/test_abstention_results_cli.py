@@ -9,7 +9,7 @@ import pytest
 from rapidscore.abstention.results import ResultsError, load_flat_table, load_results_tree, load_select_file
 from rapidscore.cli import main
 
-EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "abstention")
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "abstention")
 
 
 def write_gz(path, data):

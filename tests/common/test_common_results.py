@@ -15,7 +15,7 @@ from rapidscore import __version__
 from rapidscore.common.result import MetricResult
 from rapidscore.common.signature import Signature, build_signature, format_value, version_fields
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NER_EXAMPLE = ROOT / "examples" / "ner"
 ABSTENTION_EXAMPLE = ROOT / "examples" / "abstention"
 

@@ -12,7 +12,7 @@ import pytest
 
 from rapidscore.cli import COMMANDS, build_parser, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("numpy", "rapidscore.bertscore.scorer", "rapidscore._core", "onnxruntime", "torch", "pandas", "pyarrow")
 
 
