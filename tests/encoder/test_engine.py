@@ -74,6 +74,7 @@ def test_bertscore_nrr_and_ner_load_the_model_once(minilm_path):
     assert cache_info()["models_loaded"] - before == 1
 
 
+@pytest.mark.slow
 def test_get_encoder_returns_one_object_per_setting(minilm_path):
     first = get_encoder(str(minilm_path))
     assert get_encoder(str(minilm_path), layer=first.num_layers, backend="onnx") is first
@@ -99,6 +100,7 @@ def test_concurrent_first_requests_load_once(tiny_model_path):
     assert cache_info()["models_loaded"] - before == 1
 
 
+@pytest.mark.slow
 def test_phases_equal_one_call(minilm_path):
     scorer = BERTScore(str(minilm_path), idf=True)
     plan = scorer.plan(CANDIDATES, REFERENCES)
@@ -128,6 +130,7 @@ def test_token_store_order_and_input_order_view(tiny_model_path):
         np.testing.assert_allclose(store.token_embeddings(k), single[k], atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_torch_store_matches_host_store(minilm_path):
     torch = pytest.importorskip("torch", reason="the device-resident store holds torch tensors")
     from rapidscore.encoder import TokenStore
