@@ -45,6 +45,8 @@ def _has_bf16() -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize("backend,precision", BACKENDS, ids=[f"{b}-{p}" for b, p in BACKENDS])
 def test_eight_threads_on_one_scorer_get_the_sequential_results(minilm_path, backend, precision):
+    if backend == "openvino":
+        pytest.importorskip("openvino", reason="the OpenVINO backend needs the [openvino] extra")
     if precision == "bf16" and not _has_bf16():
         pytest.skip("this CPU has no bf16 instructions (OpenVINO bf16 needs AVX512_BF16 or AMX)")
     scorer = BERTScore(str(minilm_path), backend=backend, precision=precision)
