@@ -45,6 +45,8 @@ def _has_bf16() -> bool:
 @pytest.mark.slow
 @pytest.mark.parametrize("backend,precision", BACKENDS, ids=[f"{b}-{p}" for b, p in BACKENDS])
 def test_eight_threads_on_one_scorer_get_the_sequential_results(minilm_path, backend, precision):
+    if backend == "openvino":
+        pytest.importorskip("openvino", reason="the OpenVINO backend needs the [openvino] extra")
     if precision == "bf16" and not _has_bf16():
         pytest.skip("this CPU has no bf16 instructions (OpenVINO bf16 needs AVX512_BF16 or AMX)")
     scorer = BERTScore(str(minilm_path), backend=backend, precision=precision)
@@ -74,6 +76,7 @@ def test_bertscore_nrr_and_ner_load_the_model_once(minilm_path):
     assert cache_info()["models_loaded"] - before == 1
 
 
+@pytest.mark.slow
 def test_get_encoder_returns_one_object_per_setting(minilm_path):
     first = get_encoder(str(minilm_path))
     assert get_encoder(str(minilm_path), layer=first.num_layers, backend="onnx") is first
@@ -99,6 +102,7 @@ def test_concurrent_first_requests_load_once(tiny_model_path):
     assert cache_info()["models_loaded"] - before == 1
 
 
+@pytest.mark.slow
 def test_phases_equal_one_call(minilm_path):
     scorer = BERTScore(str(minilm_path), idf=True)
     plan = scorer.plan(CANDIDATES, REFERENCES)
@@ -128,6 +132,7 @@ def test_token_store_order_and_input_order_view(tiny_model_path):
         np.testing.assert_allclose(store.token_embeddings(k), single[k], atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_torch_store_matches_host_store(minilm_path):
     torch = pytest.importorskip("torch", reason="the device-resident store holds torch tensors")
     from rapidscore.encoder import TokenStore

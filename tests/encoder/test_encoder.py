@@ -52,6 +52,7 @@ def assert_close(got: np.ndarray, expected: np.ndarray):
     assert cosine.min() >= MIN_COSINE
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_onnx_matches_torch_for_every_family_and_layer(family, tiny_model_path):
     model_dir = tiny_model_path(family)
@@ -66,6 +67,7 @@ def test_onnx_matches_torch_for_every_family_and_layer(family, tiny_model_path):
             assert_close(got, want[layer])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layer", [1, 4, 6])
 def test_real_minilm_onnx_matches_torch(minilm_path, layer):
     onnx = Encoder(str(minilm_path), layer=layer)
@@ -78,6 +80,7 @@ def test_real_minilm_onnx_matches_torch(minilm_path, layer):
         assert_close(got_torch, want[layer])
 
 
+@pytest.mark.slow
 def test_embedded_default_resolves_offline(minilm_path):
     encoder = Encoder()  # default model: the embedded all-MiniLM-L6-v2
     assert encoder.model_dir == minilm_path
@@ -85,6 +88,7 @@ def test_embedded_default_resolves_offline(minilm_path):
     assert Encoder("all-MiniLM-L6-v2").model_dir == minilm_path
 
 
+@pytest.mark.slow
 def test_results_follow_input_order_and_duplicates_are_encoded_once(minilm_path):
     encoder = Encoder(str(minilm_path), layer=3, batch_tokens=64, max_batch_size=2)
     singles = [encoder.token_embeddings([text])[0] for text in TEXTS]
@@ -108,7 +112,9 @@ def test_truncation_is_warned_with_a_count(tiny_model_path):
         assert short.token_embeddings([long_text])[0].shape[0] == 8
 
 
+@pytest.mark.slow
 def test_sentence_embeddings_match_sentence_transformers(minilm_path):
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers is the parity reference (test extra)")
     from sentence_transformers import SentenceTransformer
 
     texts = TEXTS[:-1] + ["A man is playing a guitar.", "Someone plays an instrument."]
@@ -120,6 +126,7 @@ def test_sentence_embeddings_match_sentence_transformers(minilm_path):
     np.testing.assert_allclose(cls, np.stack([f[0] for f in first]), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_cache_is_reused_and_entries_are_complete(minilm_path, tmp_path):
     first = Encoder(str(minilm_path), layer=2, cache_dir=tmp_path)
     second = Encoder(str(minilm_path), layer=2, cache_dir=tmp_path)
@@ -130,6 +137,7 @@ def test_cache_is_reused_and_entries_are_complete(minilm_path, tmp_path):
     assert {p.name for p in first.cache_entry.iterdir()} >= {"model.onnx", "tokenizer.json", "meta.json"}
 
 
+@pytest.mark.slow
 def test_two_processes_exporting_at_once_produce_one_entry(tiny_model_path, tmp_path):
     model_dir = tiny_model_path("electra")
     code = (
@@ -187,6 +195,7 @@ def test_bad_arguments_raise_clear_errors(kwargs, error, message, minilm_path):
         Encoder(**kwargs)
 
 
+@pytest.mark.slow
 def test_bad_texts_raise_type_errors(minilm_path):
     encoder = Encoder(str(minilm_path), layer=1)
     with pytest.raises(TypeError, match=r"texts\[1\] must be a str, got NoneType"):
@@ -199,6 +208,7 @@ def test_bad_texts_raise_type_errors(minilm_path):
     assert encoder.sentence_embeddings([]).shape == (0, 384)
 
 
+@pytest.mark.slow
 def test_cuda_without_provider_is_a_clear_error(minilm_path):
     import onnxruntime
 
@@ -221,6 +231,7 @@ def test_batch_plan_covers_every_sequence_once_within_budget(lengths, budget, ma
         assert len(batch) == 1 or sum(max(lengths[i], 1) for i in batch) >= MIN_FILL * padded
 
 
+@pytest.mark.slow
 def test_default_batch_budget_follows_device_and_precision(minilm_path):
     assert Encoder(str(minilm_path), layer=1).batch_tokens == default_batch_tokens("cpu", "fp32") == 1024
     assert default_batch_tokens("cpu", "bf16") == 2048

@@ -4,6 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+pytestmark = pytest.mark.slow  # every test here runs the nervaluate reference
+
 nervaluate = pytest.importorskip("nervaluate", reason="nervaluate is the parity reference (test extra)")
 
 from rapidscore.ner import evaluate  # noqa: E402

@@ -110,6 +110,7 @@ def test_rare_scripts_are_not_unknown(tiny_model):
     assert (unk_id in unseen) == (tiny_model.name != "roberta")
 
 
+@pytest.mark.slow
 def test_builds_are_identical_across_processes(tiny_model_path, tmp_path):
     """A fresh process (other hash seed) builds byte-identical files for every family."""
     env = dict(os.environ, PYTHONHASHSEED="12345")
@@ -183,6 +184,7 @@ def test_reference_tokenizer_ids_equal_tokenizer_json(tiny_model, use_fast):
     transformers 5 ignores use_fast (every family loads its tokenizers-backed class), so both
     flags give the same ids.
     """
+    pytest.importorskip("bert_score", reason="bert-score is the parity reference (test extra)")
     from bert_score.utils import get_tokenizer, sent_encode
 
     tokenizer = get_tokenizer(str(tiny_model), use_fast=use_fast)
@@ -201,6 +203,7 @@ def test_reference_roberta_gets_no_prefix_space(tiny_model):
     bert-score on transformers 4 with the slow tokenizer. Proven on a sentence whose first word
     is tokenized differently with a leading space.
     """
+    pytest.importorskip("bert_score", reason="bert-score is the parity reference (test extra)")
     from bert_score.utils import get_tokenizer, sent_encode
     from tokenizers import pre_tokenizers
 
@@ -216,7 +219,7 @@ def test_reference_roberta_gets_no_prefix_space(tiny_model):
 @pytest.mark.slow
 @needs_transformers_5
 def test_reference_scores_with_both_tokenizer_flags(tiny_model):
-    import bert_score
+    bert_score = pytest.importorskip("bert_score", reason="bert-score is the parity reference (test extra)")
 
     cands = ["The cat sat on the mat.", "We had crème brûlée in Zürich 😀", "我喜欢学习中文。"]
     refs = ["A cat was sitting on the mat.", "Crème brûlée at a café in Zürich.", "北京是中国的首都。"]

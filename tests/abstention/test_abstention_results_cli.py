@@ -9,7 +9,7 @@ import pytest
 from rapidscore.abstention.results import ResultsError, load_flat_table, load_results_tree, load_select_file
 from rapidscore.cli import main
 
-EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "abstention")
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "abstention")
 
 
 def write_gz(path, data):
@@ -98,6 +98,7 @@ def test_cli_text_json_csv(tmp_path, capsys):
 
 
 def test_cli_reports_skips_and_plots(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="plotting needs the [plot] extra")
     write_gz(tmp_path / "res" / "m" / "abstention" / "t.json.gz",
              {"1": {"c": {"a": rec("Abstained"), "b": {"oops": 1}}}})
     assert main(["abstention", str(tmp_path / "res"), "--no-progress"]) == 2

@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("torch", "transformers", "pandas", "scipy", "matplotlib", "onnxruntime", "sentence_transformers")
 
 
@@ -20,6 +22,7 @@ def test_import_rapidscore_pulls_no_heavy_modules():
     assert loaded == []
 
 
+@pytest.mark.slow
 def test_cached_model_runs_without_torch_or_transformers(minilm_path, tmp_path, monkeypatch):
     import os
 

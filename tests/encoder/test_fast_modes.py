@@ -8,6 +8,8 @@ import pytest
 from rapidscore.bertscore import BERTScore
 from rapidscore.encoder import Encoder
 
+pytestmark = pytest.mark.slow  # every test here exports MiniLM
+
 ov = pytest.importorskip("openvino", reason="the OpenVINO backend needs the [openvino] extra")
 
 WORDS = ("the a of to and in band metal singer voice jazz trumpet outlaw forest river city music "

@@ -234,6 +234,7 @@ def realistic_store(rng, n_sentences, dim, min_len=3, max_len=40):
 
 def reference_scores(monkeypatch, E, offsets, weights, pairs, batch_size=64):
     torch = pytest.importorskip("torch", reason="the reference matching of bert-score runs on torch")
+    pytest.importorskip("bert_score", reason="bert-score is the parity reference (test extra)")
     import bert_score.utils as bsu
 
     layered = E.ndim == 3

@@ -15,7 +15,7 @@ from rapidscore import __version__
 from rapidscore.common.result import MetricResult
 from rapidscore.common.signature import Signature, build_signature, format_value, version_fields
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NER_EXAMPLE = ROOT / "examples" / "ner"
 ABSTENTION_EXAMPLE = ROOT / "examples" / "abstention"
 
@@ -42,6 +42,7 @@ def test_version_fields_come_last_in_call_order():
     assert format_value(True) == "yes" and format_value(0.30000000000000004) == "0.3"
 
 
+@pytest.mark.slow
 def test_bertscore_signature_fields_rebuild_the_scorers_string(minilm_path):
     """The build_signature call to put in BERTScore.signature gives today's string."""
     from rapidscore.bertscore import BERTScore
@@ -107,6 +108,7 @@ def test_nrr_result_protocol():
     assert frame.attrs["signature"] == "nrr|method:embedding"
 
 
+@pytest.mark.slow
 def test_nrr_signature_string_is_unchanged(minilm_path):
     from rapidscore.nrr import SentenceSimilarity, negative_rejection
 

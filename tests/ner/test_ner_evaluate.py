@@ -11,7 +11,7 @@ import pytest
 from rapidscore.cli import main
 from rapidscore.ner import LabelSimilarity, compare, evaluate, read_jsonl
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ner"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ner"
 TEXT = "Driver's license number D1234567 was issued to Emily Brown."
 
 # Hand-chosen label vectors whose cosines are derivable by hand (see each test's comment).

@@ -12,7 +12,7 @@ import pytest
 
 from rapidscore.cli import COMMANDS, build_parser, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("numpy", "rapidscore.bertscore.scorer", "rapidscore._core", "onnxruntime", "torch", "pandas", "pyarrow")
 
 
@@ -80,6 +80,7 @@ def test_common_option_values_and_aliases():
         "backend": None, "device": "cuda", "precision": "fp32", "num_threads": 2}
 
 
+@pytest.mark.slow
 def test_bertscore_reads_every_format_and_keeps_the_text_semantics(minilm_path, tmp_path, capsys):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -101,6 +102,7 @@ def test_bertscore_reads_every_format_and_keeps_the_text_semantics(minilm_path, 
     assert f"{tmp_path / 'bad.jsonl'}:2: expected a string, got int" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_nrr_cli_with_common_options_and_list_references(minilm_path, tmp_path, capsys):
     rows = [{"generated": "a cat sat", "reference": ["a cat sat", "x"]}, {"generated": "a dog", "reference": "zzz"}]
     path = tmp_path / "items.jsonl"

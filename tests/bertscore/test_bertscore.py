@@ -23,6 +23,8 @@ from rapidscore.bertscore.baselines import read_baseline, reference_baseline_dir
 from rapidscore.errors import RapidscoreWarning
 from rapidscore.testing.tiny_models import FAMILIES
 
+pytestmark = pytest.mark.slow  # every test here runs the bert-score reference or exports MiniLM
+
 bert_score = pytest.importorskip("bert_score", reason="the reference package is needed for parity")
 TOLERANCE = 1e-5
 

@@ -42,7 +42,9 @@ def similarity_model(minilm_path):
     return SentenceSimilarity(str(minilm_path))
 
 
+@pytest.mark.slow
 def test_similarities_equal_sentence_transformers_cosine(minilm_path, similarity_model):
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers is the parity reference (test extra)")
     from sentence_transformers import SentenceTransformer
 
     generated, references = varied_pairs(300)
@@ -58,6 +60,7 @@ def test_similarities_equal_sentence_transformers_cosine(minilm_path, similarity
     assert 0 < result.n_rejected < 300
 
 
+@pytest.mark.slow
 def test_threshold_is_strict(similarity_model):
     result = negative_rejection(["same text"], ["same text"], threshold=0.5, similarity_model=similarity_model)
     exact = float(result.similarities[0])
@@ -65,6 +68,7 @@ def test_threshold_is_strict(similarity_model):
     assert at.n_rejected == 0  # equal to the threshold is not below it
 
 
+@pytest.mark.slow
 def test_several_references_best_counts(similarity_model):
     single = negative_rejection(["The cat sat on the mat.", "Paris is in France."],
                                 ["A dog barked.", "Paris is a French city."], similarity_model=similarity_model)
@@ -76,6 +80,7 @@ def test_several_references_best_counts(similarity_model):
     assert multi.best_reference.tolist() == [1, 0]
 
 
+@pytest.mark.slow
 def test_bertscore_method_uses_bertscore_f1(minilm_path):
     from rapidscore.bertscore import BERTScore
 
@@ -112,11 +117,13 @@ def test_calibration_against_brute_force():
         assert cal.confusion_matrix.sum() == 80
 
 
+@pytest.mark.slow
 def test_empty_strings_are_similarity_zero(similarity_model):
     result = negative_rejection(["", "fine answer"], ["a reference", "   "], similarity_model=similarity_model)
     assert result.similarities.tolist() == [0.0, 0.0] and result.n_rejected == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "generated, references, threshold, error, message",
     [
@@ -133,6 +140,7 @@ def test_bad_input(similarity_model, generated, references, threshold, error, me
         negative_rejection(generated, references, threshold=threshold, similarity_model=similarity_model)
 
 
+@pytest.mark.slow
 def test_dataframe_jsonl_and_cli(minilm_path, similarity_model, tmp_path):
     pd = pytest.importorskip("pandas", reason="the DataFrame entry point needs pandas")
     generated, references = varied_pairs(12, seed=9)
@@ -156,6 +164,7 @@ def test_dataframe_jsonl_and_cli(minilm_path, similarity_model, tmp_path):
     assert document["negative_rejection_rate"] == pytest.approx(direct.rate)
 
 
+@pytest.mark.slow
 def test_similarity_histogram_with_threshold_line(similarity_model, tmp_path):
     pytest.importorskip("matplotlib", reason="plotting needs the [plot] extra")
     from rapidscore.nrr import plot_similarities
