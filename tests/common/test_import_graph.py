@@ -38,7 +38,7 @@ def _imports(path: Path, known: set[str]) -> set[str]:
 
 def _graph() -> dict[str, set[str]]:
     paths = {_module_name(p): p for p in PACKAGE_ROOT.rglob("*.py")}
-    known = set(paths)
+    known = set(paths) | {"rapidscore._core"}  # the native module has no .py source
     return {name: _imports(path, known) - {name} for name, path in paths.items()}
 
 
@@ -83,3 +83,41 @@ def test_no_import_cycle():
 def test_cycle_finder_finds_a_cycle():
     assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+# Lower ranks never import higher ones (a module may import within its own rank).
+RANKS = {
+    "rapidscore._version": 0, "rapidscore._core": 0, "rapidscore.errors": 0, "rapidscore.threads": 0,
+    "rapidscore.common": 0, "rapidscore.kernels": 1, "rapidscore.encoder": 1, "rapidscore.testing": 1,
+    "rapidscore.bertscore": 2, "rapidscore.bert_score": 2, "rapidscore.nrr": 2, "rapidscore.ner": 2,
+    "rapidscore.abstention": 2, "rapidscore.cli": 3, "rapidscore": 3,
+}
+
+
+def _rank(module: str) -> int:
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        if prefix in RANKS:
+            return RANKS[prefix]
+    raise AssertionError(f"{module} has no layer in RANKS: add it")
+
+
+def _area(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_imports_point_down_the_layers():
+    graph = _graph()
+    upward = [(source, target) for source, targets in graph.items() for target in targets
+              if _rank(target) > _rank(source)]
+    sideways = [(source, target) for source, targets in graph.items() for target in targets
+                if {_area(source), _area(target)} == {"kernels", "encoder"}]
+    assert not upward, f"imports up the layers: {upward}"
+    assert not sideways, f"kernels and encoder import each other: {sideways}"
+
+
+def test_rank_check_sees_an_upward_import():
+    assert _rank("rapidscore.bertscore.scorer") > _rank("rapidscore.encoder.store")
+    assert _area("rapidscore.kernels.matching") == "kernels"
