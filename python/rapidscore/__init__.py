@@ -14,6 +14,7 @@ from rapidscore.errors import RapidscoreWarning, TruncationWarning
 # name -> module that defines it; resolved on first attribute access.
 _LAZY_ATTRIBUTES = {
     "Encoder": "rapidscore.encoder",
+    "get_encoder": "rapidscore.encoder",
     "resolve_model": "rapidscore.encoder.model_source",
     "negative_rejection": "rapidscore.nrr.scoring",
     "BERTScore": "rapidscore.bertscore",

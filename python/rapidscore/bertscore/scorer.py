@@ -73,6 +73,11 @@ class BERTScore:
     table does not list), ``idf`` (False, True, or a dict token id -> weight), ``idf_sents``,
     ``rescale_with_baseline`` + ``lang`` or ``baseline_path``, ``all_layers``. Engine options:
     ``backend``, ``device``, ``precision``, ``batch_tokens``, ``num_threads``, ``progress``.
+
+    The encoder comes from ``rapidscore.get_encoder``: scorers of the same model and settings
+    share one loaded model. Thread-safe: many threads may call ``score`` (or the phases) on one
+    scorer at once and get exactly the results of sequential calls; ``compute_idf`` replaces the
+    idf weights for calls that start after it.
     """
 
     def __init__(self, model: str | os.PathLike | None = None, layer: int | None = None, *, lang: str | None = None,

@@ -119,6 +119,7 @@ class SentenceSimilarity:
     computes them (its ``max_seq_length`` honoured), cosine similarity. ``method="bertscore"``:
     BERTScore F1 at ``layer`` (default: the model's last layer). Reusable across calls.
     An empty (after strip) answer or reference gets similarity 0.
+    Thread-safe: it holds a shared encoder (``rapidscore.get_encoder``) and no per-call state.
     """
 
     def __init__(self, model: str | os.PathLike = DEFAULT_MODEL, method: str = "embedding",
