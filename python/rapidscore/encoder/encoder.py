@@ -19,7 +19,7 @@ from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_ba
 from rapidscore.encoder.cache import load_model
 from rapidscore.encoder.model_source import DEFAULT_MODEL, num_layers, read_config, resolve_model
 from rapidscore.encoder.runtime import BACKENDS, DEVICES, Runner
-from rapidscore.encoder.store import TokenStore
+from rapidscore.encoder.store import TokenStore, row_ranges
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
 from rapidscore.errors import TruncationWarning, check_positive_int
 from rapidscore.threads import check_num_threads
@@ -206,25 +206,22 @@ class Encoder:
     def embed_ids(self, ids: list[np.ndarray], *, truncated: int = 0, progress: bool | None = None) -> TokenStore:
         """Run the model over token id sequences (already tokenised) into a TokenStore.
 
-        Sentences are stored batch after batch (longest first), so each batch's real tokens are
-        copied once, as one block, and never reordered.
+        Sentences are stored in the order of ``ids``; each batch's real tokens are gathered and
+        scattered to their sentences' rows in one vectorised copy (no per-row Python loop).
         """
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
         batches = plan_batches(lengths, self.batch_tokens, self.max_batch_size)
-        stored = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
-        order = np.empty(len(ids), dtype=np.int64)
-        order[stored] = np.arange(len(ids), dtype=np.int64)
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(lengths[stored], out=offsets[1:])
-        flat_ids = np.concatenate([ids[k] for k in stored]) if len(ids) else np.zeros(0, dtype=np.int64)
-        embeddings = self._run_batches(ids, lengths, batches, int(offsets[-1]),
+        np.cumsum(lengths, out=offsets[1:])
+        flat_ids = np.concatenate(ids) if len(ids) else np.zeros(0, dtype=np.int64)
+        embeddings = self._run_batches(ids, lengths, offsets, batches,
                                        self.progress if progress is None else progress)
-        return TokenStore(ids=flat_ids, offsets=offsets, embeddings=embeddings, order=order, truncated=truncated)
+        return TokenStore(ids=flat_ids, offsets=offsets, embeddings=embeddings,
+                          order=np.arange(len(ids), dtype=np.int64), truncated=truncated)
 
-    def _run_batches(self, ids, lengths, batches, total_tokens: int, progress: bool):
+    def _run_batches(self, ids, lengths, offsets, batches, progress: bool):
         tensors = getattr(self._runner, "returns", "numpy") == "torch"
         out: Any = None  # np.ndarray, or a torch tensor when the runner returns tensors
-        position = 0
         if progress and len(batches) > 1:
             from tqdm.auto import tqdm
 
@@ -232,16 +229,20 @@ class Encoder:
         for batch in batches:
             input_ids, attention_mask = pad_batch([ids[k] for k in batch], self.spec.pad_id)
             hidden = self._call_runner(input_ids, attention_mask)
+            # Destination rows of the batch's real tokens, row after row. Scattered writes in the
+            # caller's order also fault a fresh buffer in faster than one sequential sweep: on
+            # Linux with transparent huge pages, sequential first touches stalled in compaction
+            # (W1: 0.35 s against 0.05 s).
+            rows: Any = row_ranges(offsets[batch], lengths[batch])
+            mask: Any = attention_mask.astype(bool)
             if tensors:
-                mask = _torch_mask(attention_mask, hidden.device)
-            else:
-                mask = attention_mask.astype(bool)
-            rows = hidden[..., mask, :]  # the batch's real tokens, row after row
+                import torch
+
+                mask = torch.from_numpy(mask).to(hidden.device)
+                rows = torch.from_numpy(rows).to(hidden.device)
             if out is None:
-                out = _empty_like(hidden, rows.shape[:-2] + (total_tokens, hidden.shape[-1]))
-            count = int(lengths[batch].sum())
-            out[..., position:position + count, :] = rows
-            position += count
+                out = _empty_like(hidden, hidden.shape[:-3] + (int(offsets[-1]), hidden.shape[-1]))
+            out[..., rows, :] = hidden[..., mask, :]
         if out is None:  # no texts
             out = np.zeros((0, self.hidden_size), dtype=np.float32)
         if tensors and self.device == "cpu":
@@ -302,12 +303,6 @@ def _lock_of(runner) -> threading.Lock:
     """One lock per runner object, shared by every encoder that uses it."""
     with _RUNNER_LOCKS_GUARD:
         return _RUNNER_LOCKS.setdefault(id(runner), threading.Lock())
-
-
-def _torch_mask(attention_mask: np.ndarray, device):
-    import torch
-
-    return torch.from_numpy(attention_mask.astype(bool)).to(device)
 
 
 def _empty_like(hidden, shape):

@@ -6,9 +6,9 @@ them: a numpy array for CPU runtimes, a torch tensor on the model's device other
 pipeline never copies token embeddings to the host. Matching dispatches on that
 (``rapidscore.kernels.matching``).
 
-Sentences are stored in the order the encoder produced them (longest batch first), not in the
-caller's order; ``order`` maps the caller's text number to the stored sentence, so nothing is
-copied to restore the input order. Duplicated texts share one stored sentence.
+Sentences are stored in the order of the distinct texts the encoder was given; ``order`` maps the
+caller's text number to its stored sentence, so duplicated texts share one stored sentence and
+nothing is copied for them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 
 from rapidscore.common.arrays import is_torch_tensor
 
-__all__ = ["TokenStore"]
+__all__ = ["TokenStore", "row_ranges"]
 
 
 
@@ -91,13 +91,14 @@ class TokenStore:
         identity = np.arange(len(self.order), dtype=np.int64)
         if np.array_equal(self.order, np.arange(self.n_sentences)):
             return TokenStore(self.ids, offsets, self.embeddings, identity, self.truncated, self.unit_rows)
-        rows = _ranges(self.offsets[self.order], lengths)
+        rows = row_ranges(self.offsets[self.order], lengths)
         embeddings = self.embeddings[..., rows if self.on_host else _as_index(rows, self.embeddings), :]
         return TokenStore(self.ids[rows], offsets, embeddings, identity, self.truncated, self.unit_rows)
 
 
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenation of arange(start, start + length) for each pair, vectorised."""
+def row_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Row numbers of several blocks of rows: arange(start, start + length) of each pair,
+    concatenated, computed without a Python loop."""
     total = int(lengths.sum())
     if total == 0:
         return np.zeros(0, dtype=np.int64)

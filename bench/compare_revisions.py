@@ -1,0 +1,132 @@
+"""The working tree against an earlier revision of rapidscore, in alternating processes.
+
+A refactoring must not slow anything down, but ratios against bert-score move with the machine
+(a shared machine whose GEMM rate drifts by 20% between days moves them more than most code
+changes). This runs the same workloads with two builds of rapidscore in turn, on the same
+machine in the same minutes, so their ratio is the code's doing:
+
+    python bench/compare_revisions.py --base ff1c6da [--rounds 3]
+
+The base revision is built with pip into a temporary directory and imported from there (the
+working tree's editable install is bypassed in that process). Workloads: W1 (2,000 MiniLM pairs,
+`BERTScore.score(..., reference_batch_size=64)`, median of 3 calls per process) and W4 (one short
+pair, p50 of 200 calls). Writes bench/results/revisions.md and .json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+RESULTS = common.REPO_ROOT / "bench" / "results"
+
+# Runs in a child process: argv = [site dir or "", w1 pairs]; prints one JSON line.
+CHILD = r"""
+import json, statistics, sys, time
+site, pairs = sys.argv[1], int(sys.argv[2])
+if site:  # the base build: drop the editable install's finder, import from the build
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in type(f).__module__.lower()]
+    sys.path.insert(0, site)
+sys.path.insert(0, "bench")
+import common
+import rapidscore
+from rapidscore.bertscore import BERTScore
+try:
+    from rapidscore.encoder.model_source import embedded_model_dir
+except ImportError:  # revisions before the encoder/ layout
+    from rapidscore.model_source import embedded_model_dir
+cands, refs = common.sentence_pairs(pairs, 10, 40, seed=1)
+scorer = BERTScore(str(embedded_model_dir()), 6)
+scorer.score(cands[:64], refs[:64], reference_batch_size=64)
+w1 = []
+for _ in range(3):
+    start = time.perf_counter()
+    scorer.score(cands, refs, reference_batch_size=64)
+    w1.append(time.perf_counter() - start)
+short_c, short_r = common.sentence_pairs(50, 10, 16, seed=4)
+for _ in range(20):
+    scorer.score([short_c[0]], [short_r[0]])
+w4 = []
+for k in range(200):
+    start = time.perf_counter()
+    scorer.score([short_c[k % 50]], [short_r[k % 50]])
+    w4.append((time.perf_counter() - start) * 1000.0)
+print(json.dumps({"file": rapidscore.__file__, "w1_s": statistics.median(w1), "w4_p50_ms": statistics.median(w4)}))
+"""
+
+
+def build(revision: str, into: Path) -> Path:
+    """pip-build ``revision`` of this repository into ``into``/site; returns the site dir."""
+    tree = into / "tree"
+    subprocess.run(["git", "-C", str(common.REPO_ROOT), "worktree", "add", "--detach", str(tree), revision],
+                   check=True, capture_output=True)
+    site = into / "site"
+    try:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(tree)],
+                       check=True)
+    finally:
+        subprocess.run(["git", "-C", str(common.REPO_ROOT), "worktree", "remove", "--force", str(tree)],
+                       check=False, capture_output=True)
+    return site
+
+
+def run_child(site: str, pairs: int) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, site, str(pairs)], cwd=common.REPO_ROOT, check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", required=True, help="git revision to compare the working tree with")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating process pairs (order rotated)")
+    parser.add_argument("--w1-pairs", type=int, default=2000)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="rapidscore-base-") as tmp:
+        site = str(build(args.base, Path(tmp)))
+        runs: dict[str, list[dict]] = {"base": [], "tree": []}
+        for round_ in range(args.rounds):
+            order = [("base", site), ("tree", "")] if round_ % 2 == 0 else [("tree", ""), ("base", site)]
+            for name, where in order:
+                print(f"[round {round_ + 1}/{args.rounds}] {name}", file=sys.stderr, flush=True)
+                runs[name].append(run_child(where, args.w1_pairs))
+    assert all(r["file"].startswith(site) for r in runs["base"]), "the base process imported the wrong build"
+
+    def ratios(key: str) -> list[float]:  # base / tree per round: > 1 means the tree is faster
+        return [b[key] / t[key] for b, t in zip(runs["base"], runs["tree"])]
+
+    summary = {key: {"base": statistics.median(r[key] for r in runs["base"]),
+                     "tree": statistics.median(r[key] for r in runs["tree"]),
+                     "base_over_tree": statistics.median(ratios(key))} for key in ("w1_s", "w4_p50_ms")}
+    data = {"date": common.now(), "machine": common.machine_info(), "commit": common.git_commit(),
+            "base": args.base, "rounds": args.rounds, "runs": runs, "summary": summary}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "revisions.json").write_text(json.dumps(data, indent=2) + "\n")
+    lines = [
+        f"## The working tree against {args.base}", "",
+        f"{data['date']}, {common.machine_line(data['machine'])}. Commit {data['commit']}. "
+        f"Command: `python bench/compare_revisions.py --base {args.base} --rounds {args.rounds}`. "
+        "Each round runs one process per build, order rotated; base/tree > 1 means the tree is faster.", "",
+        "| workload | base | working tree | base / tree (median of rounds) |",
+        "|---|---:|---:|---:|",
+        f"| W1 `BERTScore.score`, {args.w1_pairs:,} MiniLM pairs (s) | {summary['w1_s']['base']:.2f} | "
+        f"{summary['w1_s']['tree']:.2f} | {summary['w1_s']['base_over_tree']:.2f} |",
+        f"| W4 one short pair, p50 (ms) | {summary['w4_p50_ms']['base']:.2f} | {summary['w4_p50_ms']['tree']:.2f} | "
+        f"{summary['w4_p50_ms']['base_over_tree']:.2f} |", "",
+    ]
+    (RESULTS / "revisions.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
