@@ -14,9 +14,9 @@ punctuation that joins or splits words (contractions, quotes before ``Abstained`
 - combining marks U+0300-U+036F: dropped ("can'\u0301t" -> "can't"), as unidecode does;
 - Latin letters with diacritics, ligatures, fullwidth forms, circled digits: compatibility
   decomposition (NFKD) without marks, plus a table for letters NFKD leaves alone (ß, æ, ø, ł...);
-- Greek and Cyrillic: a transliteration table in unidecode's scheme (η -> e, х -> kh, щ -> shch),
-  so look-alike letters inside English words ("I cаnnot" with a Cyrillic а) match as they do
-  for SELECT;
+- Greek and Cyrillic: a transliteration table in unidecode's scheme (eta -> e, ha -> kh,
+  shcha -> shch), so look-alike letters inside English words ("I cannot" written with a Cyrillic
+  "a") match as they do for SELECT;
 - other letters and digits (CJK ideographs, kana, Hangul, Arabic, Indic scripts...): anyascii
   (ISC license), with unidecode's layout for ideographs (a capitalised syllable and a space), so
   lengths stay close to unidecode's;

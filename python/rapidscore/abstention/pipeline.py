@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.abstention.results import EVAL_TYPES, ResultsError, _path_fields, _read_json, iter_file_records
+from rapidscore.abstention.results import EVAL_TYPES, ResultsError, _read_json, iter_file_records
 
 TAXONOMY_FILE_NAMES = ("taxonomy.json", "taxonomy.csv")
 PARALLEL_MIN_BYTES = 4 << 20  # below this much data, worker start-up costs more than it saves
@@ -318,7 +318,7 @@ def evaluate(files: Sequence[ResultFile], detector: Any = None, *, method: str =
 
 def _merge(result: Evaluation, file: ResultFile, part: _FilePart, detector) -> None:
     detected, need = part.detected, part.need
-    if part.pending:
+    if part.pending and detector is not None:
         detected[need] = np.asarray(detector(part.pending), dtype=np.int8)
     decision = part.decision
     pending = decision < 0

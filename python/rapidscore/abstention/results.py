@@ -18,7 +18,7 @@ import gzip
 import json
 import os
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,7 +121,8 @@ def load_select_file(path: str | os.PathLike, *, model: str | None = None, techn
     return report
 
 
-def iter_file_records(path: str, data, eval_type: str, on_error: str, skip: Callable[[str], None]):
+def iter_file_records(path: str, data, eval_type: str, on_error: str,
+                      skip: Callable[[str], None]) -> Iterator[tuple[str, str | None, str, str, Mapping]]:
     """The valid records of a parsed results file: ``(seed, relation, concept, instance_id,
     record)``; malformed parts raise ResultsError naming the file and key path, or (on_error="skip")
     are counted through ``skip(reason)``."""
