@@ -31,6 +31,7 @@ checks identical decisions on a corpus of hard cases with and without unidecode.
 from __future__ import annotations
 
 import os
+import re
 import unicodedata
 
 _PUNCT = {
@@ -151,14 +152,29 @@ def builtin_transliterate(text: str) -> str:
     return "".join(out)
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
 def _unidecode_transliterate():
     try:
         from unidecode import unidecode
     except ImportError:
         return None
+    cache: dict[str, str] = {}
+
+    def one(ch: str) -> str:
+        out = cache.get(ch)
+        if out is None:
+            out = cache[ch] = unidecode(ch, errors="preserve")
+        return out
+
+    def run(match: re.Match) -> str:
+        return "".join(map(one, match.group()))
 
     def transliterate_unidecode(text: str) -> str:
-        return text if text.isascii() else unidecode(text, errors="preserve")
+        """``unidecode(text, errors="preserve")``: it maps each character on its own, so only the
+        non-ASCII runs are looked up (cached), not every character in Python."""
+        return text if text.isascii() else _NON_ASCII.sub(run, text)
 
     return transliterate_unidecode
 

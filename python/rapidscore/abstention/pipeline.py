@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.abstention.results import EVAL_TYPES, ResultsError, _read_json, iter_file_records
+from rapidscore.abstention.results import EVAL_TYPES, ResultsError, _read_json, iter_file_groups, record_problem
 
 TAXONOMY_FILE_NAMES = ("taxonomy.json", "taxonomy.csv")
 PARALLEL_MIN_BYTES = 4 << 20  # below this much data, worker start-up costs more than it saves
@@ -219,8 +219,6 @@ def _select_detector(spec: tuple):
 def _read_file(task: tuple) -> _FilePart:
     """Parse one file and decide what can be decided here (a module-level function: it runs in
     worker processes)."""
-    from rapidscore.abstention.detectors import response_text
-
     file, method, recompute, check_stored, on_error, spec = task
     skipped: dict[str, int] = {}
 
@@ -228,33 +226,47 @@ def _read_file(task: tuple) -> _FilePart:
         skipped[reason] = skipped.get(reason, 0) + 1
 
     data = _read_json(file.path)
-    key_index: dict[tuple, int] = {}
-    groups: list[int] = []
+    keys: list[tuple] = []
+    sizes: list[int] = []
     stored: list[int] = []
     texts: list[str] = []
-    for seed, relation, concept, _instance_id, record in iter_file_records(file.path, data, file.eval_type,
-                                                                         on_error, skip):
-        key = (seed, relation, concept)
-        index = key_index.get(key)
-        if index is None:
-            index = key_index[key] = len(key_index)
-        groups.append(index)
-        flags = record.get("refusal")
-        flag = flags.get(method) if isinstance(flags, Mapping) else None
-        stored.append(-1 if flag is None else int(bool(flag)))
-        texts.append(response_text(record["response"]))
+    detect_all = recompute or check_stored
+    for seed, relation, concept, records, key_path, fail in iter_file_groups(file.path, data, file.eval_type,
+                                                                            on_error, skip):
+        size = 0
+        # parsed JSON holds plain dicts and strs: exact type checks are the fast path, anything
+        # else is looked at by record_problem
+        for instance_id, record in records.items():
+            response = record.get("response") if type(record) is dict else None
+            if type(response) is not str:
+                if type(response) is dict and type(response.get("answer")) is str:
+                    response = response["answer"]
+                else:
+                    fail(key_path + [instance_id], record_problem(record), "malformed record")
+                    continue
+            flags = record.get("refusal")
+            flag = flags.get(method) if type(flags) is dict else None
+            if flag is None:
+                stored.append(-1)
+                texts.append(response)
+            else:
+                stored.append(1 if flag else 0)
+                if detect_all:
+                    texts.append(response)
+            size += 1
+        if size:
+            keys.append((seed, relation, concept))
+            sizes.append(size)
     del data
+    group = np.repeat(np.arange(len(keys), dtype=np.int32), sizes)
     stored_arr = np.asarray(stored, dtype=np.int8)
-    need = np.ones(len(texts), dtype=bool) if recompute or check_stored else stored_arr < 0
-    decision = np.where(stored_arr >= 0, stored_arr, -1).astype(np.int8) if not recompute else \
-        np.full(len(texts), -1, dtype=np.int8)
-    detected = np.full(len(texts), -1, dtype=np.int8)
-    pending = [t for t, n in zip(texts, need) if n]
-    if spec is not None and pending:
-        detected[need] = _select_detector(spec).detect(pending)
-        pending = []
-    return _FilePart(list(key_index), np.asarray(groups, dtype=np.int32), decision, stored_arr, pending, skipped,
-                     need, detected)
+    need = np.ones(len(stored_arr), dtype=bool) if detect_all else stored_arr < 0
+    decision = np.full(len(stored_arr), -1, dtype=np.int8) if recompute else stored_arr.copy()
+    detected = np.full(len(stored_arr), -1, dtype=np.int8)
+    if spec is not None and texts:
+        detected[need] = _select_detector(spec).detect(texts)
+        texts = []
+    return _FilePart(keys, group, decision, stored_arr, texts, skipped, need, detected)
 
 
 def _pool_context():

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rapidfuzz import fuzz, utils
+
 from rapidscore.abstention._text import WHITESPACE_CLASS, transliterate
 
 SELECT_PHRASES: tuple[str, ...] = (
@@ -74,8 +76,6 @@ def phrase_refusal(response: str, word: str = ABSTAIN_WORD) -> bool:
 def phrase_similarity(response: str, phrase: str) -> float:
     """SELECT's fuzzy score of one phrase in [0, 1]: rapidfuzz partial_ratio with the default
     processor, after padding a response shorter than the phrase with ``'0' * len(phrase)``."""
-    from rapidfuzz import fuzz, utils
-
     if len(response) < len(phrase):
         response = response + "0" * len(phrase)
     return fuzz.partial_ratio(response, phrase, processor=utils.default_process) / 100
@@ -99,8 +99,6 @@ def phrase_or_keyword_refusal(response: str) -> bool:
 def switch_after(text: str, phrase: str) -> bool:
     """SELECT's "switch to answering" rule on the (transliterated, contraction-expanded) text,
     given the best phrase. Returns True for a refusal, False for a switch."""
-    from rapidfuzz import fuzz, utils
-
     alignment = fuzz.partial_ratio_alignment(text, phrase, processor=utils.default_process)
     assert alignment is not None  # None only below a score_cutoff, and there is none
     phrase_end = alignment.src_end

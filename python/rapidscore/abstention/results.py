@@ -112,20 +112,27 @@ def load_select_file(path: str | os.PathLike, *, model: str | None = None, techn
     model, technique, eval_type = _path_fields(path, model, technique, eval_type)
     data = _read_json(path)
     report.files += 1
-    for seed, relation, concept, instance_id, record in iter_file_records(path, data, eval_type, on_error,
-                                                                         report.skip):
-        stored = record.get("refusal")
-        report.records.append(Record(model, technique, eval_type, seed, concept, record["response"], relation,
-                                     str(record.get("id", instance_id)), record.get("query"),
-                                     dict(stored) if isinstance(stored, Mapping) else None))
+    for seed, relation, concept, records, key_path, fail in iter_file_groups(path, data, eval_type, on_error,
+                                                                            report.skip):
+        for instance_id, record in records.items():
+            problem = record_problem(record)
+            if problem is not None:
+                fail(key_path + [instance_id], problem, "malformed record")
+                continue
+            stored = record.get("refusal")
+            report.records.append(Record(model, technique, eval_type, seed, concept, record["response"], relation,
+                                         str(record.get("id", instance_id)), record.get("query"),
+                                         dict(stored) if isinstance(stored, Mapping) else None))
     return report
 
 
-def iter_file_records(path: str, data, eval_type: str, on_error: str,
-                      skip: Callable[[str], None]) -> Iterator[tuple[str, str | None, str, str, Mapping]]:
-    """The valid records of a parsed results file: ``(seed, relation, concept, instance_id,
-    record)``; malformed parts raise ResultsError naming the file and key path, or (on_error="skip")
-    are counted through ``skip(reason)``."""
+def iter_file_groups(path: str, data, eval_type: str, on_error: str, skip: Callable[[str], None],
+                     ) -> Iterator[tuple[str, str | None, str, Mapping, list, Callable]]:
+    """The (seed, concept) groups of a parsed results file: ``(seed, relation, concept, records,
+    key_path, fail)``, ``records`` a non-empty ``{instance_id: record}`` whose records the caller
+    checks (:func:`record_problem`), reporting a bad one with ``fail(key_path + [instance_id],
+    problem, "malformed record")``. Malformed structure raises ResultsError naming the file and
+    key path, or (on_error="skip") is counted through ``skip(reason)``."""
     if not isinstance(data, Mapping) or not data:
         raise ResultsError(f"{path}: expected a non-empty object keyed by seed")
     if len(data) == 1 and next(iter(data)) in (eval_type, *EVAL_TYPES):  # {eval_type: {seed: ...}}
@@ -165,12 +172,7 @@ def iter_file_records(path: str, data, eval_type: str, on_error: str,
                 if not isinstance(records, Mapping) or not records:
                     fail(key_path + [concept], "concept has no records (empty or not an object)", "empty concept")
                     continue
-                for instance_id, record in records.items():
-                    problem = _record_problem(record)
-                    if problem is None:
-                        yield seed, relation, concept, instance_id, record
-                    else:
-                        fail(key_path + [concept, instance_id], problem, "malformed record")
+                yield seed, relation, concept, records, key_path + [concept], fail
 
 
 def _record_depth(node, depth=0):
@@ -185,7 +187,7 @@ def _record_depth(node, depth=0):
     return None
 
 
-def _record_problem(record) -> str | None:
+def record_problem(record) -> str | None:
     """Why a record is malformed, or None when it is valid."""
     if not isinstance(record, Mapping) or "response" not in record:
         return "malformed record (expected an object with a 'response')"
