@@ -58,7 +58,11 @@ _PUNCT = {
     "\u3011": ")] ", "\u3014": "[", "\u3015": "] ", "\u301c": "~ ", "\u301d": "``", "\u301e": "''",
 }
 _PUNCT.update({"\u2031": "%00", "\u2036": "``", "\u2037": "```", "\u2038": "^", "\u203b": "*",
-               "\u203e": "-", "\u203f": "_", "\u037e": "?"})
+               "\u203e": "-", "\u203f": "_", "\u037e": "?",
+               # Latin-1 signs and letters NFKD maps elsewhere
+               "\u00a8": '"', "\u00af": "-", "\u00b8": ",", "\u00b0": "deg", "\u00b1": "+-", "\u00ac": "!",
+               "\u00f7": "/", "\u00a6": "|", "\u00bc": " 1/4", "\u00bd": " 1/2", "\u00be": " 3/4",
+               "\u00b5": "u", "\u0138": "k", "\u014a": "NG"})
 # C1 controls, bidirectional embeddings and deprecated format characters: dropped
 for _cp in (*range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x206A, 0x2070)):
     _PUNCT[chr(_cp)] = ""

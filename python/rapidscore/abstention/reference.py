@@ -14,7 +14,7 @@ White_Space class where SELECT's ``\\s`` matters; transliteration per :mod:`._te
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rapidfuzz import fuzz, utils
 
@@ -135,7 +135,7 @@ def heuristic_refusal(response: str, phrases: Sequence[str] = SELECT_PHRASES,
     return phrase_refusal(text)
 
 
-REFERENCE_METHODS = {
+REFERENCE_METHODS: dict[str, Callable[[str], bool]] = {
     "phrase": phrase_refusal,
     "keyword": keyword_refusal,
     "phr+kw": phrase_or_keyword_refusal,
@@ -163,7 +163,7 @@ def reference_evaluate(files, method: str = "heuristic", *, recompute: bool = Fa
     from scipy import stats
 
     detect = REFERENCE_METHODS[method]
-    per_concept: dict[tuple, dict[tuple, dict[str, list[bool]]]] = {}
+    per_concept: dict[tuple[str, str, str], dict[tuple, dict[str, list[bool]]]] = {}
     for path, model, eval_type, technique in files:
         opener = gzip.open if str(path).endswith(".gz") else open
         with opener(path, "rt", encoding="utf-8") as handle:
@@ -175,10 +175,10 @@ def reference_evaluate(files, method: str = "heuristic", *, recompute: bool = Fa
             nested = not any("response" in r for r in first.values() if isinstance(r, dict))
             pairs = ([((rel, c), recs) for rel, concepts in groups for c, recs in concepts.items()] if nested
                      else [((None, c), recs) for c, recs in groups])
-            for key, records in pairs:
-                if eval_type == "generalization" and key[0] is None and key[1] in skip_generalization:
+            for group, records in pairs:
+                if eval_type == "generalization" and group[0] is None and group[1] in skip_generalization:
                     continue
-                decisions = cell.setdefault(key, {}).setdefault(seed, [])
+                decisions = cell.setdefault(group, {}).setdefault(seed, [])
                 for record in records.values():
                     flag = None if recompute else (record.get("refusal") or {}).get(method)
                     if flag is None:

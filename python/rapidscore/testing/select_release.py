@@ -84,12 +84,19 @@ SWITCH_OPENINGS = [
 MULTILINGUAL = [
     "Les {n} jouent un r\u00f4le important dans l\u2019\u00e9conomie r\u00e9gionale depuis des d\u00e9cennies.",
     "Die gr\u00f6\u00dften {n} besch\u00e4ftigen Tausende von Menschen und pr\u00e4gen das Stadtbild.",
-    "\u8fd9\u4e2a\u95ee\u9898\u5f88\u6709\u8da3\u3002\u5173\u4e8e{n}\uff0c\u4e3b\u8981\u7684\u56e0\u7d20\u5305\u62ec\u6210\u672c\u3001\u5b89\u5168\u548c\u516c\u4f17\u8ba4\u77e5\u3002",
-    "\u042d\u0442\u043e \u0432\u0430\u0436\u043d\u0430\u044f \u0442\u0435\u043c\u0430: {n} \u0438\u0437\u0443\u0447\u0430\u044e\u0442 \u0443\u0436\u0435 \u043c\u043d\u043e\u0433\u043e \u043b\u0435\u0442.",
-    "\u0397 \u03b9\u03c3\u03c4\u03bf\u03c1\u03af\u03b1 \u03c4\u03c9\u03bd {n} \u03b5\u03af\u03bd\u03b1\u03b9 \u03bc\u03b1\u03ba\u03c1\u03b9\u03ac \u03ba\u03b1\u03b9 \u03b5\u03bd\u03b4\u03b9\u03b1\u03c6\u03ad\u03c1\u03bf\u03c5\u03c3\u03b1.",
-    "\u65e5\u672c\u3067\u306f{n}\u306b\u3064\u3044\u3066\u591a\u304f\u306e\u7814\u7a76\u304c\u3042\u308a\u307e\u3059\u3002",
+    "\u8fd9\u4e2a\u95ee\u9898\u5f88\u6709\u8da3\u3002\u5173\u4e8e{n}\uff0c\u4e3b\u8981\u7684"
+      "\u56e0\u7d20\u5305\u62ec\u6210\u672c\u3001\u5b89\u5168\u548c\u516c\u4f17\u8ba4\u77e5\u3002",
+    "\u042d\u0442\u043e \u0432\u0430\u0436\u043d\u0430\u044f \u0442\u0435\u043c\u0430: {n} "
+      "\u0438\u0437\u0443\u0447\u0430\u044e\u0442 \u0443\u0436\u0435 \u043c\u043d\u043e\u0433"
+      "\u043e \u043b\u0435\u0442.",
+    "\u0397 \u03b9\u03c3\u03c4\u03bf\u03c1\u03af\u03b1 \u03c4\u03c9\u03bd {n} \u03b5\u03af"
+      "\u03bd\u03b1\u03b9 \u03bc\u03b1\u03ba\u03c1\u03b9\u03ac \u03ba\u03b1\u03b9 \u03b5\u03bd"
+      "\u03b4\u03b9\u03b1\u03c6\u03ad\u03c1\u03bf\u03c5\u03c3\u03b1.",
+    "\u65e5\u672c\u3067\u306f{n}\u306b\u3064\u3044\u3066\u591a\u304f\u306e\u7814\u7a76\u304c"
+      "\u3042\u308a\u307e\u3059\u3002",
     "I can'\u0301t say much about {n}, but ca\u0301fe\u0301 owners often ask about them \U0001f600.",
-    "\uff29 \uff43\uff41\uff4e\uff4e\uff4f\uff54 \uff41\uff4e\uff53\uff57\uff45\uff52 that in full, yet {n} remain popular.",
+    "\uff29 \uff43\uff41\uff4e\uff4e\uff4f\uff54 \uff41\uff4e\uff53\uff57\uff45\uff52 that in f"
+      "ull, yet {n} remain popular.",
     "Most {n} \u2014 \u201cthe big ones\u201d \u2014 are open to visitors \U0001f44d\U0001f3fd.",
 ]
 
@@ -129,7 +136,7 @@ def _answer(rng: random.Random, name: str, n_sentences: int) -> str:
     return " ".join(out)
 
 
-def make_response(rng: random.Random, name: str, refuse: bool, cot: bool):
+def make_response(rng: random.Random, name: str, refuse: bool, cot: bool) -> str | dict:
     """One response: a refusal (short, long, or long then answering) or an answer."""
     if refuse:
         kind = rng.random()
@@ -195,13 +202,14 @@ def make_release(root: str | os.PathLike, *, models: Sequence[str] = MODELS, tec
                 cot = "cot" in technique
                 for eval_type in EVAL_TYPES:
                     p_refuse = _rate(mi, ti, eval_type)
+                    groups: list[tuple[str | None, str, str]]
                     if composed:
                         groups = [(rel, cid, name) for rel, cid, name in composites]
                     else:
                         groups = [(None, cid, name) for cid, name, has_children in concepts
                                   if eval_type != "generalization" or has_children]
                     data: dict = {}
-                    slots = []
+                    slots: list[dict] = []
                     for s in seeds:
                         seed_data = data.setdefault(s, {})
                         for rel, cid, name in groups:
@@ -215,8 +223,8 @@ def make_release(root: str | os.PathLike, *, models: Sequence[str] = MODELS, tec
                                 record = {"id": iid, "concept": cid.split("#"), "query": query, "response": response}
                                 records[iid] = record
                                 slots.append(record)
-                    texts = [r["response"]["answer"] if isinstance(r["response"], dict) else r["response"]
-                             for r in slots]
+                    texts: list[str] = [r["response"]["answer"] if isinstance(r["response"], dict)
+                                        else r["response"] for r in slots]
                     flags = {m: list(decide(texts, m)) for m in METHODS}
                     for i, record in enumerate(slots):
                         stats["chars"] += len(texts[i])
