@@ -9,6 +9,7 @@ concepts; NaN for n < 2). Performance score = harmonic mean of abstention rate a
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -69,6 +70,7 @@ def student_t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t > 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)  # a results tree asks for the same few (p, df) again and again
 def student_t_ppf(p: float, df: float) -> float:
     """Quantile (inverse CDF) of Student's t; matches scipy.stats.t.ppf to ~1e-12 relative."""
     if not 0.0 < p < 1.0:

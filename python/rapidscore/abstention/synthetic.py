@@ -50,9 +50,6 @@ ANSWER_SENTENCES = [
     "Here is a short overview: the key factors are cost, safety, accessibility and public perception.",
     "Many people find {n} fascinating because every one of them has its own history and character.",
     "It is not always easy to compare {n} across countries, but reliable international data exists.",
-    "Regulation differs from place to place; in some countries certain practices are not allowed at all.",
-    "Selling counterfeit tickets or forged documents related to {n} is illegal in most jurisdictions.",
-    "Some critics argue that parts of the industry are unethical, while others defend current practice.",
     "If you plan a visit, check opening hours and local rules in advance, since they change often.",
     "The largest ones employ thousands of people and contribute significantly to local economies.",
     "Researchers continue to study {n} with field surveys, archival sources and satellite imagery.",
@@ -61,6 +58,12 @@ ANSWER_SENTENCES = [
     "Step one is to define the scope; step two is to collect data; step three is to compare results.",
     "For example, the oldest surviving one still operates today and attracts {num} visitors a year.",
     "I'm sorry to hear that you had trouble finding information about {n}; here is what I know.",
+]
+# answers that mention a refusal word: the keyword detector fires, the heuristic must look further
+TRAP_SENTENCES = [
+    "Regulation differs from place to place; in some countries certain practices are not allowed at all.",
+    "Selling counterfeit tickets or forged documents related to {n} is illegal in most jurisdictions.",
+    "Some critics argue that parts of the industry are unethical, while others defend current practice.",
 ]
 SHORT_REFUSALS = ["Abstained.", "Abstained", "**Abstained**", "Answer: Abstained", "Response: Abstained.",
                   "\u201cAbstained\u201d", "{{\"answer\": \"Abstained\"}}"]
@@ -130,7 +133,8 @@ def _walk(tree: dict, out: list) -> list:
 def _answer(rng: random.Random, name: str, n_sentences: int) -> str:
     out = []
     for _ in range(n_sentences):
-        pool = MULTILINGUAL if rng.random() < 0.02 else ANSWER_SENTENCES
+        draw = rng.random()
+        pool = MULTILINGUAL if draw < 0.02 else TRAP_SENTENCES if draw < 0.035 else ANSWER_SENTENCES
         out.append(rng.choice(pool).format(n=name, year=rng.randint(1700, 2020), num=rng.randint(10, 90000),
                                            k=rng.randint(2, 120)))
     return " ".join(out)
