@@ -157,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
             _plots(args.plot_dir, scores, taxonomy, prefix="" if name == "." else name.replace("/", "_") + "_")
 
     meta = {"results": args.results, "method": args.method, "recompute": args.recompute}
+    signatures = {e.signature for e in experiments}
+    if len(signatures) == 1:  # one experiment (or all alike): the signature at the top, as before
+        meta["signature"] = signatures.pop()
     text = report.render(experiments, output_format, names=names, meta=meta) + extra_text
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:

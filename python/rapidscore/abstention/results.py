@@ -227,7 +227,8 @@ def load_results_tree(root: str | os.PathLike, *, models: Iterable[str] | None =
                 if wanted_techniques is None or technique in wanted_techniques:
                     files.append((os.path.join(folder, name), model, eval_type, technique))
     if not files:
-        raise ResultsError(f"{root}: no results files found under {{model}}/{{eval_type}}/{{technique}}.json.gz")
+        raise ResultsError(f"{root}: no results files found under {{model}}/{{eval_type}}/{{technique}}.json.gz "
+                           "(a folder of experiments: rapidscore.abstention.find_experiments)")
     report = LoadReport()
     iterator = files
     if progress:
