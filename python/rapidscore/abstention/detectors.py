@@ -75,7 +75,11 @@ class Detector:
 class KeywordMatcher:
     """Exact, fast ``max_k partial_ratio(response, phrase_k) / 100 > threshold`` with SELECT's
     transliteration and contraction rules (native kernel, reference path for responses the
-    kernel leaves undecided)."""
+    kernel leaves undecided).
+
+    Thread-safe: ``match`` only adds entries to two caches (stand-ins per character, decisions of
+    short fallback texts, at most 200,000 of 64 characters); concurrent calls at worst compute an
+    entry twice."""
 
     def __init__(self, phrases: Sequence[str] = _ref.SELECT_PHRASES,
                  threshold: float = _ref.KEYWORD_THRESHOLD, n_threads: int = 0):

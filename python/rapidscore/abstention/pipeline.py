@@ -33,18 +33,18 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.abstention.results import EVAL_TYPES, ResultsError, _read_json, iter_file_groups, record_problem
+from rapidscore.abstention.results import (
+    EVAL_TYPES,
+    ResultFile,
+    ResultsError,
+    _read_json,
+    iter_file_groups,
+    list_result_files,
+    record_problem,
+)
 
 TAXONOMY_FILE_NAMES = ("taxonomy.json", "taxonomy.csv")
 PARALLEL_MIN_BYTES = 4 << 20  # below this much data, worker start-up costs more than it saves
-
-
-@dataclass(frozen=True)
-class ResultFile:
-    path: str
-    model: str
-    eval_type: str
-    technique: str
 
 
 @dataclass(frozen=True)
@@ -56,24 +56,6 @@ class Experiment:
     path: str
     files: tuple[ResultFile, ...]
     taxonomy: str | None = None
-
-
-def _experiment_files(folder: str, models, techniques, eval_types) -> list[ResultFile]:
-    files = []
-    for model in sorted(os.listdir(folder)):
-        if models is not None and model not in models:
-            continue
-        for eval_type in eval_types:
-            sub = os.path.join(folder, model, eval_type)
-            if not os.path.isdir(sub):
-                continue
-            for name in sorted(os.listdir(sub)):
-                if not name.endswith((".json.gz", ".json")):
-                    continue
-                technique = name[: -len(".json.gz")] if name.endswith(".gz") else name[: -len(".json")]
-                if techniques is None or technique in techniques:
-                    files.append(ResultFile(os.path.join(sub, name), model, eval_type, technique))
-    return files
 
 
 def _is_experiment(folder: str) -> bool:
@@ -125,7 +107,7 @@ def find_experiments(root: str | os.PathLike, *, models: Iterable[str] | None = 
 
     def visit(folder: str, depth: int) -> None:
         if _is_experiment(folder):
-            files = _experiment_files(folder, wanted_models, wanted_techniques, eval_types)
+            files = list_result_files(folder, wanted_models, wanted_techniques, eval_types)
             if files:
                 name = os.path.relpath(folder, root).replace(os.sep, "/")
                 if name in taxonomies:

@@ -202,6 +202,35 @@ def record_problem(record) -> str | None:
     return f"response must be a str or a {{complete, answer}} object, got {type(response).__name__}"
 
 
+@dataclass(frozen=True)
+class ResultFile:
+    path: str
+    model: str
+    eval_type: str
+    technique: str
+
+
+def list_result_files(folder: str, models: set[str] | None = None, techniques: set[str] | None = None,
+                      eval_types: tuple[str, ...] = EVAL_TYPES) -> list[ResultFile]:
+    """The ``{folder}/{model}/{eval_type}/{technique}.json[.gz]`` files (sorted), optionally only
+    some models / techniques (``None``: all)."""
+    files = []
+    for model in sorted(os.listdir(folder)):
+        if models is not None and model not in models:
+            continue
+        for eval_type in eval_types:
+            sub = os.path.join(folder, model, eval_type)
+            if not os.path.isdir(sub):
+                continue
+            for name in sorted(os.listdir(sub)):
+                if not name.endswith((".json.gz", ".json")):
+                    continue
+                technique = name[: -len(".json.gz")] if name.endswith(".gz") else name[: -len(".json")]
+                if techniques is None or technique in techniques:
+                    files.append(ResultFile(os.path.join(sub, name), model, eval_type, technique))
+    return files
+
+
 def load_results_tree(root: str | os.PathLike, *, models: Iterable[str] | None = None,
                       techniques: Iterable[str] | None = None, eval_types: Iterable[str] = EVAL_TYPES,
                       on_error: str = "raise", progress: bool = False) -> LoadReport:
@@ -210,22 +239,9 @@ def load_results_tree(root: str | os.PathLike, *, models: Iterable[str] | None =
     root = os.fspath(root)
     if not os.path.isdir(root):
         raise FileNotFoundError(f"results directory {root!r} does not exist")
-    wanted_models = set(models) if models else None
-    wanted_techniques = set(techniques) if techniques else None
-    files = []
-    for model in sorted(os.listdir(root)):
-        if wanted_models is not None and model not in wanted_models:
-            continue
-        for eval_type in eval_types:
-            folder = os.path.join(root, model, eval_type)
-            if not os.path.isdir(folder):
-                continue
-            for name in sorted(os.listdir(folder)):
-                if not name.endswith((".json.gz", ".json")):
-                    continue
-                technique = name[: -len(".json.gz")] if name.endswith(".gz") else name[: -len(".json")]
-                if wanted_techniques is None or technique in wanted_techniques:
-                    files.append((os.path.join(folder, name), model, eval_type, technique))
+    files = [(f.path, f.model, f.eval_type, f.technique)
+             for f in list_result_files(root, set(models) if models else None,
+                                        set(techniques) if techniques else None, tuple(eval_types))]
     if not files:
         raise ResultsError(f"{root}: no results files found under {{model}}/{{eval_type}}/{{technique}}.json.gz "
                            "(a folder of experiments: rapidscore.abstention.find_experiments)")
