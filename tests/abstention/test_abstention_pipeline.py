@@ -114,7 +114,7 @@ def test_decision_counts_and_check_stored(release, capsys):
         assert listed["decisions"] == {"stored": stored, "computed": computed, "compared": stored,
                                        "disagree": disagree}
         assert disagree > 0
-        assert f"disagree on {disagree} of {stored}" in err
+        assert f"disagree on {disagree:,} of {stored:,}" in err
     # --check-stored only counts: the table is the stored-flag pipeline's
     assert_rows_equal_reference(doc, experiments, "heuristic", recompute=False)
     plain, _ = cli_rows([results], capsys)

@@ -82,10 +82,10 @@ def _note(args, message: str) -> None:
 
 def _decision_note(args, name: str, stats, detector_name: str) -> None:
     label = "" if name == "." else f"{name}: "
-    parts = [f"{stats.stored} stored flag(s) used", f"{stats.computed} decided by {detector_name}"]
+    parts = [f"{stats.stored:,} stored flag(s) used", f"{stats.computed:,} decided by {detector_name}"]
     if stats.compared:
         share = 100.0 * stats.disagree / stats.compared
-        parts.append(f"detector and stored flag disagree on {stats.disagree} of {stats.compared} ({share:.2f}%)")
+        parts.append(f"detector and stored flag disagree on {stats.disagree:,} of {stats.compared:,} ({share:.2f}%)")
     _note(args, label + ", ".join(parts))
     if args.recompute and stats.disagree:
         _note(args, f"{label}--recompute: these numbers differ from SELECT's pipeline, which uses the stored "

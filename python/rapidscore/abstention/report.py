@@ -251,6 +251,8 @@ def _cell_text(agg, metric: str, digits: int, pm: str) -> str:
 
 def _grid(summary, metric: str, names: Names, digits: int, pm: str):
     models, techniques = _axes(summary)
+    models.sort(key=lambda m: names.model(m).lower())  # in the order a reader looks them up
+    techniques.sort(key=lambda t: names.technique(t).lower())
     header = ["Model"] + [names.technique(t) for t in techniques]
     rows = [[names.model(m)] + [_cell_text(summary.get((m, t), {}).get(metric), metric, digits, pm)
                                 for t in techniques] for m in models]
