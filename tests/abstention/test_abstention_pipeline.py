@@ -174,6 +174,28 @@ def test_parallel_workers_and_threads_give_identical_counts(release):
     assert not errors and all(r == recomputed.counts for r in results)
 
 
+def test_typed_and_generic_decoding_agree(release, monkeypatch):
+    """msgspec's schema decoding (the fast path) and orjson/json + full checks give the same counts."""
+    from rapidscore.abstention import pipeline
+
+    if not pipeline._TYPED_DECODERS:
+        pytest.skip("msgspec (the [fast] extra) is not installed: only the generic path exists")
+    detector = SelectDetector("heuristic")
+    for experiment in find_experiments(release):
+        for recompute in (False, True):
+            typed = evaluate(experiment.files, detector, recompute=recompute, workers=1)
+            with monkeypatch.context() as patch:
+                patch.setattr(pipeline, "_TYPED_DECODERS", ())
+                generic = evaluate(experiment.files, detector, recompute=recompute, workers=1)
+            assert typed.counts == generic.counts and typed.stats == generic.stats
+    # a file the typed path declines (a malformed record) is read by the generic path
+    assert pipeline._typed_columns(b'{"1": {"c": {"a": {"response": 3}}}}', "abstention", "heuristic", False) is None
+    assert pipeline._typed_columns(b'{"abstention": {"1": {"c": {"a": {"response": "x"}}}}}', "abstention",
+                                   "heuristic", False) is None
+    assert pipeline._typed_columns(b'{"1": {"c": {"a": {"response": "x", "refusal": {"heuristic": true}}}}}',
+                                   "abstention", "heuristic", False) == ([("1", None, "c")], [1], [1], [])
+
+
 def test_non_select_detector_runs_in_the_calling_process(release):
     (atomic,) = [e for e in find_experiments(release) if e.name.endswith("select")]
     seen = []

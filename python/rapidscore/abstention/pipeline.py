@@ -37,9 +37,10 @@ from rapidscore.abstention.results import (
     EVAL_TYPES,
     ResultFile,
     ResultsError,
-    _read_json,
     iter_file_groups,
     list_result_files,
+    parse_json,
+    read_bytes,
     record_problem,
 )
 
@@ -198,21 +199,13 @@ def _select_detector(spec: tuple):
     return detector
 
 
-def _read_file(task: tuple) -> _FilePart:
-    """Parse one file and decide what can be decided here (a module-level function: it runs in
-    worker processes)."""
-    file, method, recompute, check_stored, on_error, spec = task
-    skipped: dict[str, int] = {}
-
-    def skip(reason: str) -> None:
-        skipped[reason] = skipped.get(reason, 0) + 1
-
-    data = _read_json(file.path)
+def _generic_columns(file: ResultFile, data, method: str, detect_all: bool, on_error: str, skip) -> tuple:
+    """(group keys, group sizes, stored flag per record (-1: none), texts to decide) of a parsed
+    file, with full checks: malformed parts raise or are skipped (``on_error``)."""
     keys: list[tuple] = []
     sizes: list[int] = []
     stored: list[int] = []
     texts: list[str] = []
-    detect_all = recompute or check_stored
     for seed, relation, concept, records, key_path, fail in iter_file_groups(file.path, data, file.eval_type,
                                                                             on_error, skip):
         size = 0
@@ -239,7 +232,97 @@ def _read_file(task: tuple) -> _FilePart:
         if size:
             keys.append((seed, relation, concept))
             sizes.append(size)
-    del data
+    return keys, sizes, stored, texts
+
+
+def _typed_columns(raw: bytes, eval_type: str, method: str, detect_all: bool) -> tuple | None:
+    """:func:`_generic_columns` through msgspec with a schema: records decode into small structs
+    whose response stays raw JSON until a detector needs it (2x faster than orjson + dicts).
+    Returns None, and the caller takes the generic path, for anything but a well-formed file
+    (invalid JSON, another layout, an empty group, a malformed record): errors and skips are
+    reported there, the same way for every file."""
+    import msgspec
+
+    data, nested = None, False
+    for depth, decoder in enumerate(_TYPED_DECODERS):  # {seed: {concept: ..}}, {seed: {relation: ..}}
+        try:
+            data, nested = decoder.decode(raw), depth == 1
+            break
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            continue
+    if not data or (len(data) == 1 and next(iter(data)) in (eval_type, *EVAL_TYPES)):
+        return None
+    keys: list[tuple] = []
+    sizes: list[int] = []
+    stored: list[int] = []
+    texts: list[str] = []
+    decode = msgspec.json.decode
+    for seed, seed_data in data.items():
+        if not seed_data:
+            return None
+        groups = ([(relation, concepts) for relation, concepts in seed_data.items()] if nested
+                  else [(None, seed_data)])
+        for relation, concepts in groups:
+            if not concepts:
+                return None
+            for concept, records in concepts.items():
+                if not records or not concept.strip():
+                    return None
+                for record in records.values():
+                    flags = record.refusal
+                    flag = flags.get(method) if type(flags) is dict else None
+                    if flag is None or detect_all:
+                        response = decode(record.response)
+                        if type(response) is not str:
+                            if type(response) is dict and type(response.get("answer")) is str:
+                                response = response["answer"]
+                            else:
+                                return None
+                        texts.append(response)
+                    else:
+                        head = memoryview(record.response)[:1]
+                        if head == b"{":  # chain of thought: the answer must be a str
+                            if type(decode(record.response).get("answer")) is not str:
+                                return None
+                        elif head != b'"':
+                            return None  # neither a str nor an object: malformed, reported by the generic path
+                    stored.append(-1 if flag is None else (1 if flag else 0))
+                keys.append((str(seed), relation, concept))
+                sizes.append(len(records))
+    return keys, sizes, stored, texts
+
+
+def _typed_decoders() -> tuple:
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - msgspec is optional (the [fast] extra)
+        return ()
+
+    # the response stays raw JSON; other fields (id, concept, query) are skipped
+    record = msgspec.defstruct("TypedRecord", [("response", msgspec.Raw), ("refusal", Any, None)])
+    return (msgspec.json.Decoder(dict[str, dict[str, dict[str, record]]]),  # type: ignore[valid-type]
+            msgspec.json.Decoder(dict[str, dict[str, dict[str, dict[str, record]]]]))  # type: ignore[valid-type]
+
+
+_TYPED_DECODERS = _typed_decoders()
+
+
+def _read_file(task: tuple) -> _FilePart:
+    """Parse one file and decide what can be decided here (a module-level function: it runs in
+    worker processes)."""
+    file, method, recompute, check_stored, on_error, spec = task
+    skipped: dict[str, int] = {}
+
+    def skip(reason: str) -> None:
+        skipped[reason] = skipped.get(reason, 0) + 1
+
+    raw = read_bytes(file.path)
+    detect_all = recompute or check_stored
+    columns = _typed_columns(raw, file.eval_type, method, detect_all) if _TYPED_DECODERS else None
+    if columns is None:
+        columns = _generic_columns(file, parse_json(file.path, raw), method, detect_all, on_error, skip)
+    del raw
+    keys, sizes, stored, texts = columns
     group = np.repeat(np.arange(len(keys), dtype=np.int32), sizes)
     stored_arr = np.asarray(stored, dtype=np.int8)
     need = np.ones(len(stored_arr), dtype=bool) if detect_all else stored_arr < 0

@@ -73,6 +73,11 @@ JSON_PARSER = "orjson" if _orjson is not None else "json"
 
 def _read_json(path: str):
     """Parse a results file (gzipped when its name ends in .gz) with orjson when installed."""
+    return parse_json(path, read_bytes(path))
+
+
+def read_bytes(path: str) -> bytes:
+    """A results file's JSON bytes (gunzipped when its name ends in .gz)."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
@@ -82,6 +87,10 @@ def _read_json(path: str):
         if isinstance(exc, FileNotFoundError):
             raise
         raise ResultsError(f"{path}: cannot read gzip data (truncated or corrupt file?): {exc}") from exc
+    return raw
+
+
+def parse_json(path: str, raw: bytes) -> Any:
     try:
         return _orjson.loads(raw) if _orjson is not None else json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as exc:
