@@ -82,7 +82,11 @@ def read_bytes(path: str) -> bytes:
         with open(path, "rb") as handle:
             raw = handle.read()
         if path.endswith(".gz"):
-            raw = gzip.decompress(raw)
+            # zlib checks the gzip trailer itself (gzip.decompress adds a crc32 pass in Python);
+            # a multi-member file falls back to gzip
+            inflater = zlib.decompressobj(wbits=31)
+            data = inflater.decompress(raw)
+            raw = data if inflater.eof and not inflater.unused_data else gzip.decompress(raw)
     except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
