@@ -243,10 +243,13 @@ def _typed_columns(raw: bytes, eval_type: str, method: str, detect_all: bool) ->
     reported there, the same way for every file."""
     import msgspec
 
+    record_decoders, answer_decoder = _TYPED_DECODERS
     data, nested = None, False
-    for depth, decoder in enumerate(_TYPED_DECODERS):  # {seed: {concept: ..}}, {seed: {relation: ..}}
+    # {seed: {concept: ..}} or {seed: {relation: {concept: ..}}}: the layout of the last file first
+    for depth in (_LAST_DEPTH[0], 1 - _LAST_DEPTH[0]):
         try:
-            data, nested = decoder.decode(raw), depth == 1
+            data, nested = record_decoders[depth].decode(raw), depth == 1
+            _LAST_DEPTH[0] = depth
             break
         except (msgspec.ValidationError, msgspec.DecodeError):
             continue
@@ -271,21 +274,18 @@ def _typed_columns(raw: bytes, eval_type: str, method: str, detect_all: bool) ->
                 for record in records.values():
                     flags = record.refusal
                     flag = flags.get(method) if type(flags) is dict else None
-                    if flag is None or detect_all:
-                        response = decode(record.response)
-                        if type(response) is not str:
-                            if type(response) is dict and type(response.get("answer")) is str:
-                                response = response["answer"]
-                            else:
-                                return None
-                        texts.append(response)
-                    else:
-                        head = memoryview(record.response)[:1]
-                        if head == b"{":  # chain of thought: the answer must be a str
-                            if type(decode(record.response).get("answer")) is not str:
-                                return None
-                        elif head != b'"':
-                            return None  # neither a str nor an object: malformed, reported by the generic path
+                    head = memoryview(record.response)[:1]
+                    if head == b"{":  # chain of thought: only the answer, which must be a str, is decoded
+                        try:
+                            answer = answer_decoder.decode(record.response).answer
+                        except msgspec.ValidationError:
+                            return None
+                        if flag is None or detect_all:
+                            texts.append(answer)
+                    elif head != b'"':
+                        return None  # neither a str nor an object: malformed, reported by the generic path
+                    elif flag is None or detect_all:
+                        texts.append(decode(record.response))
                     stored.append(-1 if flag is None else (1 if flag else 0))
                 keys.append((str(seed), relation, concept))
                 sizes.append(len(records))
@@ -300,11 +300,14 @@ def _typed_decoders() -> tuple:
 
     # the response stays raw JSON; other fields (id, concept, query) are skipped
     record = msgspec.defstruct("TypedRecord", [("response", msgspec.Raw), ("refusal", Any, None)])
-    return (msgspec.json.Decoder(dict[str, dict[str, dict[str, record]]]),  # type: ignore[valid-type]
-            msgspec.json.Decoder(dict[str, dict[str, dict[str, dict[str, record]]]]))  # type: ignore[valid-type]
+    answer = msgspec.defstruct("TypedAnswer", [("answer", str)])  # a chain-of-thought response
+    return ((msgspec.json.Decoder(dict[str, dict[str, dict[str, record]]]),  # type: ignore[valid-type]
+             msgspec.json.Decoder(dict[str, dict[str, dict[str, dict[str, record]]]])),  # type: ignore[valid-type]
+            msgspec.json.Decoder(answer))
 
 
 _TYPED_DECODERS = _typed_decoders()
+_LAST_DEPTH = [0]  # per process: files of one experiment share a layout (a race only costs a retry)
 
 
 def _read_file(task: tuple) -> _FilePart:
