@@ -89,13 +89,15 @@ inline IndexArray index_array(const py::handle& obj, const char* name, py::ssize
 // the span alignment whose callers pass Python lists directly. Floating values are refused
 // (0.5 would silently become 0).
 inline IndexArray int_array_like(const py::handle& obj, const char* name) {
-    if (py::isinstance<py::array>(obj)) {
-        const char kind = py::reinterpret_borrow<py::array>(obj).dtype().kind();
-        if (kind != 'i' && kind != 'u')
-            throw py::type_error(std::string(name) + " must hold integers, got dtype " +
-                                 dtype_name(py::reinterpret_borrow<py::array>(obj)));
+    py::array raw = py::array::ensure(obj);  // lists as numpy would see them, without a dtype cast
+    if (!raw) {
+        PyErr_Clear();
+        throw py::type_error(std::string(name) + " must be convertible to an int64 array");
     }
-    IndexArray arr = IndexArray::ensure(obj);
+    const char kind = raw.dtype().kind();
+    if (kind != 'i' && kind != 'u' && raw.size() > 0)  // an empty list is float64 to numpy: fine
+        throw py::type_error(std::string(name) + " must hold integers, got dtype " + dtype_name(raw));
+    IndexArray arr = IndexArray::ensure(raw);
     if (!arr) {
         PyErr_Clear();
         throw py::type_error(std::string(name) + " must be convertible to an int64 array");
