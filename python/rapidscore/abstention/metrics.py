@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rapidscore.abstention.results import Record
+from rapidscore.abstention.results import EVAL_TYPES, Record
 
 REFUSAL_METRICS = {"abstention": "abstention", "generalization": "generalization", "specificity": "specificity"}
 
@@ -132,16 +132,31 @@ def performance_score(abstention_rate: float, specificity: float) -> float:
 Key = tuple  # (model, technique, eval_type)
 
 
+def _decisions(refused) -> np.ndarray:
+    """``refused`` as a bool array; numbers must be 0 or 1 (a NaN is not a decision)."""
+    values = np.asarray(refused)
+    if values.dtype != bool and values.size:
+        if values.dtype.kind not in "iuf":
+            raise TypeError(f"refused must hold booleans (or 0/1), got dtype {values.dtype}")
+        bad = np.flatnonzero((values.ravel() != 0) & (values.ravel() != 1))
+        if bad.size:
+            raise ValueError(f"refused[{bad[0]}] = {values.ravel()[bad[0]]!r} is not a decision (True/False or 0/1)")
+    return values.astype(bool)
+
+
 def seed_concept_scores(records: Sequence[Record], refused: Sequence[bool] | np.ndarray, *, taxonomy=None,
                         ) -> dict[Key, dict[tuple, dict[str, float]]]:
     """{(model, technique, eval_type): {(relation, concept): {seed: value}}}. ``value`` is the
     refusal rate, or the non-refusal rate for specificity. With a taxonomy, every concept must be
     in it (KeyError naming the concept otherwise) and generalization skips leaf concepts."""
-    refused = np.asarray(refused, dtype=bool)
+    refused = _decisions(refused)
     if refused.shape != (len(records),):
         raise ValueError(f"{refused.shape[0] if refused.ndim else 0} decisions for {len(records)} records")
     sums: dict = defaultdict(lambda: [0, 0])
-    for record, r in zip(records, refused):
+    for index, (record, r) in enumerate(zip(records, refused)):
+        if record.eval_type not in EVAL_TYPES:
+            raise ValueError(f"records[{index}] ({record.model}/{record.technique}): eval_type {record.eval_type!r} "
+                             f"is not one of {', '.join(EVAL_TYPES)}")
         if taxonomy is not None and record.relation is None and record.concept not in taxonomy:
             raise KeyError(f"concept {record.concept!r} ({record.model}/{record.eval_type}/{record.technique}, "
                            f"seed {record.seed}) is not in taxonomy {taxonomy.source}")

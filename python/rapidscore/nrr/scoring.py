@@ -196,6 +196,9 @@ def negative_rejection(generated, references, threshold: float = 0.8, model: str
     """
     threshold = _check_threshold(threshold)
     generated, groups = _check_items(generated, references)
+    if similarity_model is not None and not isinstance(similarity_model, SentenceSimilarity):
+        raise TypeError("similarity_model must be a SentenceSimilarity (a loaded model to reuse) or None, "
+                        f"got {type(similarity_model).__name__}: {similarity_model!r:.80}")
     sim_model = similarity_model or SentenceSimilarity(model, method, **options)
     sims, best = sim_model.pairs(generated, groups)
     rejected = sims < np.float32(threshold)
