@@ -14,13 +14,14 @@ counted in the returned :class:`LoadReport` instead (nothing is dropped silently
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import os
-import zlib
 from collections.abc import Iterable, Mapping
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
+
+from rapidscore.common.io import iter_lines, load_json
 
 EVAL_TYPES = ("abstention", "generalization", "specificity")
 FLAT_COLUMNS = ("model", "technique", "eval_type", "seed", "concept", "question", "response")
@@ -64,18 +65,11 @@ def _check_on_error(on_error: str) -> None:
 
 
 def _read_json(path: str):
+    # common.io names the file and line for bytes that are not UTF-8, truncated .gz, bad JSON
     try:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
-                return json.load(handle)
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise ResultsError(f"{path}: cannot read gzip data (truncated or corrupt file?): {exc}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{path}: invalid JSON (truncated file?): {exc}") from exc
+        return load_json(path)
+    except ValueError as exc:
+        raise ResultsError(str(exc)) from None
 
 
 def _is_record(value) -> bool:
@@ -98,7 +92,13 @@ def load_select_file(path: str | os.PathLike, *, model: str | None = None, techn
     technique = technique or stem
     eval_type = eval_type or parts[-2]
     model = model or parts[-3]
-    data = _read_json(path)
+    try:
+        data = _read_json(path)
+    except ResultsError:
+        if on_error != "skip":
+            raise
+        report.skip("unreadable file")  # a truncated .gz: the other files still count
+        return report
     report.files += 1
     if not isinstance(data, Mapping) or not data:
         raise ResultsError(f"{path}: expected a non-empty object keyed by seed")
@@ -222,12 +222,12 @@ def load_flat_table(table, *, on_error: str = "raise") -> LoadReport:
     if isinstance(table, (str, os.PathLike)):
         source = os.fspath(table)
         if source.endswith(".csv"):
-            with open(source, newline="", encoding="utf-8") as handle:
+            with closing(iter_lines(source)) as handle:
                 rows = list(csv.DictReader(handle))
             start = 2
         else:
             rows, start = [], 1
-            with open(source, encoding="utf-8") as handle:
+            with closing(iter_lines(source)) as handle:
                 for line_no, line in enumerate(handle, start=1):
                     if not line.strip():
                         continue
