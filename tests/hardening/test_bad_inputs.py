@@ -1,0 +1,48 @@
+"""Runs the bad-input corpus (bad_inputs.py): every reproducer of issue 16 gives a clear exception
+with the expected message, or a correct result; every CLI case exits 2 with a message."""
+
+from __future__ import annotations
+
+import pytest
+
+from rapidscore.cli import main
+
+from .bad_inputs import API_CASES, CLI_CASES, BadFiles
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    return BadFiles(tmp_path_factory.mktemp("bad_inputs")).make()
+
+
+@pytest.mark.parametrize(("call", "exception", "fragment"), [case[1:] for case in API_CASES],
+                         ids=[case[0] for case in API_CASES])
+def test_api_case(files, call, exception, fragment):
+    if exception is None:
+        call(files)  # the call checks its own result
+        return
+    with pytest.raises(exception) as info:
+        call(files)
+    assert fragment in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [case[1:] for case in CLI_CASES], ids=[case[0] for case in CLI_CASES])
+def test_cli_case(files, argv, fragment, capsys):
+    paths = {name: getattr(files, name) for name in _placeholders(argv) if name != "root"}
+    paths["root"] = str(files.root)
+    status = main([arg.format(**paths) for arg in argv])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert f"rapidscore {argv[0]}: error: " in err and fragment in err, err
+    assert "Traceback" not in err
+
+
+def _placeholders(argv):
+    import string
+
+    return {field for arg in argv for _, field, _, _ in string.Formatter().parse(arg) if field}
+
+
+def test_corpus_ids_are_unique():
+    ids = [case[0] for case in API_CASES] + [case[0] for case in CLI_CASES]
+    assert len(ids) == len(set(ids))
