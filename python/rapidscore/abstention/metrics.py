@@ -140,7 +140,8 @@ def _decisions(refused) -> np.ndarray:
             raise TypeError(f"refused must hold booleans (or 0/1), got dtype {values.dtype}")
         bad = np.flatnonzero((values.ravel() != 0) & (values.ravel() != 1))
         if bad.size:
-            raise ValueError(f"refused[{bad[0]}] = {values.ravel()[bad[0]].item()!r} is not a decision (True/False or 0/1)")
+            value = values.ravel()[bad[0]].item()
+            raise ValueError(f"refused[{bad[0]}] = {value!r} is not a decision (True/False or 0/1)")
     return values.astype(bool)
 
 

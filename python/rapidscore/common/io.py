@@ -44,7 +44,7 @@ def check_input_file(path: str) -> None:
         raise FileNotFoundError(f"no such file: {path}")
 
 
-def iter_lines(path: str, encoding: str = "utf-8") -> Iterator[str]:
+def iter_lines(path: str, encoding: str = "utf-8") -> Generator[str, None, None]:
     """The lines of a text file (gzipped when it ends in .gz), line endings kept, decoded one by
     one so that a decoding error names its line: ValueError ``path:line: ...`` for bytes that are
     not UTF-8 and for a truncated or corrupt .gz (the lines before it are read normally)."""
@@ -105,8 +105,9 @@ def _jsonl_objects(path: str) -> Iterator[tuple[dict, str]]:
 
 def _delimited_rows(path: str, delimiter: str) -> tuple[list[str], Generator[tuple[dict, str], None, None]]:
     # the BOM of spreadsheet exports is not part of the first column's name (iter_lines drops it)
-    handle = closing(iter_lines(path))
-    reader = csv.DictReader(handle.thing, delimiter=delimiter)
+    lines = iter_lines(path)
+    handle = closing(lines)
+    reader = csv.DictReader(lines, delimiter=delimiter)
     columns = list(reader.fieldnames or [])
 
     def rows():
