@@ -61,17 +61,38 @@ double exhaustive_best(std::size_t i, std::size_t n, std::size_t m, unsigned use
     return best;
 }
 
-// The dense DJA table: T(i, j) = max(T(i-1, j), T(i, j-1), T(i-1, j-1) + w(i, j)) (flat spans).
-double dense_dp_best(std::size_t n, std::size_t m, const std::vector<double>& w) {
-    std::vector<double> t((n + 1) * (m + 1), 0.0);
+// The dense DJA table: T(i, j) = max(T(i-1, j), T(i, j-1), T(i-1, j-1) + w(i, j)) (flat spans),
+// with the documented back-pointer rule (skip gold on ties, skip prediction if strictly better,
+// match if strictly better). Returns the matched pairs in increasing order.
+std::vector<std::pair<int64_t, int64_t>> dense_dp_pairs(std::size_t n, std::size_t m, const std::vector<double>& w) {
+    const std::size_t cols = m + 1;
+    std::vector<double> t((n + 1) * cols, 0.0);
+    std::vector<int> back((n + 1) * cols, 0);
     for (std::size_t i = 1; i <= n; ++i)
         for (std::size_t j = 1; j <= m; ++j) {
-            double best = std::max(t[(i - 1) * (m + 1) + j], t[i * (m + 1) + j - 1]);
+            double best = t[(i - 1) * cols + j];
+            int from = 1;
+            if (t[i * cols + j - 1] > best) { best = t[i * cols + j - 1]; from = 2; }
             const double x = w[(i - 1) * m + j - 1];
-            if (x > 0) best = std::max(best, t[(i - 1) * (m + 1) + j - 1] + x);
-            t[i * (m + 1) + j] = best;
+            if (x > 0 && t[(i - 1) * cols + j - 1] + x > best) { best = t[(i - 1) * cols + j - 1] + x; from = 3; }
+            t[i * cols + j] = best;
+            back[i * cols + j] = from;
         }
-    return t[n * (m + 1) + m];
+    std::vector<std::pair<int64_t, int64_t>> pairs;
+    for (std::size_t i = n, j = m; i > 0 && j > 0;) {
+        const int from = back[i * cols + j];
+        if (from == 3) pairs.emplace_back(--i, --j);
+        else if (from == 1) --i;
+        else --j;
+    }
+    std::reverse(pairs.begin(), pairs.end());
+    return pairs;
+}
+
+bool is_flat(const Side& s) {
+    for (std::size_t k = 1; k < s.start.size(); ++k)
+        if (s.start[k] < s.end[k - 1] || s.start[k] < s.start[k - 1]) return false;
+    return true;
 }
 
 Side make_side(fuzz::Input& in, std::size_t n, bool flat) {
@@ -170,10 +191,37 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 fuzz::fail("reported Jaccard differs from the reference");
             total += x;
         }
-        double best;
-        if (n <= 7 && m <= 7) best = exhaustive_best(0, n, m, 0u, w);
-        else best = dense_dp_best(n, m, w);  // large records are flat
-        if (std::fabs(total - best) > 1e-9 * std::max(1.0, best)) fuzz::fail("total weight is not the optimum");
+        const bool flat = is_flat(g) && is_flat(p);
+        if (flat && opt.method != AlignMethod::Assignment) {
+            // The dynamic programme ran: exactly the dense table's pairs, ties included.
+            const auto want = dense_dp_pairs(n, m, w);
+            const int64_t count = out.pair_offsets[r + 1] - out.pair_offsets[r];
+            if (static_cast<std::size_t>(count) != want.size()) fuzz::fail("DP pairs differ from the dense table's");
+            for (int64_t e = 0; e < count; ++e) {
+                const int64_t at = out.pair_offsets[r] + e;
+                if (out.gold_index[at] != want[e].first || out.pred_index[at] != want[e].second)
+                    fuzz::fail("DP pairs differ from the dense table's");
+            }
+            // The O((n + m) log m) fallback for huge blocks: same optimum (ties may differ).
+            const rapidscore::SpanView gv{g.start.data(), g.end.data(), g.label.data(), n};
+            const rapidscore::SpanView pv{p.start.data(), p.end.data(), p.label.data(), m};
+            std::vector<std::pair<std::size_t, std::size_t>> sparse;
+            rapidscore::align_flat_sparse(gv, pv, [&](std::size_t i, std::size_t j) { return w[i * m + j]; }, sparse);
+            double sparse_total = 0.0, dense_total = 0.0;
+            for (const auto& pr : sparse) {
+                if (!(w[pr.first * m + pr.second] > 0)) fuzz::fail("sparse DP matched a pair of weight 0");
+                sparse_total += w[pr.first * m + pr.second];
+            }
+            for (const auto& pr : want) dense_total += w[pr.first * m + pr.second];
+            if (std::fabs(sparse_total - dense_total) > 1e-9 * std::max(1.0, dense_total))
+                fuzz::fail("sparse DP total differs from the dense table's");
+        }
+        if (n <= 7 && m <= 7) {
+            const double best = exhaustive_best(0, n, m, 0u, w);
+            if (std::fabs(total - best) > 1e-9 * std::max(1.0, best)) fuzz::fail("total weight is not the optimum");
+        } else if (!flat) {
+            fuzz::fail("large records are generated flat");
+        }
     }
     return 0;
 }

@@ -85,12 +85,152 @@ inline double pair_weight(const SpanView& g, std::size_t i, const SpanView& p, s
     return (correct ? big_a : 0.0) + big_b + jac;
 }
 
+// A block of flat spans: gold rows [r0, r1) and predictions [c0, c1) (0-based) that overlap only
+// each other; table holds its part of the DJA table ((r1 - r0 + 1) x (c1 - c0 + 1) cells from
+// offset `table` of the scratch), boundaries seeded with the value of everything before it.
+struct FlatBlock {
+    std::size_t r0, r1, c0, c1;
+    double seed;
+    std::size_t table;
+};
+
 // Scratch buffers reused across records by one thread.
 struct AlignScratch {
     std::vector<double> weight, u, v, minv;
     std::vector<std::ptrdiff_t> way, assigned;
     std::vector<char> used;
+    std::vector<FlatBlock> blocks;
+    std::vector<std::size_t> row_block, col_block;
+    std::vector<double> tables;
 };
+
+// Cells of the block tables above which a flat record is aligned by align_flat_sparse instead
+// (2^23 doubles: 64 MiB per thread; only a single run of ~3,000 x 3,000 mutually chained spans
+// gets there, real records have blocks of a few spans).
+constexpr std::size_t kMaxFlatBlockCells = std::size_t(1) << 23;
+
+// The DJA dynamic programme on flat spans, DJA(i, j) = max(DJA(i-1, j), DJA(i, j-1),
+// DJA(i-1, j-1) + w(i, j)) with its back-pointer rule (skip a gold span on ties, else skip a
+// prediction if strictly better, else match if strictly better), computed exactly but without
+// the (n + 1)(m + 1) table. Flat spans split into blocks (a run of golds and predictions chained
+// by overlaps, in the same order on both sides); w = 0 between blocks, so every cell of the full
+// table outside the blocks' own rectangles equals a cell on a block's last row or column (or the
+// value before a span-less block), and inside a rectangle it equals the block's table seeded
+// with the value of everything before it, to the bit (the same additions in the same order).
+// The trace-back walks the full table through those values: the same pairs, ties included, as
+// the dense programme, in O(n + m + sum of block areas) time and memory. Returns false (nothing
+// appended) when the blocks would need more than kMaxFlatBlockCells cells.
+template <typename Weight>
+inline bool align_flat_blocks(const SpanView& g, const SpanView& p, Weight&& weight, AlignScratch& s,
+                              std::vector<std::pair<std::size_t, std::size_t>>& out) {
+    const std::size_t n = g.n, m = p.n;
+    auto& blocks = s.blocks;
+    blocks.clear();
+    s.row_block.assign(n, 0);
+    s.col_block.assign(m, 0);
+    std::size_t next_col = 0, first = 0, cells = 0;
+    bool open = false;
+    FlatBlock cur{0, 0, 0, 0, 0.0, 0};
+    auto close_open = [&]() {
+        if (!open) return;
+        blocks.push_back(cur);
+        next_col = cur.c1;
+        open = false;
+    };
+    auto prediction_blocks_until = [&](std::size_t col, std::size_t row) {  // predictions overlapping nothing
+        for (; next_col < col; ++next_col) blocks.push_back(FlatBlock{row, row, next_col, next_col + 1, 0.0, 0});
+    };
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t gs = g.start[i], ge = g.end[i];
+        while (first < m && p.end[first] <= gs) ++first;
+        std::size_t hi = first;
+        while (hi < m && p.start[hi] < ge) ++hi;
+        const std::size_t lo = std::max(first, open ? cur.c0 : next_col);
+        if (lo >= hi) {  // overlaps no prediction: a block of one gold span
+            close_open();
+            blocks.push_back(FlatBlock{i, i + 1, next_col, next_col, 0.0, 0});
+        } else if (open && lo < cur.c1) {
+            cur.r1 = i + 1;
+            cur.c1 = std::max(cur.c1, hi);
+        } else {
+            close_open();
+            prediction_blocks_until(lo, i);
+            cur = FlatBlock{i, i + 1, lo, hi, 0.0, 0};
+            open = true;
+        }
+    }
+    close_open();
+    prediction_blocks_until(m, n);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const FlatBlock& blk = blocks[b];
+        for (std::size_t r = blk.r0; r < blk.r1; ++r) s.row_block[r] = b;
+        for (std::size_t c = blk.c0; c < blk.c1; ++c) s.col_block[c] = b;
+        if (blk.r1 > blk.r0 && blk.c1 > blk.c0) cells += (blk.r1 - blk.r0 + 1) * (blk.c1 - blk.c0 + 1);
+        if (cells > kMaxFlatBlockCells) return false;
+    }
+    // Block tables, each seeded with the final value of the blocks before it.
+    s.tables.resize(cells);
+    double running = 0.0;
+    std::size_t at = 0;
+    for (FlatBlock& blk : blocks) {
+        blk.seed = running;
+        const std::size_t rows = blk.r1 - blk.r0, cols = blk.c1 - blk.c0;
+        if (rows == 0 || cols == 0) continue;
+        blk.table = at;
+        double* t = s.tables.data() + at;
+        const std::size_t w = cols + 1;
+        for (std::size_t j = 0; j <= cols; ++j) t[j] = running;
+        for (std::size_t i = 1; i <= rows; ++i) {
+            t[i * w] = running;
+            for (std::size_t j = 1; j <= cols; ++j) {
+                double best = t[(i - 1) * w + j];
+                const double left = t[i * w + j - 1];
+                if (left > best) best = left;
+                const double x = weight(blk.r0 + i - 1, blk.c0 + j - 1);
+                if (x > 0.0) {
+                    const double diag = t[(i - 1) * w + j - 1] + x;
+                    if (diag > best) best = diag;
+                }
+                t[i * w + j] = best;
+            }
+        }
+        running = t[rows * w + cols];
+        at += (rows + 1) * w;
+    }
+    // Cell (i, j) of the full (n + 1) x (m + 1) table.
+    auto value = [&](std::size_t i, std::size_t j) -> double {
+        if (i == 0 || j == 0) return 0.0;
+        const std::size_t a = s.row_block[i - 1], b = s.col_block[j - 1];
+        const FlatBlock& blk = blocks[std::min(a, b)];
+        const std::size_t rows = blk.r1 - blk.r0, cols = blk.c1 - blk.c0;
+        if (rows == 0 || cols == 0) return blk.seed;
+        const std::size_t li = a <= b ? i - blk.r0 : rows;  // later columns: the block's last column
+        const std::size_t lj = b <= a ? j - blk.c0 : cols;  // later rows: its last row
+        return s.tables[blk.table + li * (cols + 1) + lj];
+    };
+    const std::size_t begin = out.size();
+    std::size_t i = n, j = m;
+    while (i > 0 && j > 0) {
+        const double up = value(i - 1, j), left = value(i, j - 1);
+        double best = up;
+        int from = 1;
+        if (left > best) { best = left; from = 2; }
+        if (s.row_block[i - 1] == s.col_block[j - 1]) {
+            const double x = weight(i - 1, j - 1);
+            if (x > 0.0 && value(i - 1, j - 1) + x > best) from = 3;
+        }
+        if (from == 3) {
+            out.emplace_back(i - 1, j - 1);
+            --i; --j;
+        } else if (from == 1) {
+            --i;
+        } else {
+            --j;
+        }
+    }
+    std::reverse(out.begin() + static_cast<std::ptrdiff_t>(begin), out.end());
+    return true;
+}
 
 // Maximum-weight matching of flat spans (both sides sorted and disjoint), where no two
 // positive-weight pairs cross, so a matching is a chain of pairs increasing in both indices:
@@ -229,8 +369,8 @@ inline bool align_record(const SpanView& g, const SpanView& p, const AlignOption
     const double big_b = k + 1.0;                  // > any total Jaccard
     const double big_a = (k + 1.0) * (big_b + 1.0);  // > any total of (B + J) terms
     if (use_dp) {
-        align_flat_sparse(g, p, [&](std::size_t i, std::size_t j) { return pair_weight(g, i, p, j, opt, big_a, big_b); },
-                          out);
+        auto weight = [&](std::size_t i, std::size_t j) { return pair_weight(g, i, p, j, opt, big_a, big_b); };
+        if (!align_flat_blocks(g, p, weight, s, out)) align_flat_sparse(g, p, weight, out);
         return true;
     }
     if (static_cast<double>(n) * static_cast<double>(m) > kMaxAssignmentPairs)
