@@ -51,6 +51,9 @@ class BadFiles:
         (r / "surrogate.jsonl").write_text(
             json.dumps({"model": "m", "technique": "t", "eval_type": "abstention", "seed": "s", "concept": "c",
                         "question": "q", "response": "\ud800 I cannot"}) + "\n", encoding="utf-8")
+        (r / "surrogate_table.jsonl").write_text(json.dumps(
+            {"model": "m", "technique": "t", "eval_type": "abstention", "seed": "s", "concept": "c", "question": "q",
+             "response": "\ud800 I cannot help with that"}) + "\n", encoding="utf-8")
         (r / "nan_baseline.tsv").write_text("LAYER,P,R,F\n0,0.5,nan,0.5\n", encoding="utf-8")
         (r / "inf_baseline.tsv").write_text("LAYER,P,R,F\n0,0.5,0.5,inf\n", encoding="utf-8")
         (r / "one_baseline.tsv").write_text("LAYER,P,R,F\n0,0.5,1.0,0.5\n", encoding="utf-8")
@@ -175,6 +178,9 @@ API_CASES = [
     ("nrr-surrogate", lambda f: __import__("rapidscore.nrr").nrr.negative_rejection(["a\ud800"], ["b"]),
      ValueError, "generated[0] holds a lone surrogate"),
     # 11. messages
+    ("bertscore-empty", lambda f: _expect_empty(_bertscore().score([], [])), None, ""),
+    ("nrr-empty", lambda f: __import__("rapidscore.nrr").nrr.similarity([], []), ValueError,
+     "nothing to evaluate: generated is empty"),
     ("bertscore-bytes", lambda f: _bertscore().score(b"abc", ["abc"]), TypeError,
      "cands must be a list of strings, got bytes"),
     ("encoder-max-length", lambda f: __import__("rapidscore.encoder").encoder.Encoder(max_length=100000),
@@ -204,6 +210,11 @@ API_CASES = [
      "record 0: 4000 gold x 4000 predicted spans with overlaps need the assignment solver"),
     ("align-200000-flat", lambda f: _align_flat(200_000), None, ""),
 ]
+
+
+def _expect_empty(result):
+    assert result.precision.shape == result.recall.shape == result.f1.shape == (0,), result
+    return result
 
 
 def _skip_truncated(f):

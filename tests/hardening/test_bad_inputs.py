@@ -46,3 +46,22 @@ def _placeholders(argv):
 def test_corpus_ids_are_unique():
     ids = [case[0] for case in API_CASES] + [case[0] for case in CLI_CASES]
     assert len(ids) == len(set(ids))
+
+
+def test_abstention_cli_scores_a_response_with_a_lone_surrogate(files, capsys):
+    """A JSON "\\ud800" escape in a response: a result (the refusal is found), not a traceback."""
+    status = main(["abstention", files.surrogate_table, "--json", "-q"])
+    out = capsys.readouterr()
+    assert status == 0, out.err
+    rows = __import__("json").loads(out.out)["rows"]
+    assert [(row["metric"], row["mean"]) for row in rows] == [("abstention", 1.0)], rows
+
+
+def test_bertscore_warns_when_a_missing_file_is_scored_as_a_sentence(files, capsys):
+    """bert-score scores ``-c typo.txt`` as the sentence "typo.txt" when no such file exists;
+    rapidscore does the same (compatibility) but says so on stderr."""
+    status = main(["bertscore", "-c", "typo.txt", "-r", "also_typo.txt", "-q"])
+    err = capsys.readouterr().err
+    assert status == 0
+    assert "warning: no file 'typo.txt'; scoring it as a sentence" in err
+    assert "warning: no file 'also_typo.txt'" in err
