@@ -207,7 +207,7 @@ API_CASES = [
     ("results-truncated-gz-skip", lambda f: _skip_truncated(f), None, ""),
     # 12. alignment work is bounded: a clear limit for overlapping spans, linear time for flat ones
     ("align-4000-overlapping", lambda f: _align_overlapping(4000), ValueError,
-     "record 0: 4000 gold x 4000 predicted spans with overlaps need the assignment solver"),
+     "record 0: a cluster of 4000 gold x 4000 predicted overlapping spans needs the assignment solver"),
     ("align-200000-flat", lambda f: _align_flat(200_000), None, ""),
 ]
 
