@@ -1,6 +1,7 @@
 """Native layer hardening: thread-creation failure, arrays changed by another thread while a
 kernel runs, C++ exception kinds, and a bounded random adversarial loop over ``_core`` checked
-against the numpy references (kernels/matching_ref.py, brute-force alignment)."""
+against the numpy references (kernels/matching_ref.py); the alignment is checked against brute
+force in tests/kernels/test_ner_alignment.py and by fuzz/fuzz_align_spans.cpp."""
 
 from __future__ import annotations
 
@@ -147,52 +148,3 @@ def test_random_adversarial_calls_match_the_references():
         except (ValueError, TypeError, IndexError):
             continue
         raise AssertionError("a corrupted call was accepted")
-
-
-def _brute_force_best(weight, n, m):
-    best = 0.0
-
-    def walk(i, used, total):
-        nonlocal best
-        if i == n:
-            best = max(best, total)
-            return
-        walk(i + 1, used, total)
-        for j in range(m):
-            if j not in used and weight[i][j] > 0:
-                walk(i + 1, used | {j}, total + weight[i][j])
-
-    walk(0, frozenset(), 0.0)
-    return best
-
-
-def _jaccard(a, b):
-    inter = min(a[1], b[1]) - max(a[0], b[0])
-    return 0.0 if inter <= 0 else inter / ((a[1] - a[0]) + (b[1] - b[0]) - inter)
-
-
-def test_random_alignment_batches_match_brute_force():
-    rng = np.random.default_rng(17)
-    for _ in range(300):
-        records = int(rng.integers(1, 4))
-        golds, preds = [], []
-        for _ in range(records):
-            for side in (golds, preds):
-                k = int(rng.integers(0, 6))
-                starts = np.sort(rng.integers(0, 25, k))
-                side.append([(int(s), int(s + rng.integers(0, 7))) for s in starts])
-        g_off = np.concatenate([[0], np.cumsum([len(r) for r in golds])])
-        p_off = np.concatenate([[0], np.cumsum([len(r) for r in preds])])
-        flat_g = [s for r in golds for s in r]
-        flat_p = [s for r in preds for s in r]
-        out = _core.alignment.align_spans_batch(
-            g_off, [s for s, _ in flat_g], [e for _, e in flat_g], p_off, [s for s, _ in flat_p],
-            [e for _, e in flat_p], n_threads=int(rng.integers(0, 3)))
-        pair_offsets, gold_index, pred_index, jaccard = out[:4]
-        for r in range(records):
-            weight = [[_jaccard(g, p) for p in preds[r]] for g in golds[r]]
-            best = _brute_force_best(weight, len(golds[r]), len(preds[r]))
-            sl = slice(pair_offsets[r], pair_offsets[r + 1])
-            total = sum(weight[i][j] for i, j in zip(gold_index[sl], pred_index[sl]))
-            assert total == pytest.approx(best, abs=1e-9)
-            np.testing.assert_allclose(jaccard[sl], [weight[i][j] for i, j in zip(gold_index[sl], pred_index[sl])])
