@@ -15,18 +15,16 @@ from typing import Any
 
 import numpy as np
 
+from rapidscore.common.choices import BACKENDS, DEVICES, POOLINGS, PRECISIONS
 from rapidscore.common.inputs import check_encodable
 from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches
 from rapidscore.encoder.cache import load_model
 from rapidscore.encoder.model_source import DEFAULT_MODEL, ROBERTA_LIKE, num_layers, read_config, resolve_model
-from rapidscore.encoder.runtime import BACKENDS, DEVICES, Runner
+from rapidscore.encoder.runtime import Runner
 from rapidscore.encoder.store import TokenStore, row_ranges
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
 from rapidscore.errors import TruncationWarning, check_positive_int
 from rapidscore.threads import check_num_threads
-
-PRECISIONS = ("fp32", "bf16")
-POOLINGS = ("mean", "cls")
 
 __all__ = ["Encoder", "TokenStore", "EncodedTexts", "DEFAULT_MODEL", "check_texts", "default_backend"]
 
@@ -294,11 +292,20 @@ class Encoder:
         included), as sentence-transformers does; ``"cls"`` takes the first token. ``normalize``
         scales each vector to unit L2 norm (a zero vector stays zero).
         """
+        self._check_pooling(pooling)
+        return self.pool(self.encode(texts, progress=progress), pooling, normalize)
+
+    def _check_pooling(self, pooling: str) -> None:
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if self.layer == "all":
-            raise ValueError("sentence_embeddings needs a single layer, not layer='all'")
-        store = self.encode(texts, progress=progress).to_host()
+            raise ValueError("sentence embeddings need a single layer, not layer='all'")
+
+    def pool(self, store: TokenStore, pooling: str = "mean", normalize: bool = True) -> np.ndarray:
+        """Sentence vectors (n, dim) float32 of an encoded store, text k in row k (``store.order``):
+        ``sentence_embeddings`` for callers that encoded deduplicated texts themselves."""
+        self._check_pooling(pooling)
+        store = store.to_host()
         if len(store) == 0:
             return np.zeros((0, self.hidden_size), dtype=np.float32)
         starts, counts = store.offsets[:-1], store.lengths()

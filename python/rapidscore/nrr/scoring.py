@@ -158,7 +158,9 @@ class SentenceSimilarity:
         if self.method == "embedding":
             texts = list(dict.fromkeys(generated + flat))
             index = {t: i for i, t in enumerate(texts)}
-            vectors = self.encoder.sentence_embeddings(texts, progress=self.progress).astype(np.float64)
+            # The texts are validated and distinct already: encode_unique skips a second dedupe.
+            store = self.encoder.encode_unique(texts, progress=self.progress)
+            vectors = self.encoder.pool(store).astype(np.float64)
             gen = vectors[[index[generated[o]] for o in owners]]
             ref = vectors[[index[r] for r in flat]]
             sims = np.einsum("ij,ij->i", gen, ref)
