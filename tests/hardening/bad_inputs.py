@@ -54,6 +54,8 @@ class BadFiles:
         (r / "surrogate_table.jsonl").write_text(json.dumps(
             {"model": "m", "technique": "t", "eval_type": "abstention", "seed": "s", "concept": "c", "question": "q",
              "response": "\ud800 I cannot help with that"}) + "\n", encoding="utf-8")
+        (r / "latin1_ner.jsonl").write_bytes(b'{"id": 1, "text": "ab", "labels": {}}\n{"id": 2, "text": "\xd8"}\n')
+        (r / "latin1_baseline.tsv").write_bytes(b"LAYER,P,R,F\n0,0.5,0.5,0.5\xe9\n")
         (r / "nan_baseline.tsv").write_text("LAYER,P,R,F\n0,0.5,nan,0.5\n", encoding="utf-8")
         (r / "inf_baseline.tsv").write_text("LAYER,P,R,F\n0,0.5,0.5,inf\n", encoding="utf-8")
         (r / "one_baseline.tsv").write_text("LAYER,P,R,F\n0,0.5,1.0,0.5\n", encoding="utf-8")
@@ -197,6 +199,8 @@ API_CASES = [
      ValueError, "latin1_rows.jsonl:2: not valid UTF-8 text: byte 0xd8"),
     ("ner-truncated-jsonl", lambda f: __import__("rapidscore.ner.records").ner.records.read_jsonl(f.truncated),
      ValueError, "truncated.jsonl:2: not valid JSON"),
+    ("taxonomy-latin1", lambda f: __import__("rapidscore.abstention").abstention.Taxonomy.load(f.latin1_rows),
+     ValueError, "latin1_rows.jsonl:2: not valid UTF-8"),
     ("taxonomy-too-deep", lambda f: __import__("rapidscore.abstention").abstention.Taxonomy.load(f.deep_taxonomy),
      ValueError, "deep_taxonomy.json: "),
     ("make-baseline-zero-pairs", lambda f: __import__("rapidscore.bertscore").bertscore.compute_baseline(
@@ -268,6 +272,10 @@ CLI_CASES = [
      "is a directory"),
     ("ner-threads", ["ner", "--gold", "{empty_gold}", "--pred", "m={empty_pred}", "--threads", "99999999999",
                      "--label-similarity", "exact", "-q"], "n_threads must be in [1, 1024]"),
+    ("ner-latin1", ["ner", "--gold", "{latin1_ner}", "--pred", "m={latin1_ner}", "--label-similarity", "exact",
+                    "-q"], "latin1_ner.jsonl:2: not valid UTF-8"),
+    ("bertscore-latin1-baseline", ["bertscore", "-c", "{c}", "-r", "{r}", "--rescale_with_baseline", "--baseline_path",
+                                   "{latin1_baseline}", "-l", "0", "-q"], "latin1_baseline.tsv:2: not valid UTF-8"),
     ("ner-empty-files", ["ner", "--gold", "{empty_gold}", "--pred", "m={empty_pred}", "--label-similarity", "exact",
                          "-q"], "no records"),
 ]

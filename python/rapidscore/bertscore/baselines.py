@@ -14,9 +14,12 @@ from __future__ import annotations
 import csv
 import importlib.util
 import os
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
+
+from rapidscore.common.io import iter_lines
 
 
 def reference_baseline_dir() -> Path | None:
@@ -39,8 +42,8 @@ def read_baseline(path: str | os.PathLike) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"baseline file not found: {path}")
-    with open(path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
+    with closing(iter_lines(str(path))) as lines:  # non-UTF-8 bytes: ValueError naming the line
+        rows = list(csv.reader(lines))
     header = [h.strip() for h in rows[0]] if rows else []
     if header[-3:] != ["P", "R", "F"]:
         raise ValueError(f"baseline file {path} must have a header ending in P,R,F, got {header}")
