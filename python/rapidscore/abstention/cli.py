@@ -100,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     from rapidscore.abstention.results import load_flat_table
     from rapidscore.abstention.taxonomy import Taxonomy
 
+    if args.plot_dir and os.path.exists(args.plot_dir) and not os.path.isdir(args.plot_dir):
+        raise NotADirectoryError(f"--plot-dir {args.plot_dir} exists and is not a directory")
     on_error = "skip" if args.skip_malformed else "raise"
     progress = show_progress(args)
     output_format = "json" if args.json else args.format

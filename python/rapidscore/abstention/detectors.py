@@ -87,11 +87,13 @@ class KeywordMatcher:
 
         from rapidscore.kernels.phrases import FuzzyPhraseMatcher
 
+        if isinstance(phrases, str):  # tuple('refuse') would be one-letter phrases
+            raise TypeError(f"phrases must be a list of strings, got one str {phrases!r:.80}; write [{phrases!r:.80}]")
         phrases = tuple(phrases)
         if not phrases or not all(isinstance(p, str) and p for p in phrases):
             raise ValueError(f"phrases must be non-empty strings, got {phrases!r:.200}")
-        if not 0 <= threshold < 1:
-            raise ValueError(f"threshold must be in [0, 1), got {threshold!r}")
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number)) or not 0 <= threshold < 1:
+            raise ValueError(f"threshold must be a number in [0, 1), got {threshold!r}")
         self.phrases, self.threshold, self.n_threads = phrases, float(threshold), n_threads
         processed = [utils.default_process(p) for p in phrases]
         usable = all(p.isascii() and 0 < len(p) <= 64 for p in processed)
@@ -250,6 +252,12 @@ class PhraseDetector(Detector):
                  first_chars: int | None = None, name: str = "phrases"):
         if mode not in ("contains", "prefix"):
             raise ValueError(f"mode must be 'contains' or 'prefix', got {mode!r}")
+        if isinstance(phrases, str) or isinstance(regexes, (str, re.Pattern)):
+            raise TypeError("phrases and regexes must be lists, got a single "
+                            f"{'phrase' if isinstance(phrases, str) else 'regex'}; wrap it in a list")
+        if first_chars is not None and (isinstance(first_chars, bool) or not isinstance(first_chars, int)
+                                        or first_chars < 1):
+            raise ValueError(f"first_chars must be a positive int or None, got {first_chars!r}")
         self.phrases = tuple(phrases)
         if not all(isinstance(p, str) and p for p in self.phrases):
             raise ValueError("phrases must be non-empty strings")
@@ -312,8 +320,11 @@ class EmbeddingDetector(Detector):
                  opening_chars: int = 200, model: str | None = None, encoder_options: Mapping | None = None):
         if not exemplars:
             raise ValueError("at least one refusal exemplar is required")
-        if opening_chars <= 0:
-            raise ValueError(f"opening_chars must be positive, got {opening_chars}")
+        if isinstance(opening_chars, bool) or not isinstance(opening_chars, int) or opening_chars <= 0:
+            raise ValueError(f"opening_chars must be a positive int, got {opening_chars!r}")
+        if (isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number))
+                or not -1.0 <= threshold <= 1.0):  # NaN fails the comparison too
+            raise ValueError(f"threshold must be a cosine similarity in [-1, 1], got {threshold!r}")
         self._embed, self._model, self._custom_embed = embed, model, embed is not None
         self._encoder_options = dict(encoder_options or {})  # backend, device, precision, num_threads
         self.exemplars, self.threshold, self.opening_chars = tuple(exemplars), float(threshold), opening_chars

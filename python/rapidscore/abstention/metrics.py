@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rapidscore.abstention.results import Record
+from rapidscore.abstention.results import EVAL_TYPES, Record
 
 REFUSAL_METRICS = {"abstention": "abstention", "generalization": "generalization", "specificity": "specificity"}
 
@@ -138,14 +138,30 @@ def performance_score(abstention_rate: float, specificity: float) -> float:
 Key = tuple  # (model, technique, eval_type)
 
 
+def _decisions(refused) -> np.ndarray:
+    """``refused`` as a bool array; numbers must be 0 or 1 (a NaN is not a decision)."""
+    values = np.asarray(refused)
+    if values.dtype != bool and values.size:
+        if values.dtype.kind not in "iuf":
+            raise TypeError(f"refused must hold booleans (or 0/1), got dtype {values.dtype}")
+        bad = np.flatnonzero((values.ravel() != 0) & (values.ravel() != 1))
+        if bad.size:
+            value = values.ravel()[bad[0]].item()
+            raise ValueError(f"refused[{bad[0]}] = {value!r} is not a decision (True/False or 0/1)")
+    return values.astype(bool)
+
+
 def group_counts(records: Sequence[Record], refused: Sequence[bool] | np.ndarray) -> dict[tuple, list[int]]:
     """{(model, technique, eval_type, relation, concept, seed): [refused, n]} from records and
     their decisions (what :func:`rapidscore.abstention.pipeline.evaluate` returns directly)."""
-    refused = np.asarray(refused, dtype=bool)
+    refused = _decisions(refused)
     if refused.shape != (len(records),):
         raise ValueError(f"{refused.shape[0] if refused.ndim else 0} decisions for {len(records)} records")
     sums: dict = defaultdict(lambda: [0, 0])
-    for record, r in zip(records, refused):
+    for index, (record, r) in enumerate(zip(records, refused)):
+        if record.eval_type not in EVAL_TYPES:
+            raise ValueError(f"records[{index}] ({record.model}/{record.technique}): eval_type {record.eval_type!r} "
+                             f"is not one of {', '.join(EVAL_TYPES)}")
         cell = sums[(record.model, record.technique, record.eval_type, record.relation, record.concept, record.seed)]
         cell[0] += int(r)
         cell[1] += 1

@@ -319,12 +319,19 @@ def _read_file(task: tuple) -> _FilePart:
     def skip(reason: str) -> None:
         skipped[reason] = skipped.get(reason, 0) + 1
 
-    raw = read_bytes(file.path)
     detect_all = recompute or check_stored
-    columns = _typed_columns(raw, file.eval_type, method, detect_all) if _TYPED_DECODERS else None
+    try:
+        raw = read_bytes(file.path)
+        columns = _typed_columns(raw, file.eval_type, method, detect_all) if _TYPED_DECODERS else None
+        data = parse_json(file.path, raw) if columns is None else None
+        del raw
+    except ResultsError:  # unreadable: a truncated .gz, bytes that are not UTF-8, invalid JSON
+        if on_error != "skip":
+            raise
+        skip("unreadable file")  # the other files still count (as load_select_file does)
+        columns = ([], [], [], [])
     if columns is None:
-        columns = _generic_columns(file, parse_json(file.path, raw), method, detect_all, on_error, skip)
-    del raw
+        columns = _generic_columns(file, data, method, detect_all, on_error, skip)
     keys, sizes, stored, texts = columns
     group = np.repeat(np.arange(len(keys), dtype=np.int32), sizes)
     stored_arr = np.asarray(stored, dtype=np.int8)

@@ -19,8 +19,11 @@ import json
 import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
+
+from rapidscore.common.io import iter_lines, load_json
 
 EVAL_TYPES = ("abstention", "generalization", "specificity")
 FLAT_COLUMNS = ("model", "technique", "eval_type", "seed", "concept", "question", "response")
@@ -76,29 +79,39 @@ def _read_json(path: str):
     return parse_json(path, read_bytes(path))
 
 
-def read_bytes(path: str) -> bytes:
-    """A results file's JSON bytes (gunzipped when its name ends in .gz)."""
+def _explain(path: str) -> ResultsError:
+    """The error for an unreadable file, in common.io's words (file and line named)."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-        if path.endswith(".gz"):
-            # zlib checks the gzip trailer itself (gzip.decompress adds a crc32 pass in Python);
-            # a multi-member file falls back to gzip
-            inflater = zlib.decompressobj(wbits=31)
-            data = inflater.decompress(raw)
-            raw = data if inflater.eof and not inflater.unused_data else gzip.decompress(raw)
-    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise ResultsError(f"{path}: cannot read gzip data (truncated or corrupt file?): {exc}") from exc
-    return raw
+        load_json(path)
+    except ValueError as exc:
+        return ResultsError(str(exc))
+    return ResultsError(f"{path}: unreadable results file")  # pragma: no cover - fast and slow paths disagree
+
+
+def read_bytes(path: str) -> bytes:
+    """A results file's JSON bytes (gunzipped when its name ends in .gz). A truncated or corrupt
+    .gz raises ResultsError naming the file."""
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    if not path.endswith(".gz"):
+        return raw
+    try:
+        # zlib checks the gzip trailer itself (gzip.decompress adds a crc32 pass in Python);
+        # a multi-member file falls back to gzip
+        inflater = zlib.decompressobj(wbits=31)
+        data = inflater.decompress(raw)
+        return data if inflater.eof and not inflater.unused_data else gzip.decompress(raw)
+    except (EOFError, gzip.BadGzipFile, zlib.error, OSError):
+        raise _explain(path) from None
 
 
 def parse_json(path: str, raw: bytes) -> Any:
+    """The parsed document (orjson when installed); any failure raises ResultsError naming the
+    file and line (bytes that are not UTF-8, invalid JSON) as common.io words it."""
     try:
         return _orjson.loads(raw) if _orjson is not None else json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as exc:
-        raise ResultsError(f"{path}: invalid JSON (truncated file?): {exc}") from exc
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, orjson's errors
+        raise _explain(path) from None
 
 
 def _path_fields(path: str, model: str | None, technique: str | None, eval_type: str | None):
@@ -124,7 +137,13 @@ def load_select_file(path: str | os.PathLike, *, model: str | None = None, techn
     path = os.fspath(path)
     report = report if report is not None else LoadReport()
     model, technique, eval_type = _path_fields(path, model, technique, eval_type)
-    data = _read_json(path)
+    try:
+        data = _read_json(path)
+    except ResultsError:
+        if on_error != "skip":
+            raise
+        report.skip("unreadable file")  # a truncated .gz: the other files still count
+        return report
     report.files += 1
     for seed, relation, concept, records, key_path, fail in iter_file_groups(path, data, eval_type, on_error,
                                                                             report.skip):
@@ -279,12 +298,12 @@ def load_flat_table(table, *, on_error: str = "raise") -> LoadReport:
     if isinstance(table, (str, os.PathLike)):
         source = os.fspath(table)
         if source.endswith(".csv"):
-            with open(source, newline="", encoding="utf-8") as handle:
+            with closing(iter_lines(source)) as handle:
                 rows = list(csv.DictReader(handle))
             start = 2
         else:
             rows, start = [], 1
-            with open(source, encoding="utf-8") as handle:
+            with closing(iter_lines(source)) as handle:
                 for line_no, line in enumerate(handle, start=1):
                     if not line.strip():
                         continue
