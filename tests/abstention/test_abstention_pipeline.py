@@ -229,6 +229,17 @@ def test_stored_only_and_malformed_records(tmp_path, capsys):
     assert "skipped 1 record(s)/group(s): 1 malformed record" in err
     assert doc["experiments"][0]["decisions"] == {"stored": 1, "computed": 1, "compared": 0, "disagree": 0}
     assert doc["rows"][0]["mean"] == 0.5
+    # an unreadable file (truncated .gz): an error naming it, or skipped and counted
+    other = tmp_path / "other"
+    good = other / "m" / "abstention"
+    good.mkdir(parents=True)
+    with gzip.open(good / "t.json.gz", "wt") as handle:
+        json.dump({"1": {"c": {"a": {"response": "Abstained", "refusal": {"heuristic": True}}}}}, handle)
+    (good / "u.json.gz").write_bytes(gzip.compress(json.dumps(data).encode() * 50)[:60])
+    assert main(["abstention", str(other), "--no-progress"]) == 2
+    assert "u.json.gz" in capsys.readouterr().err
+    doc, err = cli_rows([str(other), "--skip-malformed"], capsys)
+    assert "1 unreadable file" in err and doc["experiments"][0]["decisions"]["stored"] == 1
     empty = tmp_path / "nothing"
     empty.mkdir()
     with pytest.raises(ResultsError, match="no results files found"):
