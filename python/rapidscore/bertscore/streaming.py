@@ -127,11 +127,12 @@ def chunk_results(scorer: BERTScore, pairs: Iterable, *, chunk_size: int = DEFAU
             cands = [cand for cand, _refs in chunk]
             groups = [refs for _cand, refs in chunk]
             plan = scorer.plan(cands, groups)
-            store, truncated, n_tokens = _encode(scorer, plan.texts, cache)
-            if n_tokens > max_tokens and len(chunk) > 1:  # the estimate was short: halve and retry
+            encoded = _encode(scorer, plan.texts, cache, max_tokens if len(chunk) > 1 else None)
+            if encoded is None:  # the estimate was short: halve and retry, before any model runs
                 half = len(chunk) // 2
                 todo += [chunk[half:], chunk[:half]]
                 continue
+            store, truncated = encoded
             if truncated and not warned:
                 warned = True
                 warnings.warn(f"texts longer than {max_length} tokens were truncated ({truncated} in the "
@@ -141,18 +142,21 @@ def chunk_results(scorer: BERTScore, pairs: Iterable, *, chunk_size: int = DEFAU
             yield chunk, result
 
 
-def _encode(scorer: BERTScore, texts: list[str], cache: BoundedCache | None) -> tuple[TokenStore, int, int]:
-    """The chunk's store (texts in the plan's order), its truncated count and its token count."""
+def _encode(scorer: BERTScore, texts: list[str], cache: BoundedCache | None,
+            max_tokens: int | None) -> tuple[TokenStore, int] | None:
+    """The chunk's store (texts in the plan's order) and its truncated count; None, before the
+    model runs, when its tokens exceed ``max_tokens``."""
     encoder = scorer.encoder
-    if cache is None:
-        ids, truncated = encoder.tokenizer.encode(texts)
-        n_tokens = sum(len(i) for i in ids)
-        return encoder.embed_ids(ids, truncated=truncated, progress=False), truncated, n_tokens
-    hits = [cache.get(text) for text in texts]
+    hits = [cache.get(text) for text in texts] if cache is not None else [None] * len(texts)
     new_texts = [text for text, hit in zip(texts, hits) if hit is None]
     ids, truncated = encoder.tokenizer.encode(new_texts)
-    fresh = encoder.embed_ids(ids, truncated=truncated, progress=False)
     cached = [hit for hit in hits if hit is not None]
+    n_tokens = sum(len(i) for i in ids) + sum(len(c.ids) for c in cached)
+    if max_tokens is not None and n_tokens > max_tokens:
+        return None
+    fresh = encoder.embed_ids(ids, truncated=truncated, progress=False)
+    if cache is None:
+        return fresh, truncated
     # stored sentences: the fresh ones, then the cached ones; order maps text k to its sentence
     order = np.empty(len(texts), dtype=np.int64)
     fresh_k, cached_k = 0, len(new_texts)
@@ -172,8 +176,7 @@ def _encode(scorer: BERTScore, texts: list[str], cache: BoundedCache | None) -> 
         embeddings = np.concatenate([fresh.embeddings, *(c.embeddings for c in cached)], axis=-2)
     else:
         ids_all, embeddings = fresh.ids, fresh.embeddings
-    store = TokenStore(ids=ids_all, offsets=offsets, embeddings=embeddings, order=order, truncated=truncated)
-    return store, truncated, int(offsets[-1])
+    return TokenStore(ids=ids_all, offsets=offsets, embeddings=embeddings, order=order, truncated=truncated), truncated
 
 
 def flatten(results: Iterator[tuple[list, BERTScoreResult]]) -> Iterator[PairScore]:
