@@ -4,8 +4,8 @@ stream as it grows tenfold, and Ray Data with 1 vs 2 workers.
 Every measurement runs in a fresh child process (peak RSS is per process: /proc/self/VmHWM), on
 all-MiniLM-L6-v2 (embedded, ONNX Runtime, CPU, fp32). Inputs are generated lazily from a seed
 (bench/common.py's synthetic English): texts of one to three sentences of 6-16 words each
-(``--profile sentences``), or one sentence of 4-10 words (``--profile short``, used for the
-200,000-pair RSS run to keep it under ~8 minutes on 2 cores).
+(``--profile sentences``), or one sentence of 4-10 words (``short``) or of 2-5 words (``tiny``,
+used for the 200,000-pair RSS run to keep it near ~8 minutes on 2 shared cores).
 
     python bench/bench_scale.py --parts throughput --pairs 20000
     python bench/bench_scale.py --parts rss --rss-pairs 20000 200000
@@ -40,7 +40,7 @@ from common import (  # noqa: E402
     write_results,
 )
 
-PROFILES = {"sentences": (1, 3, 6, 16), "short": (1, 1, 4, 10)}  # sentences min/max, words min/max
+PROFILES = {"sentences": (1, 3, 6, 16), "short": (1, 1, 4, 10), "tiny": (1, 1, 2, 5)}  # sentences min/max, words min/max
 
 
 def lazy_pairs(n: int, profile: str, seed: int = 0):

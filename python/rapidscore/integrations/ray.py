@@ -146,11 +146,14 @@ class BERTScoreBatch:
         from rapidscore.bertscore import BERTScore
         from rapidscore.bertscore.streaming import resolve_idf
 
-        if scorer_options.get("idf") is True and idf is None and scorer_options.get("idf_sents") is None:
+        if idf is False:
+            idf = None
+        if idf is True and scorer_options.get("idf_sents") is None:
             raise ValueError("idf=True over a dataset needs its document counts: pass "
                              "idf=rapidscore.integrations.ray.document_frequencies(dataset) (score_dataset does)")
-        if idf is not None:
-            scorer_options["idf"] = True
+        scorer_options["idf"] = idf is not None
+        if idf is True:  # weights from idf_sents
+            idf = None
         self.scorer = BERTScore(**scorer_options)
         self.columns = (candidate_column, reference_column)
         self.id_column = id_column
