@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 N = 40
@@ -38,3 +40,16 @@ def ray_model(tiny_model_path) -> str:
     path = str(tiny_model_path("bert"))
     BERTScore(path)  # exported once here; Ray workers find it in the session's RAPIDSCORE_CACHE
     return path
+
+
+@pytest.fixture(scope="module")
+def loopback_only():
+    """Ray on 127.0.0.1 only: with this switch Ray takes the loopback address for every node and
+    worker (``_node_ip_address`` alone leaves the GCS clients on the machine's address)."""
+    saved = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    yield
+    if saved is None:
+        os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    else:
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = saved

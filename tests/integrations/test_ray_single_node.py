@@ -26,8 +26,8 @@ from rapidscore.nrr import SentenceSimilarity  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
-def ray_instance():
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+def ray_instance(loopback_only):
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
     ray.data.DataContext.get_current().enable_progress_bars = False
     yield
     ray.shutdown()
