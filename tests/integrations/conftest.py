@@ -6,6 +6,11 @@ import os
 
 import pytest
 
+# Ray on 127.0.0.1 only: with this switch every Ray process, the driver included, takes the
+# loopback address (``_node_ip_address`` alone leaves GCS clients on the machine's address). Ray
+# reads it when it is imported, so it is set here, before the test modules import Ray.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 N = 40
 CANDS = [f"candidate {i}: the {'quick ' * (i % 4)}brown fox {i % 7} jumps over a lazy dog" for i in range(N)]
 REFS = [[f"reference {i}: a red fox {i % 5} sleeps", CANDS[(i + 1) % N]] if i % 3 == 0
@@ -41,15 +46,3 @@ def ray_model(tiny_model_path) -> str:
     BERTScore(path)  # exported once here; Ray workers find it in the session's RAPIDSCORE_CACHE
     return path
 
-
-@pytest.fixture(scope="module")
-def loopback_only():
-    """Ray on 127.0.0.1 only: with this switch Ray takes the loopback address for every node and
-    worker (``_node_ip_address`` alone leaves the GCS clients on the machine's address)."""
-    saved = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    yield
-    if saved is None:
-        os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
-    else:
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = saved

@@ -26,7 +26,7 @@ from rapidscore.nrr import SentenceSimilarity  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
-def ray_instance(loopback_only):
+def ray_instance():
     ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
     ray.data.DataContext.get_current().enable_progress_bars = False
     yield

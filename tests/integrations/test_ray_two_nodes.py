@@ -17,7 +17,7 @@ from rapidscore.integrations.ray import document_frequencies, score_dataset  # n
 
 
 @pytest.fixture(scope="module")
-def cluster(loopback_only):
+def cluster():
     nodes = Cluster(initialize_head=True, connect=True,
                     head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False})
     nodes.add_node(num_cpus=1, node_ip_address="127.0.0.1")

@@ -168,3 +168,19 @@ def test_resume_without_state_and_bad_rows_exit_2(model, pairs_file, tmp_path, c
     missing.write_text('{"candidate": "a"}\n')
     assert main(["bertscore", "-m", model, "--input", str(missing), "--output", "-", "-q"]) == 2
     assert f"{missing}:1: no value in column 'reference'" in capsys.readouterr().err
+
+
+def test_nrr_streams_the_decisions_of_negative_rejection(model, tmp_path):
+    from rapidscore.nrr import negative_rejection
+
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps({"generated": c, "reference": r}) + "\n" for c, r in zip(CANDS, MULTI)))
+    out = tmp_path / "nrr.csv"
+    assert main(["nrr", "--model", model, "--input", str(path), "--output", str(out), "--chunk-size", "25",
+                 "--threshold", "0.6", "-q"]) == 0
+    expected = negative_rejection(CANDS, MULTI, threshold=0.6, model=model)
+    with open(out, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert np.array_equal(np.array([float(r["similarity"]) for r in rows], np.float32), expected.similarities)
+    assert [r["rejected"] == "True" for r in rows] == expected.rejected.tolist()
+    assert [int(r["best_reference"]) for r in rows] == expected.best_reference.tolist()
