@@ -40,7 +40,8 @@ def negative_rejection_iter(items: Iterable, threshold: float = 0.8, *, similari
 
 
 class RateCounter:
-    """Running NRR over streamed decisions: ``add(rejected)``; ``rate``, ``capture_rate``."""
+    """Running NRR over streamed decisions: ``add(rejected)``; ``rate``, ``capture_rate``.
+    Not thread-safe: one per stream."""
 
     def __init__(self) -> None:
         self.n_evaluated = self.n_rejected = 0
@@ -95,7 +96,8 @@ def ner_records_iter(items: Iterable, *, chunk_size: int = 1024, **options) -> I
 
 class NerTotals:
     """The corpus scores of streamed NER records: ``add(record)`` for each record of
-    :func:`ner_records_iter`; ``dmberta`` and ``semeval`` as ``NerResult`` reports them."""
+    :func:`ner_records_iter`; ``dmberta`` and ``semeval`` as ``NerResult`` reports them.
+    Not thread-safe: one per stream."""
 
     def __init__(self) -> None:
         self.n_records = 0

@@ -20,6 +20,9 @@ node's cache (``$RAPIDSCORE_CACHE``, default ``~/.cache/rapidscore``) under a fi
 other actors of that node wait and load the same file: one export per node. Point
 ``RAPIDSCORE_CACHE`` (or ``cache_dir=``) at shared storage to export once per cluster. See
 docs/scale.md.
+
+Thread safety: a batch object is as thread-safe as the scorer it holds (the BERTScore,
+similarity and NER ones are; Ray calls one actor's batches one at a time anyway).
 """
 
 from __future__ import annotations
