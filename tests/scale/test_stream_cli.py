@@ -136,6 +136,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_output(model, pairs_file, tmp
     assert not (tmp_path / "out.jsonl.resume.json").exists()
 
 
+@pytest.mark.slow  # three CLI processes, one killed part way: ~6 s on 2 cores
 def test_resume_refuses_another_input_or_other_settings(model, pairs_file, tmp_path):
     lines = pairs_file.read_text().splitlines(keepends=True)
     out = tmp_path / "out.jsonl"
