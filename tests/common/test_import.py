@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-HEAVY = ("torch", "transformers", "pandas", "scipy", "matplotlib", "onnxruntime", "sentence_transformers")
+HEAVY = ("torch", "transformers", "pandas", "scipy", "matplotlib", "onnxruntime", "sentence_transformers", "ray")
 
 
 def _run(code: str, env=None) -> dict:

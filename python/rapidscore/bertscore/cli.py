@@ -8,6 +8,7 @@ import os
 import sys
 
 from rapidscore.common.cli_options import add_common_options, show_progress
+from rapidscore.common.stream_io import add_stream_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +48,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="with --make-baseline: random seed")
     # --nthreads: the reference CLI's spelling of --threads
     add_common_options(parser, threads_aliases=("--nthreads",), json_help="machine-readable output")
+    stream = add_stream_arguments(parser)
+    stream.add_argument("--candidate-column", default="candidate", help="with --input: the candidates' column")
+    stream.add_argument("--reference-column", nargs="+", default=["reference"], metavar="COLUMN",
+                        help="with --input: the references' column(s); several columns, or a list in a "
+                             "JSONL/Parquet cell, = several references")
+    stream.add_argument("--memory-budget", type=float, default=None, metavar="MIB",
+                        help="MiB of token embeddings per chunk (default 256)")
+    stream.add_argument("--cache-tokens", type=int, default=0, metavar="N",
+                        help="keep the embeddings of recent texts across chunks (an LRU cache of N tokens)")
+    stream.add_argument("--idf-file", default=None, metavar="FILE",
+                        help="idf document counts to weight with (implies --idf); written by --write-idf")
+    stream.add_argument("--write-idf", default=None, metavar="FILE",
+                        help="count the references' documents in one streamed pass and write an idf file")
 
 
 def _inputs(args: argparse.Namespace) -> tuple[list[str], list]:
@@ -100,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
                                  seed=args.seed, out_path=args.out, progress=progress, **engine)
         print(f"wrote {len(table)} layer rows to {args.out}")
         return 0
+    if args.output or args.input or args.write_idf or args.resume:
+        return _run_streaming(args, engine)
     scorer = BERTScore(model=args.model, layer=args.num_layers, lang=args.lang, idf=args.idf,
                        rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
                        use_fast_tokenizer=args.use_fast_tokenizer, progress=show_progress(args), **engine)
@@ -129,4 +145,106 @@ def run(args: argparse.Namespace) -> int:
         print("\n| Candidate | Precision | Recall | F1 |\n|---|---|---|---|")
         for i, (p, r, f) in enumerate(zip(result.precision, result.recall, result.f1), start=1):
             print(f"| {i} | {p:.3f} | {r:.3f} | {f:.3f} |")
+    return 0
+
+
+def _stream_items(args: argparse.Namespace):
+    """A function returning a fresh iterator of ``(candidate, [references], id)``: the input is
+    read twice when idf needs a first pass."""
+    from rapidscore.common.stream_io import file_items, row_items
+
+    if args.input:
+        if args.cand or args.ref:
+            raise ValueError("give either --input or -c/-r files, not both")
+        return lambda: row_items(args.input, args.input_format, args.candidate_column, args.reference_column,
+                                 args.id_column)
+    if not args.cand or not args.ref:
+        raise ValueError("streaming needs --input FILE (or '-'), or candidate and reference files with -c/-r")
+    if args.id_column:
+        raise ValueError("--id-column needs --input")
+    for path in (args.cand, *args.ref):
+        if path != "-" and not os.path.isfile(path):
+            raise FileNotFoundError(f"no such file: {path}")
+    return lambda: file_items(args.cand, args.ref, args.column)
+
+
+class _Reiterable:
+    def __init__(self, make) -> None:
+        self.make = make
+
+    def __iter__(self):  # noqa: ANN204
+        return ((cand, refs) for cand, refs, _id in self.make())
+
+
+def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
+    from collections import deque
+
+    from rapidscore.bertscore import BERTScore
+    from rapidscore.bertscore.idf import DocumentFrequencies
+    from rapidscore.bertscore.streaming import DEFAULT_CHUNK_PAIRS, chunk_results
+    from rapidscore.common.stream_io import count_rows, run_stream
+
+    if args.make_baseline or args.show:
+        raise ValueError("--make-baseline and --show do not stream: leave out --input/--output")
+    if args.batch_size < 0:
+        raise ValueError(f"--batch_size must be >= 0, got {args.batch_size}")
+    if args.memory_budget is not None and args.memory_budget <= 0:
+        raise ValueError(f"--memory-budget must be > 0 MiB, got {args.memory_budget}")
+    if not args.output and not args.write_idf:
+        raise ValueError("streaming writes --output FILE (or '-') or --write-idf FILE")
+    make_items = _stream_items(args)
+    use_idf = args.idf or args.idf_file is not None
+    scorer = BERTScore(model=args.model, layer=args.num_layers, lang=args.lang, idf=use_idf,
+                       rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
+                       use_fast_tokenizer=args.use_fast_tokenizer, **engine)
+    pairs = _Reiterable(make_items)
+    counts = None
+    if args.idf_file:
+        counts = DocumentFrequencies.load(args.idf_file)
+    elif args.write_idf or (use_idf and args.output):
+        if "-" in (args.input, args.cand, *(args.ref or [])) and args.output:
+            raise ValueError("idf over stdin needs two passes: write an idf file first (--write-idf), then "
+                             "stream with --idf-file")
+        counts = scorer.document_frequencies(pairs)
+    if args.write_idf:
+        assert counts is not None
+        counts.save(args.write_idf)
+        if not args.quiet:
+            print(f"wrote idf document counts of {counts.n_documents} references to {args.write_idf}",
+                  file=sys.stderr)
+        if not args.output:
+            return 0
+    ids: deque = deque()
+
+    def validated(items):
+        for cand, refs, row_id in items:
+            if args.id_column:  # ids of rows read ahead of their chunk's scores
+                ids.append(row_id)
+            yield cand, refs
+
+    def score_chunks(items, first_index: int):
+        index = first_index
+        budget = None if args.memory_budget is None else int(args.memory_budget * 2**20)
+        for chunk, result in chunk_results(scorer, validated(items), chunk_size=args.chunk_size or DEFAULT_CHUNK_PAIRS,
+                                           memory_budget=budget, cache_tokens=args.cache_tokens, idf=counts,
+                                           reference_batch_size=args.batch_size or None):
+            rows = []
+            for p, r, f in zip(result.precision.tolist(), result.recall.tolist(), result.f1.tolist()):
+                row = {"index": index, "precision": p, "recall": r, "f1": f}
+                if args.id_column:
+                    row["id"] = ids.popleft()
+                rows.append(row)
+                index += 1
+            yield chunk, rows
+
+    columns = ["index", *(["id"] if args.id_column else []), "precision", "recall", "f1"]
+    settings = {"command": "bertscore", "signature": scorer.signature, "batch_size": args.batch_size,
+                "idf_documents": counts.n_documents if counts is not None else None,
+                "candidate_column": args.candidate_column if args.input else None,
+                "reference_column": args.reference_column if args.input else None, "id_column": args.id_column}
+    source = args.input or args.cand
+    run_stream(items=iter(make_items()), score_chunks=score_chunks, output=args.output,
+               output_fmt=args.output_format, columns=columns, settings=settings, resume=args.resume,
+               progress=show_progress(args), total=count_rows(source, args.input_format if args.input else None),
+               quiet=args.quiet)
     return 0

@@ -11,14 +11,107 @@ import numpy as np
 def idf_from_ids(documents: list[np.ndarray]) -> defaultdict:
     """idf(w) = ln((M + 1) / (df(w) + 1)) over M documents (token id arrays); df counts each
     document's id *set*. Unseen ids get ln(M + 1). Returned as a defaultdict like the reference."""
-    counts: Counter = Counter()
-    for ids in documents:
-        counts.update({int(i) for i in ids})
-    m = len(documents)
-    unseen = math.log(m + 1)
-    weights: defaultdict[int, float] = defaultdict(lambda: unseen)
-    weights.update({token: math.log((m + 1) / (count + 1)) for token, count in counts.items()})
-    return weights
+    frequencies = DocumentFrequencies()
+    frequencies.add(documents)
+    return frequencies.idf()
+
+
+IDF_FORMAT = "rapidscore-idf"
+IDF_FORMAT_VERSION = 1
+
+
+class DocumentFrequencies:
+    """Document counts per token id over M documents: what idf is computed from, mergeable.
+
+    Counts add up exactly, so idf over a stream (``add`` chunk by chunk) or over a cluster (one
+    ``DocumentFrequencies`` per block, merged) equals idf over the whole list at once.
+    Saved as JSON (:meth:`save`, :meth:`load`; format in docs/scale.md). Not thread-safe to
+    mutate.
+    """
+
+    def __init__(self, counts: dict[int, int] | None = None, n_documents: int = 0, *, tokenizer: str | None = None):
+        self.counts: Counter = Counter(counts or {})
+        self.n_documents = int(n_documents)
+        self.tokenizer = tokenizer  # what produced the ids (model name), checked when loading
+
+    def add(self, documents) -> DocumentFrequencies:
+        """Count token id sequences (each a document: its id *set* counts once)."""
+        counts = self.counts
+        for ids in documents:
+            counts.update(set(ids.tolist() if isinstance(ids, np.ndarray) else map(int, ids)))
+            self.n_documents += 1
+        return self
+
+    def merge(self, other: DocumentFrequencies) -> DocumentFrequencies:
+        """Add another block's counts into this one (returns self)."""
+        if self.tokenizer and other.tokenizer and self.tokenizer != other.tokenizer:
+            raise ValueError(f"cannot merge document counts of {other.tokenizer!r} into {self.tokenizer!r}")
+        self.counts.update(other.counts)
+        self.n_documents += other.n_documents
+        self.tokenizer = self.tokenizer or other.tokenizer
+        return self
+
+    def idf(self) -> defaultdict:
+        """idf(w) = ln((M + 1) / (df(w) + 1)); unseen ids ln(M + 1) (a defaultdict)."""
+        m = self.n_documents
+        unseen = math.log(m + 1)
+        weights: defaultdict[int, float] = defaultdict(lambda: unseen)
+        weights.update({token: math.log((m + 1) / (count + 1)) for token, count in self.counts.items()})
+        return weights
+
+    def to_dict(self) -> dict:
+        return {"format": IDF_FORMAT, "version": IDF_FORMAT_VERSION, "tokenizer": self.tokenizer,
+                "n_documents": self.n_documents,
+                "document_counts": {str(token): int(count) for token, count in sorted(self.counts.items())}}
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = "idf data") -> DocumentFrequencies:
+        if not isinstance(data, dict) or data.get("format") != IDF_FORMAT:
+            raise ValueError(f"{source}: not a rapidscore idf file (expected \"format\": \"{IDF_FORMAT}\")")
+        if data.get("version") != IDF_FORMAT_VERSION:
+            raise ValueError(f"{source}: idf file version {data.get('version')!r}, this rapidscore reads "
+                             f"version {IDF_FORMAT_VERSION}")
+        try:
+            counts = {int(token): int(count) for token, count in data["document_counts"].items()}
+            n_documents = int(data["n_documents"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"{source}: malformed idf file ({exc})") from None
+        if n_documents < 0 or any(c < 0 or c > n_documents for c in counts.values()):
+            raise ValueError(f"{source}: document counts must lie in [0, n_documents={n_documents}]")
+        return cls(counts, n_documents, tokenizer=data.get("tokenizer"))
+
+    def save(self, path) -> None:
+        """Write the counts as JSON (atomically: a temporary file renamed into place)."""
+        import json
+        import os
+
+        path = os.fspath(path)
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(self.to_dict(), handle)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path) -> DocumentFrequencies:
+        import json
+        import os
+
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no such idf file: {path}")
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON: {exc.msg}") from None
+        return cls.from_dict(data, path)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, DocumentFrequencies) and self.n_documents == other.n_documents and \
+            +self.counts == +other.counts
+
+    def __repr__(self) -> str:
+        return f"DocumentFrequencies(n_documents={self.n_documents}, tokens={len(self.counts)})"
 
 
 def is_any_of(ids: np.ndarray, values) -> np.ndarray:

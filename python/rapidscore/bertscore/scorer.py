@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,8 +23,9 @@ import numpy as np
 
 from rapidscore._version import __version__
 from rapidscore.bertscore import baselines as _baselines
-from rapidscore.bertscore.idf import idf_from_ids, is_any_of, token_weights
+from rapidscore.bertscore.idf import DocumentFrequencies, idf_from_ids, is_any_of, token_weights
 from rapidscore.bertscore.result import BERTScoreResult
+from rapidscore.bertscore.streaming import PairScore
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
 from rapidscore.common.arrays import is_torch_tensor
 from rapidscore.common.inputs import normalize_inputs
@@ -194,6 +195,49 @@ class BERTScore:
         plan = self.plan(cands, refs)
         return self.finish(plan, self.encode(plan), rescale=rescale, reference_batch_size=reference_batch_size)
 
+    # -- streaming ----------------------------------------------------------------------------
+
+    def score_iter(self, pairs: Iterable, *, chunk_size: int = 16384, max_tokens: int | None = None,
+                   memory_budget: int | None = None, cache_tokens: int = 0, idf=None,
+                   rescale: bool | None = None, reference_batch_size: int | None = None,
+                   progress: bool = False) -> Iterator[PairScore]:
+        """Score a stream of ``(candidate, reference)`` pairs (a reference may be a list of
+        references) in bounded memory; yields one ``PairScore(precision, recall, f1)`` per pair,
+        in input order, equal to what ``score`` gives for the same pairs and options.
+
+        The stream is read lazily in chunks of at most ``chunk_size`` pairs whose token
+        embeddings fit ``max_tokens`` tokens (default: what ``memory_budget`` bytes hold, 256 MiB
+        by default). Texts repeated within a chunk are encoded once; ``cache_tokens`` > 0 keeps
+        the embeddings of recently seen texts across chunks (an LRU cache of that many tokens).
+
+        idf (a scorer with ``idf=True``): ``idf`` = a ``DocumentFrequencies``, an idf file path or
+        a dict; else the scorer's own weights (``idf_sents``, a dict); else a first pass over the
+        stream's references, which needs a re-iterable ``pairs`` (a list; a generator raises
+        ValueError). A bad item raises TypeError/ValueError naming its index.
+        Thread-safe as ``score``: each call keeps its own state.
+        """
+        from rapidscore.bertscore.streaming import chunk_results, flatten
+
+        results = chunk_results(self, pairs, chunk_size=chunk_size, max_tokens=max_tokens,
+                                memory_budget=memory_budget, cache_tokens=cache_tokens, idf=idf, rescale=rescale,
+                                reference_batch_size=reference_batch_size)
+        scores = flatten(results)
+        if progress:
+            from tqdm.auto import tqdm
+
+            total = len(pairs) if isinstance(pairs, Sized) else None
+            scores = tqdm(scores, total=total, unit="pair",
+                          desc="BERTScore")
+        return iter(scores)
+
+    def document_frequencies(self, pairs: Iterable) -> DocumentFrequencies:
+        """Document counts of the references of a stream of ``(candidate, reference)`` pairs:
+        the idf first pass, streamed. ``.save(path)`` writes an idf file for ``score_iter(idf=)``
+        and the CLI's ``--idf-file``."""
+        from rapidscore.bertscore.streaming import document_frequencies
+
+        return document_frequencies(self, pairs)
+
     # -- phases -------------------------------------------------------------------------------
 
     def plan(self, cands: Sequence[str], refs) -> ScoringPlan:
@@ -205,13 +249,17 @@ class BERTScore:
         return self.encoder.encode_unique(plan.texts, progress=self.progress if progress is None else progress)
 
     def finish(self, plan: ScoringPlan, store: TokenStore, *, rescale: bool | None = None,
-               reference_batch_size: int | None = None) -> BERTScoreResult:
-        """Phase 3: weights, matching, best reference per candidate, rescaling."""
+               reference_batch_size: int | None = None, idf_weights: dict | None = None) -> BERTScoreResult:
+        """Phase 3: weights, matching, best reference per candidate, rescaling.
+
+        ``idf_weights``: idf weights to use instead of the scorer's (a stream's, computed over all
+        its references; ignored when the scorer has idf=False)."""
         if reference_batch_size is not None:
             reference_batch_size = check_positive_int(reference_batch_size, "reference_batch_size")
         if len(store) != len(plan.texts):
             raise ValueError(f"the store holds {len(store)} texts, the plan {len(plan.texts)}")
-        idf_dict = self._idf_dict  # a user dict, or computed from idf_sents / compute_idf
+        # a stream's weights, a user dict, or computed from idf_sents / compute_idf
+        idf_dict = self._idf_dict if idf_weights is None else idf_weights
         if self.idf is True and idf_dict is None:
             # Like the reference's score(): idf from this call's references (duplicates count).
             idf_dict = idf_from_ids([store.token_ids(k) for k in plan.pairs[:, 1]])

@@ -7,12 +7,13 @@ import json
 import sys
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, show_progress
+from rapidscore.common.stream_io import add_stream_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--generated", required=True,
+    parser.add_argument("--generated", default=None,
                         help="generated answers: text file (one per line) or .jsonl/.csv/.tsv/.parquet")
-    parser.add_argument("--references", required=True, nargs="+", action="extend",
+    parser.add_argument("--references", default=None, nargs="+", action="extend",
                         help="reference file(s); several files = several references per item (best counts)")
     parser.add_argument("--generated-column", default="generated", help="key/column in .jsonl/.csv/.parquet input")
     parser.add_argument("--reference-column", default="reference", help="key/column in .jsonl/.csv/.parquet input")
@@ -21,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", default="embedding", choices=("embedding", "bertscore"))
     parser.add_argument("--plot", default=None, metavar="FILE", help="save a similarity histogram (needs matplotlib)")
     add_common_options(parser)
+    add_stream_arguments(parser, item="answer")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,6 +30,10 @@ def run(args: argparse.Namespace) -> int:
     from rapidscore.encoder.model_source import DEFAULT_MODEL
     from rapidscore.nrr import negative_rejection, plot_similarities
 
+    if args.output or args.input or args.resume:
+        return _run_streaming(args)
+    if not args.generated or not args.references:
+        raise ValueError("give --generated and --references (or --input/--output to stream)")
     generated = read_texts(args.generated, args.generated_column)
     per_file = [read_column(path, args.reference_column) for path in args.references]
     for path, refs in zip(args.references, per_file):
@@ -46,4 +52,73 @@ def run(args: argparse.Namespace) -> int:
     print(f"evaluated {result.n_evaluated}  rejected (similarity < {result.threshold:g}) {result.n_rejected}  "
           f"captured {result.n_captured}")
     print(f"negative rejection rate: {result.rate:.4f}   capture rate (1 - NRR): {result.capture_rate:.4f}")
+    return 0
+
+
+def _run_streaming(args: argparse.Namespace) -> int:
+    """``--output``: similarity and decision per answer, written as they are computed (see
+    docs/scale.md; the same resume contract as ``rapidscore bertscore --output``)."""
+    from collections import deque
+
+    import numpy as np
+
+    from rapidscore.common.stream import chunks
+    from rapidscore.common.stream_io import count_rows, file_items, row_items, run_stream
+    from rapidscore.encoder.model_source import DEFAULT_MODEL
+    from rapidscore.nrr.scoring import SentenceSimilarity, _check_threshold
+
+    if not args.output:
+        raise ValueError("streaming writes --output FILE (or '-')")
+    if args.plot:
+        raise ValueError("--plot needs every similarity at once: leave out --output")
+    threshold = _check_threshold(args.threshold)
+    if args.input:
+        if args.generated or args.references:
+            raise ValueError("give either --input or --generated/--references files, not both")
+        items = row_items(args.input, args.input_format, args.generated_column, [args.reference_column],
+                          args.id_column)
+        source, fmt = args.input, args.input_format
+    elif args.generated and args.references:
+        if args.id_column:
+            raise ValueError("--id-column needs --input")
+        items = file_items(args.generated, args.references)
+        source, fmt = args.generated, None
+    else:
+        raise ValueError("streaming needs --input FILE (or '-'), or --generated and --references files")
+    model = SentenceSimilarity(args.model or DEFAULT_MODEL, args.method, **encoder_options(args))
+    ids: deque = deque()
+    counts = {"rejected": 0, "evaluated": 0}
+
+    def texts(rows):
+        for text, refs, row_id in rows:
+            if args.id_column:
+                ids.append(row_id)
+            yield text, refs
+
+    def score_chunks(rows, first_index: int):
+        index = first_index
+        for chunk in chunks(texts(rows), args.chunk_size or 4096):
+            sims, best = model.pairs([g for g, _refs in chunk], [refs for _g, refs in chunk])
+            out = []
+            for sim, ref in zip(sims.tolist(), best.tolist()):
+                rejected = bool(np.float32(sim) < np.float32(threshold))
+                counts["rejected"] += rejected
+                counts["evaluated"] += 1
+                row = {"index": index, "similarity": sim, "rejected": rejected, "best_reference": ref}
+                if args.id_column:
+                    row["id"] = ids.popleft()
+                out.append(row)
+                index += 1
+            yield chunk, out
+
+    columns = ["index", *(["id"] if args.id_column else []), "similarity", "rejected", "best_reference"]
+    settings = {"command": "nrr", "signature": model.signature, "threshold": threshold,
+                "generated_column": args.generated_column if args.input else None,
+                "reference_column": args.reference_column if args.input else None, "id_column": args.id_column}
+    run_stream(items=iter(items), score_chunks=score_chunks, output=args.output, output_fmt=args.output_format,
+               columns=columns, settings=settings, resume=args.resume, progress=show_progress(args),
+               total=count_rows(source, fmt), unit="answer", quiet=args.quiet)
+    if not args.quiet and counts["evaluated"]:
+        print(f"this run: rejected {counts['rejected']} of {counts['evaluated']} (similarity < {threshold:g}): "
+              f"negative rejection rate {counts['rejected'] / counts['evaluated']:.4f}", file=sys.stderr)
     return 0

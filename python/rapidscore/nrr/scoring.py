@@ -12,6 +12,7 @@ correctly refuses when its retrieved documents hold no answer); for refusals, se
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -177,6 +178,20 @@ class SentenceSimilarity:
                 best[owner], best_index[owner] = sim, position[owner]
             position[owner] += 1
         return best.astype(np.float32), best_index
+
+    def score_iter(self, items, *, chunk_size: int = 4096, max_chars: int = 2_000_000) -> Iterator[tuple[float, int]]:
+        """Stream ``(generated, reference)`` items (a reference may be a list of references) in
+        chunks of at most ``chunk_size`` items and ``max_chars`` characters; yields
+        ``(similarity, best_reference_index)`` per item in input order, equal to ``pairs`` over
+        the same items. A bad item raises TypeError/ValueError naming its index."""
+        from rapidscore.common.stream import chunks, iter_pairs
+
+        def cost(item: tuple[str, list[str]]) -> int:
+            return len(item[0]) + sum(len(r) for r in item[1])
+
+        for chunk in chunks(iter_pairs(items, ("generated", "reference")), chunk_size, cost, max_chars):
+            sims, best = self.pairs([g for g, _refs in chunk], [refs for _g, refs in chunk])
+            yield from zip(sims.tolist(), best.tolist())
 
 
 def similarity(generated, references, model: str | os.PathLike = DEFAULT_MODEL, method: str = "embedding",

@@ -1,0 +1,448 @@
+"""The streaming command line: rows in from a file or stdin, results out as they come, resumable.
+
+Input: txt (one item per line), JSONL, CSV/TSV or Parquet, from a file or ``-`` (stdin; Parquet
+from stdin is buffered, it needs a seekable file). Output: JSONL, CSV or Parquet (``-``: stdout,
+JSONL or CSV), one row per input row in input order, written chunk by chunk.
+
+Resuming: beside the output a state file ``OUTPUT.resume.json`` records, after every chunk is on
+disk (flushed and fsync'd), the rows written, the output's size in bytes and a SHA-256 of the
+input rows they came from, plus the run's settings. ``--resume`` truncates the output to the last
+recorded state (a torn last line, or rows written after the last record, go), re-reads that many
+input rows and checks their hash (the input must be the same), checks the settings, and
+continues. Parquet output is written as atomic part files under ``OUTPUT.parts/`` and joined into
+OUTPUT at the end.
+
+Imports only the standard library at module level: the parsers of every command use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import io
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+__all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "iter_rows", "row_items", "file_items",
+           "count_rows",
+           "StreamWriter", "run_stream", "ResumeError"]
+
+INPUT_FORMATS = ("txt", "jsonl", "csv", "tsv", "parquet")
+OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
+STATE_VERSION = 1
+
+
+class ResumeError(ValueError):
+    """The output cannot be resumed (no state, other settings, other input)."""
+
+
+def add_stream_arguments(parser: argparse.ArgumentParser, *, item: str = "pair") -> argparse._ArgumentGroup:
+    """``--input``, ``--output`` and the options of the streaming mode."""
+    group = parser.add_argument_group(
+        "streaming (bounded memory: scores are written as they are computed)",
+        f"--output FILE switches to streaming: each input {item} is scored in chunks and one row per "
+        f"{item} is written in input order; with --resume a killed run continues where it stopped.")
+    group.add_argument("--input", "-i", default=None, metavar="FILE",
+                       help="one row per item: .jsonl/.csv/.tsv/.parquet (columns below) or '-' for stdin")
+    group.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
+                       help="format of --input (default: from the extension; jsonl for stdin)")
+    group.add_argument("--output", "-o", default=None, metavar="FILE",
+                       help="write scores to FILE (.jsonl, .csv or .parquet; '-' = stdout) as they are computed")
+    group.add_argument("--output-format", choices=OUTPUT_FORMATS, default=None,
+                       help="format of --output (default: from the extension; jsonl for stdout)")
+    group.add_argument("--resume", action="store_true",
+                       help="continue a partly written --output (checked against its input and settings)")
+    group.add_argument("--id-column", default=None, help="copy this input column to the output rows")
+    group.add_argument("--chunk-size", type=int, default=None, metavar="N",
+                       help="items per chunk at most (default: the metric's)")
+    return group
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+def input_format(path: str, given: str | None) -> str:
+    if given:
+        return given
+    if path == "-":
+        return "jsonl"
+    name = path.lower()[:-3] if path.lower().endswith(".gz") else path.lower()
+    return {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}.get(
+        os.path.splitext(name)[1], "txt")
+
+
+def _open_input(path: str):
+    if path == "-":
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file: {path}")
+    if path.lower().endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def iter_rows(path: str, fmt: str | None = None) -> Iterator[tuple[dict, str]]:
+    """``(row, location)`` for each row of ``path`` (``-`` = stdin), read lazily. A txt row is
+    ``{"text": line}`` (stripped; blank lines kept). Errors name ``path:line`` (Parquet: row N)."""
+    fmt = input_format(path, fmt)
+    name = "<stdin>" if path == "-" else path
+    if fmt == "parquet":
+        yield from _parquet_rows(path, name)
+        return
+    handle = _open_input(path)
+    try:
+        if fmt == "txt":
+            for number, line in enumerate(handle, 1):
+                yield {"text": line.strip()}, f"{name}:{number}"
+        elif fmt == "jsonl":
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{name}:{number}: not valid JSON: {exc.msg}") from None
+                if not isinstance(row, dict):
+                    raise ValueError(f"{name}:{number}: each line must be a JSON object, got {type(row).__name__}")
+                yield row, f"{name}:{number}"
+        else:
+            reader = csv.DictReader(handle, delimiter="," if fmt == "csv" else "\t")
+            for row in reader:
+                yield row, f"{name}:{reader.line_num}"
+    finally:
+        if path != "-":
+            handle.close()
+
+
+def _parquet_rows(path: str, name: str) -> Iterator[tuple[dict, str]]:
+    try:
+        import pyarrow.parquet as parquet
+    except ImportError as exc:
+        raise ImportError("reading Parquet needs pyarrow: pip install pyarrow") from exc
+    if path == "-":
+        source: Any = io.BytesIO(sys.stdin.buffer.read())
+    elif not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file: {path}")
+    else:
+        source = path
+    number = 0
+    for batch in parquet.ParquetFile(source).iter_batches(batch_size=4096):
+        for row in batch.to_pylist():
+            number += 1
+            yield row, f"{name}: row {number}"
+
+
+def _cell_texts(value: Any, where: str, column: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ValueError(f"{where}: column {column!r} must hold a string or a non-empty list of strings, got "
+                     f"{type(value).__name__}: {value!r:.80}")
+
+
+def row_items(path: str, fmt: str | None, text_column: str, reference_columns: Sequence[str],
+              id_column: str | None = None) -> Iterator[tuple[str, list[str], Any]]:
+    """``(text, [references], id)`` per row of a table: one text column, one or more reference
+    columns (a JSONL/Parquet cell may hold a list of references). Errors name ``file:line`` and
+    the column."""
+    for row, where in iter_rows(path, fmt):
+        for column in (text_column, *reference_columns, *([id_column] if id_column else [])):
+            if column not in row or row[column] is None:
+                raise ValueError(f"{where}: no value in column {column!r} (columns: {list(row)})")
+        text = row[text_column]
+        if not isinstance(text, str):
+            raise ValueError(f"{where}: column {text_column!r} must hold a string, got {type(text).__name__}: "
+                             f"{text!r:.80}")
+        refs = [ref for column in reference_columns for ref in _cell_texts(row[column], where, column)]
+        yield text, refs, row[id_column] if id_column else None
+
+
+def file_items(text_path: str, reference_paths: Sequence[str], column: str | None = None,
+               ) -> Iterator[tuple[str, list[str], Any]]:
+    """``(text, [references], None)`` from parallel files read in lockstep (one text per line or
+    row; several reference files = several references per item)."""
+    readers = [iter_rows(path) for path in (text_path, *reference_paths)]
+    for rows in _zip_checked(readers, (text_path, *reference_paths)):
+        values = []
+        for row, where in rows:
+            key = column if column is not None else ("text" if "text" in row and len(row) == 1 else None)
+            if key is None or key not in row:
+                raise ValueError(f"{where}: give --column (columns: {list(row)})")
+            if not isinstance(row[key], str):
+                raise ValueError(f"{where}: expected a string, got {type(row[key]).__name__}")
+            values.append(row[key])
+        yield values[0], values[1:], None
+
+
+def _zip_checked(readers: list[Iterator], paths: Sequence[str]) -> Iterator[tuple]:
+    sentinel = object()
+    while True:
+        rows = [next(reader, sentinel) for reader in readers]
+        done = [row is sentinel for row in rows]
+        if all(done):
+            return
+        if any(done):
+            short = [path for path, d in zip(paths, done) if d]
+            raise ValueError(f"{', '.join(short)} ended before {paths[done.index(False)]}: the files must have "
+                             "the same number of rows")
+        yield tuple(rows)
+
+
+def count_rows(path: str, fmt: str | None = None) -> int | None:
+    """Rows of a file for the progress bar's ETA (a fast pass: lines, or Parquet metadata); None
+    for stdin."""
+    fmt = input_format(path, fmt)
+    if path == "-" or not os.path.isfile(path):
+        return None
+    if fmt == "parquet":
+        import pyarrow.parquet as parquet
+
+        return int(parquet.ParquetFile(path).metadata.num_rows)
+    if fmt in ("csv", "tsv"):  # quoted fields may span lines: count rows, not lines
+        return sum(1 for _ in iter_rows(path, fmt))
+    with _open_input(path) as handle:
+        return sum(1 for line in handle if fmt == "txt" or line.strip())
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+def output_format(path: str, given: str | None) -> str:
+    if given:
+        return given
+    if path == "-":
+        return "jsonl"
+    fmt = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}.get(
+        os.path.splitext(path.lower())[1])
+    if fmt is None:
+        raise ValueError(f"--output {path}: give a .jsonl, .csv or .parquet file, or --output-format")
+    return fmt
+
+
+def _input_digest(digest, item: Sequence) -> None:
+    # the scored part of an item (text and references; not a copied id column)
+    digest.update(json.dumps([item[0], list(item[1])], ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    digest.update(b"\n")
+
+
+def _csv_text(rows: Iterable[Sequence]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+class StreamWriter:
+    """Writes result rows chunk by chunk and records a resumable state after each chunk."""
+
+    def __init__(self, path: str, fmt: str, columns: Sequence[str], settings: dict, *, resume: bool):
+        self.path, self.fmt, self.columns, self.settings = path, fmt, list(columns), settings
+        self.to_stdout = path == "-"
+        if self.to_stdout and fmt == "parquet":
+            raise ValueError("Parquet output needs a file: give --output FILE.parquet")
+        if self.to_stdout and resume:
+            raise ValueError("--resume needs an --output file")
+        self.state_path = f"{path}.resume.json"
+        self.parts_dir = f"{path}.parts"
+        self.rows = 0
+        self.digest = hashlib.sha256()
+        self._handle: Any = None
+        self._parts: list[str] = []
+        self.resumed_rows = 0
+        if resume:
+            self._load_state()
+        elif not self.to_stdout:
+            self._start_fresh()
+        else:
+            self._handle = sys.stdout
+            if fmt == "csv":
+                self._csv_header()
+
+    # state
+    def _start_fresh(self) -> None:
+        if self.fmt == "parquet":
+            os.makedirs(self.parts_dir, exist_ok=True)
+            for name in os.listdir(self.parts_dir):
+                os.remove(os.path.join(self.parts_dir, name))
+        else:
+            self._handle = open(self.path, "wb")  # noqa: SIM115 (closed by close())
+            if self.fmt == "csv":
+                self._csv_header()
+        self._save_state()
+
+    def _load_state(self) -> None:
+        if not os.path.isfile(self.state_path):
+            raise ResumeError(f"--resume: no resume state {self.state_path} beside {self.path} (was it written by "
+                              "a streaming run?)")
+        with open(self.state_path, encoding="utf-8") as handle:
+            state = json.load(handle)
+        if state.get("version") != STATE_VERSION or state.get("format") != self.fmt or \
+                state.get("columns") != self.columns:
+            raise ResumeError(f"--resume: {self.path} was written in another format or with other columns")
+        if state.get("settings") != self.settings:
+            changed = sorted(k for k in set(state.get("settings", {})) | set(self.settings)
+                             if state.get("settings", {}).get(k) != self.settings.get(k))
+            raise ResumeError(f"--resume: {self.path} was written with other settings ({', '.join(changed)})")
+        self.rows = self.resumed_rows = int(state["rows"])
+        self.expected_digest = state["input_sha256"]
+        if self.fmt == "parquet":
+            self._parts = list(state["parts"])
+            keep = set(self._parts)
+            for name in os.listdir(self.parts_dir):
+                if name not in keep:  # a part written after the last state: redo it
+                    os.remove(os.path.join(self.parts_dir, name))
+        else:
+            if not os.path.isfile(self.path):
+                raise ResumeError(f"--resume: {self.path} is gone")
+            size = os.path.getsize(self.path)
+            if size < state["bytes"]:
+                raise ResumeError(f"--resume: {self.path} is shorter ({size} bytes) than its state says "
+                                  f"({state['bytes']})")
+            self._handle = open(self.path, "r+b")  # noqa: SIM115 (closed by close())
+            # drop a torn last line and any rows written after the last recorded state
+            self._handle.truncate(state["bytes"])
+            self._handle.seek(state["bytes"])
+
+    def verify_prefix(self, items: Iterator) -> None:
+        """Hash the first ``resumed_rows`` input items (consuming them) against the state."""
+        for _ in range(self.resumed_rows):
+            try:
+                item = next(items)
+            except StopIteration:
+                raise ResumeError(f"--resume: the input has fewer rows than the {self.resumed_rows} already "
+                                  f"written to {self.path}") from None
+            _input_digest(self.digest, item)
+        if self.resumed_rows and self.digest.hexdigest() != self.expected_digest:
+            raise ResumeError(f"--resume: the first {self.resumed_rows} input rows differ from those {self.path} "
+                              "was computed from")
+
+    def _save_state(self) -> None:
+        if self.to_stdout:
+            return
+        state = {"version": STATE_VERSION, "format": self.fmt, "columns": self.columns, "settings": self.settings,
+                 "rows": self.rows, "input_sha256": self.digest.hexdigest(),
+                 "bytes": self._handle.tell() if self._handle is not None else 0, "parts": self._parts}
+        tmp = f"{self.state_path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(state, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.state_path)
+
+    # rows
+    def _csv_header(self) -> None:
+        self._emit(_csv_text([self.columns]))
+
+    def _emit(self, text: str) -> None:
+        if self.to_stdout:
+            self._handle.write(text)
+        else:  # bytes, so that tell() and truncate() count bytes
+            self._handle.write(text.encode("utf-8"))
+
+    def write(self, items: Sequence[Any], rows: Sequence[dict]) -> None:
+        """Write one chunk: the result ``rows`` of input ``items`` (hashed for resuming)."""
+        for item in items:
+            _input_digest(self.digest, item)
+        if self.fmt == "parquet":
+            self._write_part(rows)
+        elif self.fmt == "jsonl":
+            self._emit("".join(json.dumps({c: row[c] for c in self.columns}, ensure_ascii=False) + "\n"
+                               for row in rows))
+        else:
+            self._emit(_csv_text([[row[c] for c in self.columns] for row in rows]))
+        self.rows += len(rows)
+        if not self.to_stdout and self.fmt != "parquet":
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+        elif self.to_stdout:
+            self._handle.flush()
+        self._save_state()
+
+    def _write_part(self, rows: Sequence[dict]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as parquet
+
+        name = f"part-{len(self._parts):06d}.parquet"
+        tmp = os.path.join(self.parts_dir, f".{name}.tmp")
+        parquet.write_table(pa.Table.from_pylist(list(rows)).select(self.columns), tmp)
+        os.replace(tmp, os.path.join(self.parts_dir, name))
+        self._parts.append(name)
+
+    def close(self) -> None:
+        """Finish the output (Parquet: join the parts into OUTPUT) and remove the resume state."""
+        if self.fmt == "parquet":
+            import pyarrow.parquet as parquet
+
+            tmp = f"{self.path}.tmp"
+            writer = None
+            for name in self._parts:
+                table = parquet.read_table(os.path.join(self.parts_dir, name))
+                writer = writer or parquet.ParquetWriter(tmp, table.schema)
+                writer.write_table(table)
+            if writer is None:
+                import pyarrow as pa
+
+                parquet.write_table(pa.table({c: [] for c in self.columns}), tmp)
+            else:
+                writer.close()
+            os.replace(tmp, self.path)
+            for name in self._parts:
+                os.remove(os.path.join(self.parts_dir, name))
+            os.rmdir(self.parts_dir)
+        elif not self.to_stdout:
+            self._handle.close()
+        if not self.to_stdout and os.path.exists(self.state_path):
+            os.remove(self.state_path)
+
+
+# -- the loop ---------------------------------------------------------------------------------
+
+class _Progress:
+    """Rows written, rate and ETA on stderr (tqdm)."""
+
+    def __init__(self, enabled: bool, total: int | None, initial: int, unit: str):
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, initial=initial, unit=unit, desc="scoring", dynamic_ncols=True,
+                            smoothing=0.1, file=sys.stderr)
+
+    def update(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run_stream(*, items: Iterator, score_chunks: Callable[[Iterator, int], Iterator[tuple[list, list[dict]]]],
+               output: str, output_fmt: str | None, columns: Sequence[str], settings: dict, resume: bool,
+               progress: bool, total: int | None, unit: str = "pair", quiet: bool = False) -> int:
+    """Score ``items`` with ``score_chunks(items, first_index)`` (``(items, rows)`` per chunk)
+    into ``output``. Returns the number of rows in the finished output."""
+    fmt = output_format(output, output_fmt)
+    writer = StreamWriter(output, fmt, columns, settings, resume=resume)
+    writer.verify_prefix(items)
+    bar = _Progress(progress, total, writer.rows, unit)
+    started, done_here = time.perf_counter(), 0
+    try:
+        for chunk_items, rows in score_chunks(items, writer.rows):
+            writer.write(chunk_items, rows)
+            bar.update(len(rows))
+            done_here += len(rows)
+    finally:
+        bar.close()
+    writer.close()
+    if not quiet and output != "-":
+        seconds = time.perf_counter() - started
+        rate = f", {done_here / seconds:.1f} {unit}s/s" if seconds > 0 and done_here else ""
+        resumed = f" ({writer.resumed_rows} from the earlier run)" if writer.resumed_rows else ""
+        print(f"wrote {writer.rows} rows to {output}{resumed}{rate}", file=sys.stderr)
+    return writer.rows
