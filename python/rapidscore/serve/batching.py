@@ -15,6 +15,7 @@ front of a batcher: ``submit(...) -> concurrent.futures.Future``, ``await ascore
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
@@ -192,10 +193,8 @@ class MicroBatcher:
                 self._tokens_per_second = rate if self._tokens_per_second == 0 else \
                     0.8 * self._tokens_per_second + 0.2 * rate
             if self.on_batch is not None:
-                try:
+                with contextlib.suppress(Exception):  # a metrics hook must never stop the worker
                     self.on_batch(len(batch), tokens, seconds)
-                except Exception:  # a metrics hook must never stop the worker
-                    pass
 
 
 def _group_by_task(batch: list[Job]) -> list[tuple[Any, list[Job]]]:
@@ -211,7 +210,7 @@ def _run_group(task: Any, jobs: list[Job]) -> None:
     bad request fails alone."""
     try:
         results = task.run([job.payload for job in jobs])
-    except BaseException as exc:  # noqa: BLE001 - re-raised into the callers' futures
+    except BaseException as exc:  # re-raised into the callers' futures
         if len(jobs) == 1:
             jobs[0].future.set_exception(exc)
             return
@@ -296,14 +295,13 @@ class _SimilarityTask:
     def run(self, payloads: list) -> list:
 
         union = list(dict.fromkeys(text for payload in payloads for text in payload[3]))
+        embed: Callable[[list[str]], np.ndarray] | None = None  # method="bertscore": each request alone
         if self.model.method == "embedding":
             vectors = self.encoder.sentence_embeddings(union)
             row = {text: k for k, text in enumerate(union)}
 
             def embed(texts: list[str]) -> np.ndarray:
                 return vectors[[row[t] for t in texts]]
-        else:  # method="bertscore": each request scores its own pairs
-            embed = None
         return [self.model.rejection(generated, groups, threshold, embed=embed)
                 for generated, groups, threshold, _ in payloads]
 
