@@ -178,16 +178,16 @@ class MicroBatcher:
             if not batch:
                 continue
             started = time.perf_counter()
-            for task, jobs in _group_by_task(batch):
-                _run_group(task, jobs)
+            outcomes = [outcome for task, jobs in _group_by_task(batch) for outcome in _run_group(task, jobs)]
             seconds = time.perf_counter() - started
             tokens = sum(job.tokens for job in batch)
+            # Counted before the answers go out, so a caller that got its answer sees its batch counted.
             with self._cond:
                 stats = self._stats
                 stats.batches += 1
                 stats.requests += len(batch)
                 stats.tokens += tokens
-                stats.failed += sum(1 for job in batch if job.future.exception() is not None)
+                stats.failed += sum(1 for _, failed, _ in outcomes if failed)
                 stats.busy_seconds += seconds
                 rate = tokens / seconds if seconds > 0 else 0.0
                 self._tokens_per_second = rate if self._tokens_per_second == 0 else \
@@ -195,6 +195,11 @@ class MicroBatcher:
             if self.on_batch is not None:
                 with contextlib.suppress(Exception):  # a metrics hook must never stop the worker
                     self.on_batch(len(batch), tokens, seconds)
+            for job, failed, value in outcomes:
+                if failed:
+                    job.future.set_exception(value)
+                else:
+                    job.future.set_result(value)
 
 
 def _group_by_task(batch: list[Job]) -> list[tuple[Any, list[Job]]]:
@@ -205,20 +210,16 @@ def _group_by_task(batch: list[Job]) -> list[tuple[Any, list[Job]]]:
     return list(groups.values())
 
 
-def _run_group(task: Any, jobs: list[Job]) -> None:
-    """Run one task's jobs together; if the merged run fails, run them one by one so that one
-    bad request fails alone."""
+def _run_group(task: Any, jobs: list[Job]) -> list[tuple[Job, bool, Any]]:
+    """Run one task's jobs together: (job, failed, result or exception) each. If the merged run
+    fails, the jobs run one by one, so that one bad request fails alone."""
     try:
         results = task.run([job.payload for job in jobs])
-    except BaseException as exc:  # re-raised into the callers' futures
+    except BaseException as exc:  # handed to the callers' futures
         if len(jobs) == 1:
-            jobs[0].future.set_exception(exc)
-            return
-        for job in jobs:
-            _run_group(task, [job])
-        return
-    for job, result in zip(jobs, results):
-        job.future.set_result(result)
+            return [(jobs[0], True, exc)]
+        return [outcome for job in jobs for outcome in _run_group(task, [job])]
+    return [(job, False, result) for job, result in zip(jobs, results)]
 
 
 class _CallTask:
