@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-batch-requests", type=int, default=None, help="requests per batch at most (default 256)")
     parser.add_argument("--max-queue", type=int, default=None,
                         help="requests waiting before new ones get 503 (default 1024)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="batches encoded at once (default 2; on a CPU each gets threads / workers)")
     parser.add_argument("--max-items", type=int, default=None, help="items per request at most (default 1024)")
     parser.add_argument("--max-body-bytes", type=int, default=None, help="request body size at most (default 1000000)")
     parser.add_argument("--no-warmup", dest="warmup", action="store_const", const=False, default=None,
@@ -49,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         similarity_method=args.similarity_method, similarity_threshold=args.similarity_threshold,
         refusal_method=args.refusal_method, ner_label_similarity=args.ner_label_similarity,
         batch_tokens=args.batch_tokens, max_batch_requests=args.max_batch_requests, max_queue=args.max_queue,
-        max_items=args.max_items, max_body_bytes=args.max_body_bytes, warmup=args.warmup, log_level=args.log_level)
+        workers=args.workers, max_items=args.max_items, max_body_bytes=args.max_body_bytes, warmup=args.warmup,
+        log_level=args.log_level)
     serve(config)
     return 0

@@ -20,7 +20,10 @@ class ServeConfig:
     Metrics: ``similarity_method``, ``similarity_threshold`` (the default of requests that name
     none), ``refusal_method``, ``ner_label_similarity``.
     Batching: ``batch_tokens`` (tokens per encoder pass at most), ``max_batch_requests``,
-    ``max_queue`` (requests waiting before new ones get 503).
+    ``max_queue`` (requests waiting before new ones get 503), ``workers`` (batches encoded at
+    once; on a CPU each gets ``thread budget / workers`` runtime threads unless ``num_threads``
+    is given: two single-threaded passes of small batches use two cores better than one pass
+    over two threads).
     Limits per request: ``max_items`` (candidates, answers, responses or records; more: 413),
     ``max_body_bytes`` (more: 413).
     """
@@ -40,6 +43,7 @@ class ServeConfig:
     batch_tokens: int = 8192
     max_batch_requests: int = 256
     max_queue: int = 1024
+    workers: int = 2
     max_items: int = 1024
     max_body_bytes: int = 1_000_000
     warmup: bool = True
@@ -48,7 +52,7 @@ class ServeConfig:
     def __post_init__(self) -> None:
         from rapidscore.errors import check_positive_int
 
-        for name in ("batch_tokens", "max_batch_requests", "max_queue", "max_items", "max_body_bytes"):
+        for name in ("batch_tokens", "max_batch_requests", "max_queue", "workers", "max_items", "max_body_bytes"):
             check_positive_int(getattr(self, name), name)
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ValueError(f"port must be an int in [0, 65535], got {self.port!r}")
@@ -57,7 +61,12 @@ class ServeConfig:
 
     @property
     def encoder_options(self) -> dict:
-        return dict(backend=self.backend, device=self.device, precision=self.precision, num_threads=self.num_threads)
+        num_threads = self.num_threads
+        if num_threads is None and self.device == "cpu":
+            from rapidscore.threads import thread_budget
+
+            num_threads = max(1, thread_budget() // self.workers)
+        return dict(backend=self.backend, device=self.device, precision=self.precision, num_threads=num_threads)
 
 
 def load_config(path: str | os.PathLike | None = None, **overrides: Any) -> ServeConfig:

@@ -32,7 +32,8 @@ class ScoringService:
         self.load_error: BaseException | None = None
         self.batcher = MicroBatcher(batch_tokens=self.config.batch_tokens,
                                     max_batch_requests=self.config.max_batch_requests,
-                                    max_queue=self.config.max_queue, on_batch=self.metrics.observe_batch)
+                                    max_queue=self.config.max_queue, workers=self.config.workers,
+                                    on_batch=self.metrics.observe_batch)
         self.bertscore: BatchingScorer | None = None
         self.similarity: BatchingScorer | None = None
         self.refusal: BatchingScorer | None = None
