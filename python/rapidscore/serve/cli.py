@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from rapidscore.common.cli_options import BACKENDS, DEVICES, PRECISIONS
+from rapidscore.common.cli_options import add_common_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,11 +15,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="port (default 8000; 0 picks a free one)")
     parser.add_argument("--model", help="model for every metric (default: the embedded all-MiniLM-L6-v2)")
     parser.add_argument("--layer", type=int, help="BERTScore's layer (default: the model's tuned or last layer)")
-    # Defaults None: a value not given on the command line comes from --config, else ServeConfig.
-    parser.add_argument("--backend", choices=BACKENDS, help="encoder runtime (default: onnx; openvino for bf16)")
-    parser.add_argument("--device", choices=DEVICES, help="where the encoder runs (default: cpu)")
-    parser.add_argument("--precision", choices=PRECISIONS, help="fp32 = exact (default); bf16 = fast mode")
-    parser.add_argument("--threads", type=int, metavar="N", help="encoder and kernel threads (default: all cores)")
     parser.add_argument("--similarity-method", choices=("embedding", "bertscore"), default=None,
                         help="similarity of /v1/similarity (default embedding)")
     parser.add_argument("--similarity-threshold", type=float, default=None,
@@ -39,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-warmup", dest="warmup", action="store_const", const=False, default=None,
                         help="skip the warm-up calls before /health turns ready")
     parser.add_argument("--log-level", default=None, help="uvicorn's log level (default warning)")
+    add_common_options(parser, progress_default=False,
+                       json_help="announce the listening address as one JSON line (with the port picked for --port 0)")
+    # None: a setting not given on the command line comes from --config, else ServeConfig's default.
+    parser.set_defaults(device=None, precision=None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,5 +52,5 @@ def run(args: argparse.Namespace) -> int:
         batch_tokens=args.batch_tokens, max_batch_requests=args.max_batch_requests, max_queue=args.max_queue,
         workers=args.workers, max_items=args.max_items, max_body_bytes=args.max_body_bytes, warmup=args.warmup,
         log_level=args.log_level)
-    serve(config)
+    serve(config, announce="json" if args.json else ("none" if args.quiet else "text"))
     return 0

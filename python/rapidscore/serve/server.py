@@ -27,14 +27,23 @@ def make_server(config: ServeConfig, **uvicorn_options: Any) -> Any:
     return uvicorn.Server(uvicorn.Config(create_app(config), **options))
 
 
-def serve(config: ServeConfig) -> None:
-    """Run the server until interrupted (blocking)."""
+def serve(config: ServeConfig, announce: str = "text") -> None:
+    """Run the server until interrupted (blocking). ``announce``: print the address once bound as
+    ``"text"``, ``"json"`` (one line) or ``"none"``."""
+    import json
+
     server = make_server(config)
-    if config.port == 0:  # a free port: bind here to print it
-        sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET)
-        sock.bind((config.host, 0))
-        print(f"rapidscore serve: listening on http://{config.host}:{sock.getsockname()[1]}", flush=True)
-        server.run(sockets=[sock])
-        return
-    print(f"rapidscore serve: listening on http://{config.host}:{config.port}", flush=True)
-    server.run()
+    sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((config.host, config.port))  # bound here, so that port 0 can be announced
+    except OSError as exc:
+        sock.close()
+        raise ValueError(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}") from None
+    port = sock.getsockname()[1]
+    url = f"http://{config.host}:{port}"
+    if announce == "json":
+        print(json.dumps({"url": url, "host": config.host, "port": port}), flush=True)
+    elif announce == "text":
+        print(f"rapidscore serve: listening on {url} (ready once GET /health answers 200)", flush=True)
+    server.run(sockets=[sock])
