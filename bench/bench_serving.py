@@ -202,13 +202,18 @@ def run_level(port: int, bodies_path: Path, clients: int, seconds: float, warmup
               server_pid: int | None = None) -> dict:
     command = [sys.executable, __file__, "--client", "--port", str(port), "--bodies", str(bodies_path),
                "--clients", str(clients), "--seconds", str(seconds), "--warmup", str(warmup)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    import tempfile
+
     rss = []
-    while process.poll() is None:
-        if server_pid is not None:
-            rss.append((time.monotonic(), rss_mib(server_pid)))
-        time.sleep(1.0)
-    out = json.loads(process.stdout.read().strip().splitlines()[-1])  # type: ignore[union-attr]
+    # The answer goes to a file: a pipe fills up (64 KiB) with a long run's latencies and blocks.
+    with tempfile.TemporaryFile("w+") as answer:
+        process = subprocess.Popen(command, stdout=answer, text=True)
+        while process.poll() is None:
+            if server_pid is not None:
+                rss.append((time.monotonic(), rss_mib(server_pid)))
+            time.sleep(1.0)
+        answer.seek(0)
+        out = json.loads(answer.read().strip().splitlines()[-1])
     out["rss"] = rss
     return out
 

@@ -30,7 +30,7 @@ REFS = [["A cat was sitting on a mat.", "Cats sit."], "The dog is running.", "Ra
 class LiveServer:
     """uvicorn in a thread on a free loopback port."""
 
-    def __init__(self, config: ServeConfig, service: ScoringService | None = None):
+    def __init__(self, config: ServeConfig, service: ScoringService | None = None, start: bool = True):
         from rapidscore.serve.app import create_app
 
         self.sock = socket.socket()
@@ -38,7 +38,7 @@ class LiveServer:
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.service = service or ScoringService(config)
         self.server = make_server(config)
-        self.server.config.app = create_app(service=self.service)
+        self.server.config.app = create_app(service=self.service, start=start)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 60
@@ -190,7 +190,7 @@ def test_health_metrics_and_openapi(live):
 
 
 def test_overload_is_503_with_retry_after(minilm_path, direct):
-    config = ServeConfig(model=str(minilm_path), max_queue=2, warmup=False)
+    config = ServeConfig(model=str(minilm_path), max_queue=2, warmup=False, workers=1)  # one worker to hold
     service = ScoringService(config)
     server = LiveServer(config, service)
     try:
@@ -226,11 +226,8 @@ def test_overload_is_503_with_retry_after(minilm_path, direct):
 
 
 def test_health_is_503_before_the_models_load(minilm_path):
-    from rapidscore.serve.app import create_app
-
     service = ScoringService(ServeConfig(model=str(minilm_path)))
-    server = LiveServer(service.config, service)
-    server.server.config.app = create_app(service=service, start=False)  # replaced before any request
+    server = LiveServer(service.config, service, start=False)
     try:
         answer = httpx.get(f"{server.url}/health")
         assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
@@ -241,7 +238,7 @@ def test_health_is_503_before_the_models_load(minilm_path):
 
 
 def test_shutdown_while_busy_answers_every_accepted_request(minilm_path, direct):
-    config = ServeConfig(model=str(minilm_path), warmup=False)
+    config = ServeConfig(model=str(minilm_path), warmup=False, workers=1)  # one worker to hold
     service = ScoringService(config)
     server = LiveServer(config, service)
     server.wait_ready()
@@ -259,7 +256,9 @@ def test_shutdown_while_busy_answers_every_accepted_request(minilm_path, direct)
             tasks = [asyncio.ensure_future(client.post("/v1/bertscore", json={"candidates": pair(i)[0],
                                                                               "references": pair(i)[1]}))
                      for i in range(24)]
+            deadline = time.monotonic() + 60
             while service.batcher.queue_depth < 24:  # every request is queued behind the held worker
+                assert time.monotonic() < deadline, f"only {service.batcher.queue_depth} requests queued"
                 await asyncio.sleep(0.01)
             server.server.should_exit = True  # what SIGTERM / SIGINT do
             await asyncio.sleep(0.5)
