@@ -1,7 +1,9 @@
 """Serving benchmark: `rapidscore serve` (micro-batching) against naive servers, over loopback.
 
 Three servers, each its own process, started one after the other on a free port:
-  batching   `python -m rapidscore serve` (one queue, one encoder pass per batch)
+  batching   `python -m rapidscore serve` (one queue, one encoder pass per batch; 2 workers with one
+             runtime thread each, the default)
+  batching-1w  the same with `--workers 1` (one worker, the runtime on every core)
   naive-rs   FastAPI, a plain `def` handler (FastAPI's thread pool) calling BERTScore.score per request
   naive-bs   the same around bert_score.BERTScorer.score (bert-score 0.3.13, torch)
 The load generator is a separate process: an asyncio client over raw keep-alive HTTP/1.1 (cheap
@@ -30,7 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-SERVERS = ("batching", "naive-rs", "naive-bs")
+SERVERS = ("batching", "batching-1w", "naive-rs", "naive-bs")
+DEFAULT_SERVERS = ("batching", "naive-rs", "naive-bs")
 
 
 # -- naive servers (run as: bench_serving.py --naive-server KIND --port P) ----------------------
@@ -162,8 +165,10 @@ def wait_healthy(port: int, process: subprocess.Popen, timeout: float = 300) -> 
 
 
 def start_server(kind: str, port: int) -> subprocess.Popen:
-    if kind == "batching":
+    if kind.startswith("batching"):
         command = [sys.executable, "-m", "rapidscore", "serve", "--port", str(port)]
+        if kind == "batching-1w":
+            command += ["--workers", "1"]
     else:
         command = [sys.executable, __file__, "--naive-server", kind, "--port", str(port)]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -231,7 +236,7 @@ def summarize(run: dict, tokens_per_request: float) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--naive-server", choices=SERVERS[1:], help=argparse.SUPPRESS)
+    parser.add_argument("--naive-server", choices=SERVERS[2:], help=argparse.SUPPRESS)
     parser.add_argument("--client", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--bodies", help=argparse.SUPPRESS)
@@ -239,7 +244,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds per level before measuring")
     parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per level")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 32, 128], help="concurrent clients")
-    parser.add_argument("--servers", nargs="+", choices=SERVERS, default=list(SERVERS))
+    parser.add_argument("--servers", nargs="+", choices=SERVERS, default=list(DEFAULT_SERVERS))
     parser.add_argument("--pairs", type=int, default=4000, help="distinct short pairs the clients cycle through")
     parser.add_argument("--memory-seconds", type=float, default=60.0,
                         help="batching server at the highest level, RSS sampled each second (0: skip)")
@@ -299,10 +304,10 @@ def main() -> None:
         try:
             wait_healthy(port, server)
             for clients in args.levels:
-                before = metrics_snapshot(port) if kind == "batching" else {}
+                before = metrics_snapshot(port) if kind.startswith("batching") else {}
                 run = run_level(port, bodies_path, clients, args.seconds, args.warmup)
                 row = summarize(run, tokens_per_request)
-                if kind == "batching":
+                if kind.startswith("batching"):
                     after = metrics_snapshot(port)
                     batches = after["rapidscore_batch_requests_count"] - before["rapidscore_batch_requests_count"]
                     row["mean_batch_requests"] = (after["rapidscore_batch_requests_sum"]
