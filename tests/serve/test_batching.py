@@ -63,24 +63,6 @@ def assert_same_nrr(result, direct) -> None:
     assert (result.rate, result.threshold, result.signature) == (direct.rate, direct.threshold, direct.signature)
 
 
-class Gate:
-    """Holds the worker busy until opened, so that requests queue up deterministically."""
-
-    def __init__(self, batcher: MicroBatcher):
-        self.event = threading.Event()
-        self.started = threading.Event()
-
-        def hold() -> None:
-            self.started.set()
-            self.event.wait(30)
-
-        self.future = batcher.call(hold)
-        assert self.started.wait(30)
-
-    def open(self) -> None:
-        self.event.set()
-
-
 def test_bertscore_from_many_threads_equals_direct_calls(bertscore):
     requests = make_requests(120)
     direct = [bertscore.score(c, r) for c, r in requests]
@@ -128,7 +110,7 @@ def test_similarity_and_refusal_share_a_batcher_and_equal_direct_calls(similarit
         assert np.array_equal(result, detect_refusal(texts))
 
 
-def test_one_encoder_pass_over_the_distinct_sentences_of_a_batch(bertscore, monkeypatch):
+def test_one_encoder_pass_over_the_distinct_sentences_of_a_batch(bertscore, monkeypatch, hold_worker):
     encoded: list[int] = []
     real = bertscore.encoder.embed_ids
 
@@ -138,7 +120,7 @@ def test_one_encoder_pass_over_the_distinct_sentences_of_a_batch(bertscore, monk
 
     monkeypatch.setattr(bertscore.encoder, "embed_ids", counting)
     with BatchingScorer(bertscore) as batching:
-        gate = Gate(batching.batcher)
+        gate = hold_worker(batching.batcher)
         futures = [batching.submit([f"candidate number {i}"], ["the one shared reference"]) for i in range(10)]
         gate.open()
         results = [f.result(30) for f in futures]
@@ -147,13 +129,13 @@ def test_one_encoder_pass_over_the_distinct_sentences_of_a_batch(bertscore, monk
         assert_same_bertscore(result, bertscore.score([f"candidate number {i}"], ["the one shared reference"]))
 
 
-def test_a_lone_request_runs_at_once_and_the_token_budget_splits_batches(bertscore):
+def test_a_lone_request_runs_at_once_and_the_token_budget_splits_batches(bertscore, hold_worker):
     batches: list[tuple[int, int]] = []
     with BatchingScorer(bertscore, batch_tokens=40,
                         on_batch=lambda n, tokens, seconds: batches.append((n, tokens))) as batching:
         batching.score(["alone"], ["by itself"])
         assert batches == [(1, batching.prepare(["alone"], ["by itself"]).tokens)]
-        gate = Gate(batching.batcher)
+        gate = hold_worker(batching.batcher)
         futures = [batching.submit([f"request {i} of many"], [f"reference {i}"]) for i in range(12)]
         gate.open()
         for f in futures:
@@ -170,9 +152,9 @@ def test_a_request_over_the_budget_still_runs_alone(bertscore):
                               bertscore.score(["a longer candidate"], ["and its reference"]))
 
 
-def test_full_queue_fails_at_once_and_accepted_requests_complete(bertscore):
+def test_full_queue_fails_at_once_and_accepted_requests_complete(bertscore, hold_worker):
     with BatchingScorer(bertscore, max_queue=3) as batching:
-        gate = Gate(batching.batcher)
+        gate = hold_worker(batching.batcher)
         accepted = [batching.submit([f"c{i}"], [f"r{i}"]) for i in range(3)]
         with pytest.raises(OverloadedError, match="queue is full") as caught:
             batching.submit(["one too many"], ["r"])
@@ -183,9 +165,9 @@ def test_full_queue_fails_at_once_and_accepted_requests_complete(bertscore):
         assert batching.batcher.stats().rejected == 1
 
 
-def test_close_drains_the_queue_then_refuses(bertscore):
+def test_close_drains_the_queue_then_refuses(bertscore, hold_worker):
     batching = BatchingScorer(bertscore)
-    gate = Gate(batching.batcher)
+    gate = hold_worker(batching.batcher)
     futures = [batching.submit([f"queued {i}"], ["before shutdown"]) for i in range(6)]
     closer = threading.Thread(target=batching.close)
     closer.start()
@@ -199,9 +181,9 @@ def test_close_drains_the_queue_then_refuses(bertscore):
         assert_same_bertscore(f.result(0), bertscore.score([f"queued {i}"], ["before shutdown"]))
 
 
-def test_close_without_draining_fails_the_queued_requests(bertscore):
+def test_close_without_draining_fails_the_queued_requests(bertscore, hold_worker):
     batching = BatchingScorer(bertscore)
-    gate = Gate(batching.batcher)
+    gate = hold_worker(batching.batcher)
     futures = [batching.submit([f"queued {i}"], ["x"]) for i in range(3)]
     closer = threading.Thread(target=batching.close, kwargs={"drain": False})
     closer.start()
@@ -221,9 +203,9 @@ def test_bad_input_raises_in_the_caller_and_is_not_queued(bertscore):
         assert batching.batcher.stats().requests == 0
 
 
-def test_a_cancelled_request_is_skipped(bertscore):
+def test_a_cancelled_request_is_skipped(bertscore, hold_worker):
     with BatchingScorer(bertscore) as batching:
-        gate = Gate(batching.batcher)
+        gate = hold_worker(batching.batcher)
         cancelled = batching.submit(["never"], ["run"])
         kept = batching.submit(["kept"], ["run"])
         assert cancelled.cancel()
@@ -241,11 +223,11 @@ class _FailsOn:
         return [p.upper() for p in payloads]
 
 
-def test_one_failing_request_fails_alone():
+def test_one_failing_request_fails_alone(hold_worker):
     from rapidscore.serve.batching import Job
 
     with MicroBatcher() as batcher:
-        gate = Gate(batcher)
+        gate = hold_worker(batcher)
         task = _FailsOn()
         futures: list[Future] = [batcher.put(Job(task=task, payload=p, tokens=1)) for p in ("a", "bad", "c")]
         gate.open()

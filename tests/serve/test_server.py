@@ -189,20 +189,13 @@ def test_health_metrics_and_openapi(live):
     assert {"/v1/bertscore", "/v1/similarity", "/v1/ner", "/v1/refusal", "/health", "/metrics"} <= set(schema["paths"])
 
 
-def test_overload_is_503_with_retry_after(minilm_path, direct):
+def test_overload_is_503_with_retry_after(minilm_path, direct, hold_worker):
     config = ServeConfig(model=str(minilm_path), max_queue=2, warmup=False, workers=1)  # one worker to hold
     service = ScoringService(config)
     server = LiveServer(config, service)
     try:
         server.wait_ready()
-        gate, opened = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            opened.set()
-            gate.wait(30)
-
-        service.batcher.call(hold)
-        assert opened.wait(30)
+        gate = hold_worker(service.batcher)
 
         async def main() -> list:
             async with httpx.AsyncClient(base_url=server.url) as client:
@@ -210,7 +203,7 @@ def test_overload_is_503_with_retry_after(minilm_path, direct):
                          for i in range(6)]
                 tasks = [asyncio.ensure_future(call) for call in calls]
                 await asyncio.sleep(1.0)  # all six reach the server; two fit in the queue
-                gate.set()
+                gate.open()
                 return await asyncio.gather(*tasks)
 
         answers = asyncio.run(main())
@@ -221,7 +214,6 @@ def test_overload_is_503_with_retry_after(minilm_path, direct):
                 assert int(answer.headers["retry-after"]) >= 1 and "queue is full" in answer.json()["detail"]
         assert "rapidscore_rejected_total 4" in httpx.get(f"{server.url}/metrics").text
     finally:
-        gate.set()
         server.stop()
 
 
@@ -237,19 +229,12 @@ def test_health_is_503_before_the_models_load(minilm_path):
         server.stop()
 
 
-def test_shutdown_while_busy_answers_every_accepted_request(minilm_path, direct):
+def test_shutdown_while_busy_answers_every_accepted_request(minilm_path, direct, hold_worker):
     config = ServeConfig(model=str(minilm_path), warmup=False, workers=1)  # one worker to hold
     service = ScoringService(config)
     server = LiveServer(config, service)
     server.wait_ready()
-    gate, opened = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        opened.set()
-        gate.wait(30)
-
-    service.batcher.call(hold)
-    assert opened.wait(30)
+    gate = hold_worker(service.batcher)
 
     async def main() -> list:
         async with httpx.AsyncClient(base_url=server.url, limits=httpx.Limits(max_connections=32)) as client:
@@ -262,7 +247,7 @@ def test_shutdown_while_busy_answers_every_accepted_request(minilm_path, direct)
                 await asyncio.sleep(0.01)
             server.server.should_exit = True  # what SIGTERM / SIGINT do
             await asyncio.sleep(0.5)
-            gate.set()
+            gate.open()
             return await asyncio.gather(*tasks)
 
     answers = asyncio.run(main())

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, Union
 
 from rapidscore.errors import OverloadedError
+from rapidscore.serve.batching import BatchingScorer
 from rapidscore.serve.config import ServeConfig
 from rapidscore.serve.service import ScoringService
 
@@ -233,6 +234,11 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         if not service.ready.is_set():
             raise _ClientError(503, "warming up", headers={"Retry-After": "1"})
 
+    def loaded(scorer: BatchingScorer | None) -> BatchingScorer:
+        check_ready()
+        assert scorer is not None  # set before the service is ready
+        return scorer
+
     def check_items(name: str, items: list) -> None:
         if len(items) > config.max_items:
             raise _ClientError(413, f"{name}: {len(items)} items, over the server's limit of {config.max_items}",
@@ -242,18 +248,11 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         if len(a) != len(b):
             raise _ClientError(400, f"{second}: {len(b)} items for {len(a)} {first}", second)
 
-    async def run(batching: Any, *args: Any, **kwargs: Any) -> Any:
+    async def run(submit: Any, *args: Any, **kwargs: Any) -> Any:
+        """``await submit(*args, **kwargs)``'s future; overload -> 503 + Retry-After, bad input -> 400
+        (raised while preparing, or by the worker)."""
         try:
-            future = batching.submit(*args, **kwargs)
-        except OverloadedError as exc:
-            raise _ClientError(503, str(exc), headers={"Retry-After": str(math.ceil(exc.retry_after))}) from None
-        except (ValueError, TypeError) as exc:
-            raise _ClientError(400, str(exc)) from None
-        return await _await(future)
-
-    async def _await(future: Any) -> Any:
-        try:
-            return await asyncio.wrap_future(future)
+            return await asyncio.wrap_future(submit(*args, **kwargs))
         except OverloadedError as exc:
             raise _ClientError(503, str(exc), headers={"Retry-After": str(math.ceil(exc.retry_after))}) from None
         except (ValueError, TypeError) as exc:
@@ -265,7 +264,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         check_ready()
         check_items("candidates", body.candidates)
         check_lengths("candidates", body.candidates, "references", body.references)
-        result = await run(service.bertscore, body.candidates, body.references)
+        result = await run(loaded(service.bertscore).submit, body.candidates, body.references)
         return _json({"precision": result.precision.tolist(), "recall": result.recall.tolist(),
                       "f1": result.f1.tolist(), "signature": result.signature})
 
@@ -277,7 +276,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         check_items("generated", body.generated)
         check_lengths("generated", body.generated, "references", body.references)
         threshold = config.similarity_threshold if body.threshold is None else body.threshold
-        result = await run(service.similarity, body.generated, body.references, threshold=threshold)
+        result = await run(loaded(service.similarity).submit, body.generated, body.references, threshold=threshold)
         return _json({"similarities": result.similarities.tolist(), "rejected": result.rejected.tolist(),
                       "rate": result.rate, "best_reference": result.best_reference.tolist(),
                       "threshold": result.threshold, "signature": result.signature})
@@ -295,13 +294,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         for name in ("texts", "gold_format", "label_similarity"):
             if getattr(body, name) is not None:
                 options[name] = getattr(body, name)
-        try:
-            future = service.ner(body.gold, body.predictions, **options)
-        except OverloadedError as exc:
-            raise _ClientError(503, str(exc), headers={"Retry-After": str(math.ceil(exc.retry_after))}) from None
-        except (ValueError, TypeError) as exc:
-            raise _ClientError(400, str(exc)) from None
-        result = await _await(future)
+        result = await run(service.ner, body.gold, body.predictions, **options)
         return _json(result.to_dict(records=body.records))
 
     @app.post("/v1/refusal", response_model=RefusalResponse, responses=_ERRORS)
@@ -310,7 +303,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         check_ready()
         check_items("responses", body.responses)
         responses = [item if isinstance(item, str) else item.model_dump() for item in body.responses]
-        decisions = await run(service.refusal, responses)
+        decisions = await run(loaded(service.refusal).submit, responses)
         return _json({"refusal": decisions.tolist(), "method": config.refusal_method})
 
     @app.get("/health", responses={503: {"model": ErrorResponse, "description": "Not ready yet."}})
