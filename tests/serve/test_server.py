@@ -202,7 +202,10 @@ def test_overload_is_503_with_retry_after(minilm_path, direct, hold_worker):
                 calls = [client.post("/v1/bertscore", json={"candidates": [f"c{i}"], "references": ["r"]})
                          for i in range(6)]
                 tasks = [asyncio.ensure_future(call) for call in calls]
-                await asyncio.sleep(1.0)  # all six reach the server; two fit in the queue
+                deadline = time.monotonic() + 60
+                while service.batcher.stats().rejected < 4:  # two fit in the queue, four are refused
+                    assert time.monotonic() < deadline, service.batcher.stats()
+                    await asyncio.sleep(0.02)
                 gate.open()
                 return await asyncio.gather(*tasks)
 
