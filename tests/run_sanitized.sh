@@ -2,7 +2,8 @@
 # Builds rapidscore._core with AddressSanitizer + UBSan (CMake option RAPIDSCORE_SANITIZE, Debug)
 # from a clean checkout into a temporary virtualenv, then runs native-kernel tests under it.
 #
-#   tests/run_sanitized.sh [pytest args...]      (default: tests/kernels/test_greedy_match.py)
+#   tests/run_sanitized.sh [pytest args...]      (default: every native-kernel test:
+#                                                 tests/kernels and tests/hardening/test_native_hardening.py)
 #
 # Environment:
 #   PYTHON        interpreter whose installed packages (numpy, pytest, hypothesis, torch,
@@ -58,6 +59,7 @@ EOF
 
 # 3. Run the tests (ASan runtime preloaded above; the interpreter itself is not instrumented,
 #    leak detection is off because CPython keeps objects alive until exit by design).
-if [[ $# -eq 0 ]]; then set -- tests/kernels/test_greedy_match.py; fi
+if [[ $# -eq 0 ]]; then set -- tests/kernels tests/hardening/test_native_hardening.py; fi
+export RAPIDSCORE_SANITIZED=1  # tests that need a small address space (ASan reserves terabytes) skip
 cd "$TMP/src"
 "$VPY" -m pytest -q -p no:cacheprovider "$@"

@@ -5,7 +5,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <climits>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,7 +51,19 @@ inline FloatArray float_array(const py::handle& obj, const char* name, py::ssize
     return out;
 }
 
-// Integer arrays (any signed/unsigned integer dtype; floats are refused rather than truncated).
+// A private copy of an index array. Index arrays are validated and then read with the GIL
+// released; reading the caller's buffer would let another Python thread change a validated
+// offset or index in between (out-of-bounds reads). The copy is referenced by nobody else, so
+// what was validated is what the kernel reads. Index arrays are small next to the embeddings.
+inline IndexArray owned_copy(const IndexArray& a) {
+    std::vector<py::ssize_t> shape(a.shape(), a.shape() + a.ndim());
+    IndexArray out(shape);
+    if (a.size() > 0) std::memcpy(out.mutable_data(), a.data(), static_cast<std::size_t>(a.size()) * sizeof(std::int64_t));
+    return out;
+}
+
+// Integer arrays (any signed/unsigned integer dtype; floats are refused rather than truncated),
+// returned as a private int64 copy (see owned_copy): validate the result, not the argument.
 inline IndexArray index_array(const py::handle& obj, const char* name, py::ssize_t ndim) {
     py::array a = as_array(obj, name);
     const char kind = a.dtype().kind();
@@ -68,16 +82,47 @@ inline IndexArray index_array(const py::handle& obj, const char* name, py::ssize
     }
     IndexArray out = IndexArray::ensure(a);
     if (!out) throw py::error_already_set();
-    return out;
+    return owned_copy(out);
 }
 
-// Integer array-likes (lists included) converted to one-dimensional int64, for the span
-// alignment whose callers pass Python lists directly.
+// Integer array-likes (lists included) converted to a private one-dimensional int64 copy, for
+// the span alignment whose callers pass Python lists directly. Floating values are refused
+// (0.5 would silently become 0).
 inline IndexArray int_array_like(const py::handle& obj, const char* name) {
-    IndexArray arr = IndexArray::ensure(obj);
-    if (!arr) throw py::type_error(std::string(name) + " must be convertible to an int64 array");
+    py::array raw = py::array::ensure(obj);  // lists as numpy would see them, without a dtype cast
+    if (!raw) {
+        PyErr_Clear();
+        throw py::type_error(std::string(name) + " must be convertible to an int64 array");
+    }
+    const char kind = raw.dtype().kind();
+    if (kind != 'i' && kind != 'u' && raw.size() > 0)  // an empty list is float64 to numpy: fine
+        throw py::type_error(std::string(name) + " must hold integers, got dtype " + dtype_name(raw));
+    IndexArray arr = IndexArray::ensure(raw);
+    if (!arr) {
+        PyErr_Clear();
+        throw py::type_error(std::string(name) + " must be convertible to an int64 array");
+    }
     if (arr.ndim() != 1) throw py::value_error(std::string(name) + " must be one-dimensional");
-    return arr;
+    return owned_copy(arr);
+}
+
+// A thread-count argument: a Python int (not bool) <= kMaxThreads. allow_negative: values <= 0
+// mean "all hardware threads" (the alignment's convention); otherwise 0 does and < 0 is refused.
+// Taking a py::object rather than an int keeps an oversized value from ending in pybind11's
+// "incompatible function arguments" signature dump.
+inline int thread_count(const py::handle& obj, const char* name, bool allow_negative) {
+    if (!PyLong_Check(obj.ptr()) || PyBool_Check(obj.ptr()))
+        throw py::type_error(std::string(name) + " must be an int, got " +
+                             py::str(py::type::of(obj)).cast<std::string>());
+    int overflow = 0;
+    const long long value = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+    const std::string range = allow_negative ? "<= 1024 (<= 0: all hardware threads)"
+                                             : "in [0, 1024] (0: all hardware threads)";
+    if (overflow != 0 || value > 1024 || (!allow_negative && value < 0))
+        throw py::value_error(std::string(name) + " must be " + range + ", got " +
+                              py::str(obj).cast<std::string>());
+    return value < 0 ? 0 : static_cast<int>(value);
 }
 
 // Hands a vector's buffer to numpy without a copy (the capsule frees it with the array).

@@ -65,7 +65,8 @@ py::tuple align_spans_batch(const py::handle& gold_offsets, const py::handle& go
                             const py::handle& pred_starts, const py::handle& pred_ends,
                             const py::handle& gold_labels, const py::handle& pred_labels,
                             const std::string& scheme, const std::string& method, double min_jaccard,
-                            double min_overlap_percent, int n_threads) {
+                            double min_overlap_percent, const py::handle& threads_obj) {
+    const int n_threads = thread_count(threads_obj, "n_threads", true);
     AlignOptions opt;
     opt.scheme = parse_scheme(scheme);
     opt.method = parse_method(method);
@@ -110,7 +111,7 @@ void register_alignment(py::module_& m) {
           py::arg("gold_ends"), py::arg("pred_offsets"), py::arg("pred_starts"), py::arg("pred_ends"),
           py::kw_only(), py::arg("gold_labels") = py::none(), py::arg("pred_labels") = py::none(),
           py::arg("scheme") = "jaccard", py::arg("method") = "auto", py::arg("min_jaccard") = 0.0,
-          py::arg("min_overlap_percent") = 1.0, py::arg("n_threads") = 0,
+          py::arg("min_overlap_percent") = 1.0, py::arg("n_threads") = py::int_(0),
           R"doc(Align gold and predicted character spans of many records (one-to-one, maximum weight).
 
 Records are in CSR layout: record r owns gold spans gold_offsets[r]:gold_offsets[r+1] (starts,
@@ -119,6 +120,10 @@ ends exclusive). scheme 'jaccard' maximises the sum of character Jaccard (DMBert
 nervaluate's overlap rule (overlap >= min_overlap_percent of the gold span). method 'auto' uses
 the DJA dynamic programme when both sides are sorted and non-overlapping, the Hungarian
 assignment otherwise. The GIL is released while aligning.
+
+Work per record is bounded (see docs/hardening.md): a record whose alignment would exceed the
+limits of core/align_spans.hpp raises ValueError naming the record instead of allocating without
+bound. The index arrays are copied before the GIL is released.
 
 Returns (pair_offsets, gold_index, pred_index, jaccard, used_dp): matched pairs per record with
 within-record indices, sorted by gold index, and whether the DP was used for each record.)doc");

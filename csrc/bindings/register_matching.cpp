@@ -1,6 +1,8 @@
 // pybind11 layer of the BERTScore greedy matching kernel (core/greedy_match.hpp).
 // Everything the kernel trusts (shapes, offsets, indices, finiteness) is checked here with the
-// GIL held; the kernel then runs with the GIL released.
+// GIL held, on private copies of the index arrays (arrays.hpp, owned_copy); the kernel then runs
+// with the GIL released. The float arrays are read in place: another thread changing them can
+// only change the scores, never make the kernel read out of bounds.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -61,16 +63,9 @@ void check_indices(const int64_t* idx, int64_t count, int64_t n_sentences, const
     }
 }
 
-int check_threads(int num_threads) {
-    if (num_threads < 0)
-        throw py::value_error("num_threads must be >= 0 (0 = all hardware threads), got " +
-                              std::to_string(num_threads));
-    return num_threads;
-}
-
 py::tuple greedy_match_py(const py::object& embeddings, const py::object& offsets, const py::object& weights,
-                          const py::object& pairs_obj, int num_threads, const py::object& floors_obj) {
-    check_threads(num_threads);
+                          const py::object& pairs_obj, const py::object& threads_obj, const py::object& floors_obj) {
+    const int num_threads = thread_count(threads_obj, "num_threads", false);
     Store s = validate_store(embeddings, offsets, weights);
     IndexArray pairs = index_array(pairs_obj, "pairs", 2);
     if (pairs.shape(1) != 2)
@@ -85,8 +80,9 @@ py::tuple greedy_match_py(const py::object& embeddings, const py::object& offset
             throw py::type_error("floors must be a boolean array, got dtype " + dtype_name(f));
         if (f.ndim() != 2 || f.shape(0) != m || f.shape(1) != 2)
             throw py::value_error("floors must have shape (m, 2) like pairs");
-        floors = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>::ensure(f);
-        if (!floors) throw py::error_already_set();
+        auto view = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>::ensure(f);
+        if (!view) throw py::error_already_set();
+        floors = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>(view.request());  // private copy
     }
     const uint8_t* floors_ptr = floors_obj.is_none() ? nullptr : floors.data();
     py::array_t<double> P(m), R(m), F(m);
@@ -100,8 +96,9 @@ py::tuple greedy_match_py(const py::object& embeddings, const py::object& offset
 }
 
 py::tuple pairwise_match_py(const py::object& embeddings, const py::object& offsets, const py::object& weights,
-                            const py::object& candidates_obj, const py::object& references_obj, int num_threads) {
-    check_threads(num_threads);
+                            const py::object& candidates_obj, const py::object& references_obj,
+                            const py::object& threads_obj) {
+    const int num_threads = thread_count(threads_obj, "num_threads", false);
     Store s = validate_store(embeddings, offsets, weights);
     IndexArray cands = index_array(candidates_obj, "candidates", 1);
     IndexArray refs = index_array(references_obj, "references", 1);
@@ -122,13 +119,13 @@ py::tuple pairwise_match_py(const py::object& embeddings, const py::object& offs
 
 void register_matching(py::module_& m) {
     m.def("greedy_match", &greedy_match_py, py::arg("embeddings"), py::arg("offsets"), py::arg("weights"),
-          py::arg("pairs"), py::arg("num_threads") = 0, py::arg("floors") = py::none(),
+          py::arg("pairs"), py::arg("num_threads") = py::int_(0), py::arg("floors") = py::none(),
           "BERTScore greedy cosine matching of (candidate, reference) sentence pairs.\n\n"
           "embeddings (T, D) floating, offsets (n + 1,) integer, weights (T,) floating, pairs (m, 2) integer,\n"
           "floors None or (m, 2) bool: start pair k's precision / recall token maxima at 0 (bert-score padding).\n"
           "Returns (P, R, F) float64 arrays of shape (m,). See rapidscore.kernels.matching.greedy_match.");
     m.def("pairwise_match", &pairwise_match_py, py::arg("embeddings"), py::arg("offsets"), py::arg("weights"),
-          py::arg("candidates"), py::arg("references"), py::arg("num_threads") = 0,
+          py::arg("candidates"), py::arg("references"), py::arg("num_threads") = py::int_(0),
           "BERTScore greedy matching of every candidate against every reference.\n\n"
           "Returns (P, R, F) float64 arrays of shape (len(candidates), len(references)).\n"
           "See rapidscore.kernels.matching.pairwise_match.");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings/arrays.hpp"
 #include "bindings/registry.hpp"
 #include "core/parallel.hpp"
 #include "core/phrase_match.hpp"
@@ -27,14 +28,28 @@ void register_phrases(py::module_& m) {
         .def("__len__", &FuzzyPhraseMatcher::size)
         .def(
             "match",
-            [](const FuzzyPhraseMatcher& self, const py::list& texts, int n_threads) {
+            [](const FuzzyPhraseMatcher& self, const py::list& texts, const py::handle& threads_obj) {
+                const int n_threads = bindings::thread_count(threads_obj, "n_threads", true);
+                // A str that cannot be encoded as UTF-8 (a lone surrogate, e.g. from a JSON
+                // "\ud800" escape) is not an error: it is left to the reference path (status 2),
+                // which works on Python strings.
                 std::vector<std::string> items;
+                std::vector<char> not_utf8(texts.size(), 0);
                 items.reserve(texts.size());
                 for (std::size_t i = 0; i < texts.size(); ++i) {
                     py::handle item = texts[i];
                     if (!py::isinstance<py::str>(item))
-                        throw py::type_error("texts[" + std::to_string(i) + "] is not a str");
-                    items.push_back(item.cast<std::string>());
+                        throw py::type_error("texts[" + std::to_string(i) + "] must be a str, got " +
+                                             py::str(py::type::of(item)).cast<std::string>());
+                    Py_ssize_t size = 0;
+                    const char* utf8 = PyUnicode_AsUTF8AndSize(item.ptr(), &size);
+                    if (utf8 == nullptr) {
+                        PyErr_Clear();
+                        not_utf8[i] = 1;
+                        items.emplace_back();
+                    } else {
+                        items.emplace_back(utf8, static_cast<std::size_t>(size));
+                    }
                 }
                 const std::size_t n = items.size();
                 py::array_t<int8_t> status(static_cast<py::ssize_t>(n));
@@ -48,6 +63,12 @@ void register_phrases(py::module_& m) {
                     rapidscore::parallel_for(
                         n, n_threads,
                         [&](std::size_t i) {
+                            if (not_utf8[i]) {
+                                st[i] = rapidscore::phrases::kFallback;
+                                bi[i] = -1;
+                                bs[i] = 0.0;
+                                return;
+                            }
                             auto r = self.match(items[i]);
                             st[i] = r.status;
                             bi[i] = r.best_index;
@@ -57,7 +78,7 @@ void register_phrases(py::module_& m) {
                 }
                 return py::make_tuple(status, best_index, best_score);
             },
-            py::arg("texts"), py::arg("n_threads") = 0,
+            py::arg("texts"), py::arg("n_threads") = py::int_(0),
             "Returns (status int8: 0 below threshold, 1 above, 2 needs the reference path; "
             "best phrase index int32; best partial_ratio float64) per text.");
     m.def("expand_contractions_ascii",

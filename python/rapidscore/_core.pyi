@@ -29,9 +29,15 @@ class _BuildInfo(ModuleType):
     """The C++ standard (``__cplusplus``, e.g. 201703)."""
     debug: bool
     """True for a debug (assertion-enabled, e.g. sanitizer) build."""
+    max_threads: int
+    """The largest thread count a kernel accepts (1024; ``rapidscore.threads.MAX_THREADS``)."""
     @staticmethod
     def hardware_threads() -> int:
         """Threads the kernels start for a thread count of 0 (at least 1)."""
+    @staticmethod
+    def _throw_for_test(kind: str) -> None:
+        """Test hook: throw the C++ exception ``kind`` (invalid_argument, out_of_range, length_error,
+        bad_alloc, system_error, overflow_error, runtime_error) to check how it maps to Python."""
 
 class _Matching(ModuleType):
     """BERTScore greedy cosine matching over a flat store of token embeddings."""

@@ -9,6 +9,7 @@ loads numpy, the kernels or an encoder. A command module provides ``add_argument
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib import import_module
 
@@ -50,16 +51,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What a command reports as a message (exit 2) rather than a traceback. RuntimeError covers the
+# runtimes' "no such device" failures; RecursionError input nested too deeply; MemoryError input
+# too large for this machine.
+USER_ERRORS = (ValueError, TypeError, KeyError, OSError, ImportError, RuntimeError, RecursionError, MemoryError)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"  # not "[Errno 21] Is a directory: 'DIR'"
+    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        return exc.args[0]  # str(KeyError) wraps the message in quotes
+    if isinstance(exc, MemoryError):
+        return f"out of memory{': ' + str(exc) if str(exc) else ''}"
+    return str(exc) or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
-        print(f"rapidscore {args.command}: error: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except USER_ERRORS as exc:
+        # Bad input, a missing or unreadable file, a device that is not there: a message and exit
+        # status 2, never a traceback (RAPIDSCORE_DEBUG=1 shows it, for bug reports).
+        if os.environ.get("RAPIDSCORE_DEBUG"):
+            raise
+        print(f"rapidscore {args.command}: error: {_describe(exc)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

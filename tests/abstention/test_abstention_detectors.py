@@ -234,3 +234,46 @@ def test_embedding_detector_end_to_end_with_encoder():
     assert det(test).tolist() == [True, False]
     # the default embedder (shared encoder) gives the same scores as the injected one
     assert np.allclose(EmbeddingDetector().scores(test), det.scores(test), atol=1e-5)
+
+
+NON_ASCII = ["\u4e2d\u6587\u56de\u7b54", "\U0001f600", "\U0001f44d\U0001f3fd", "caf\u00e9", "\u00bfqu\u00e9?",
+             "\u041f\u0440\u0438\u0432\u0435\u0442", "\u039a\u03b1\u03bb\u03b7\u03bc\u03ad\u03c1\u03b1",
+             "\uff29 \uff43\uff41\uff4e\uff4e\uff4f\uff54", "can'\u0301t", "\u2603", "\u00a7", "\u0905\u0928",
+             "\u05e9\u05dc\u05d5\u05dd", "\u212a", "\u0130", "\u00df", "\u2460", "x\u0308", "\ufe0f", "\u200d"]
+
+
+def test_non_ascii_mixes_identical_to_reference():
+    """Non-ASCII responses reach the native kernel through ASCII stand-ins: identical decisions."""
+    rng = random.Random(777)
+    texts = []
+    for _ in range(1500):
+        text = _random_response(rng)
+        words = text.split(" ")
+        for _ in range(rng.randint(1, 4)):
+            words.insert(rng.randrange(len(words) + 1), rng.choice(NON_ASCII))
+        texts.append(rng.choice([" ", ""]).join(words))
+    for method in SELECT:
+        fast = SelectDetector(method)(texts)
+        ref = np.array([R.REFERENCE_METHODS[method](t) for t in texts])
+        mismatch = np.flatnonzero(fast != ref)
+        assert mismatch.size == 0, (method, [texts[i] for i in mismatch[:3]])
+    # most of them were decided by the kernel, not the reference fallback
+    from rapidscore.abstention._text import transliterate
+    from rapidscore.kernels.phrases import match_phrases
+
+    matcher = KeywordMatcher()
+    translit = [transliterate(t) for t in texts]
+    non_ascii = [t for t in translit if not t.isascii()]
+    stand_ins = [R.re.sub(r"[^\x00-\x7f]+", matcher._stand_in, t) for t in non_ascii]
+    status, _, _ = match_phrases(matcher._native, stand_ins, 1)
+    assert non_ascii and (status != 2).mean() > 0.5
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["can", "won", "wouldn", "don", "couldn", "I", "i", "t", "T", "m", "M", "'", " ",
+                                 "x", "_", "\u00e9", "\u4e2d", ".", "cant", "I'm", "Im", "CAN'T"]), max_size=25))
+def test_one_pass_contractions_equal_sequential_rules(parts):
+    from rapidscore.abstention.detectors import expand_contractions
+
+    text = "".join(parts)
+    assert expand_contractions(text) == R.expand_contractions(text)

@@ -84,17 +84,18 @@ def test_cli_text_json_csv(tmp_path, capsys):
     results, taxonomy = os.path.join(EXAMPLE, "results"), os.path.join(EXAMPLE, "taxonomy.json")
     assert main(["abstention", results, "--taxonomy", taxonomy, "--levels", "--no-progress"]) == 0
     text = capsys.readouterr().out
-    assert "abstention (%)" in text and "model-a" in text and "depth 1" in text
+    assert "abstention (%)" in text and "Model-a" in text and "depth 1" in text
     out = tmp_path / "table.json"
     assert main(["abstention", results, "--format", "json", "-o", str(out), "--no-progress"]) == 0
     rows = json.loads(out.read_text())["rows"]
     assert {r["metric"] for r in rows} == {"abstention", "generalization", "specificity", "performance"}
     assert all(0 <= r["mean"] <= 1 for r in rows)
     assert main(["abstention", results, "--format", "csv", "--method", "keyword", "--no-progress"]) == 0
-    assert capsys.readouterr().out.startswith("model,technique,metric,mean,half_width,n_concepts")
+    assert capsys.readouterr().out.startswith(
+        "experiment,model,technique,model_name,technique_name,metric,mean,half_width,n_concepts")
     # stored flags are required when asked for
     assert main(["abstention", results, "--method", "stored:heuristic", "--no-progress"]) == 2
-    assert "lack a stored 'heuristic' flag" in capsys.readouterr().err
+    assert "lack a stored flag for the method" in capsys.readouterr().err
 
 
 def test_cli_reports_skips_and_plots(tmp_path, capsys):

@@ -127,5 +127,6 @@ def test_abstention_cli_json_flag_and_quiet(tmp_path, capsys):
     results = os.path.join(ROOT, "examples", "abstention", "results")
     assert main(["abstention", results, "--json", "-q"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert document["meta"]["signature"].startswith("abstention|method:heuristic|taxonomy:none|")
+    # the example taxonomy.json beside results/ is paired automatically
+    assert document["meta"]["signature"].startswith("abstention|method:heuristic|taxonomy:taxonomy.json|")
     assert {r["metric"] for r in document["rows"]} >= {"abstention", "specificity"}

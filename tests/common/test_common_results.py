@@ -34,6 +34,16 @@ def test_signature_format_and_round_trip():
         Signature([("a:b", 1)])
 
 
+def test_kept_signatures_tell_equal_values_of_other_types_apart():
+    """build_signature keeps recent strings: True, 1 and 1.0 compare equal but format differently."""
+    for _ in range(2):  # the second round reads the kept strings
+        assert build_signature([("x", True)]) == "x:yes"
+        assert build_signature([("x", 1)]) == "x:1"
+        assert build_signature([("x", 1.5)]) == "x:1.5"
+        assert build_signature([("x", 1)], name="n") == "n|x:1"
+        assert build_signature([("x", [1, 2])]) == "x:[1, 2]"  # unhashable: built each time
+
+
 def test_version_fields_come_last_in_call_order():
     assert version_fields() == [("version", __version__)]
     fields = version_fields("onnxruntime", "no-such-distribution-xyz")

@@ -5,10 +5,14 @@
 - :mod:`.detectors`: refusal detectors (``detect_refusal``): SELECT's ``phrase``, ``keyword``,
   ``phr+kw``, ``heuristic`` with identical decisions, presets, phrase/regex, embedding, callable.
 - :mod:`.results`: SELECT results files (``.json.gz``) and flat tables.
+- :mod:`.pipeline`: SELECT's pipeline, fast: :func:`find_experiments` (every experiment under a
+  folder, paired with its taxonomy), :func:`evaluate` (stored flag first or ``recompute``, files
+  decoded and decided in worker processes, per-(seed, concept) counts).
+- :mod:`.synthetic`: a synthetic release of the real one's shape (tests, benchmarks).
 - :mod:`.metrics`: abstention rate, generalization, specificity, aggregation with Student-t
   intervals, performance score, per-level breakdown, Spearman correlations.
-- :mod:`.report`: the paper's summary table as text / JSON / CSV; :class:`AbstentionReport`
-  (summary + signature) from :func:`build_report`.
+- :mod:`.report`: the paper's summary tables as text / markdown / LaTeX / CSV / JSON with
+  readable names; :class:`AbstentionReport` (summary + signature) from :func:`build_report`.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ _EXPORTS = {
     **{name: "rapidscore.abstention.results" for name in (
         "Record", "ResultsError", "load_flat_table", "load_results_tree", "load_select_file")},
     **{name: "rapidscore.abstention.report" for name in ("AbstentionReport", "abstention_signature", "build_report")},
+    **{name: "rapidscore.abstention.pipeline" for name in (
+        "DecisionStats", "Evaluation", "Experiment", "evaluate", "find_experiments")},
     "Taxonomy": "rapidscore.abstention.taxonomy",
     "TaxonomyError": "rapidscore.abstention.taxonomy",
 }

@@ -1,5 +1,6 @@
-"""``rapidscore abstention``: summarise a SELECT results tree (or a flat table) into the paper's
-table (rows models, columns techniques, "mean +- half-width" percentages)."""
+"""``rapidscore abstention``: summarise SELECT results (one experiment, a whole results folder with
+atomic and composition experiments, or a flat table) into the paper's tables (rows models,
+columns techniques, "mean +- half-width" percentages)."""
 
 from __future__ import annotations
 
@@ -8,121 +9,195 @@ import sys
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, show_progress
 
+FORMATS = ("text", "markdown", "latex", "csv", "json")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", help="results tree {model}/{eval_type}/{technique}.json.gz, "
-                        "or a flat table (.jsonl / .csv)")
-    parser.add_argument("--taxonomy", help="taxonomy.json / edge-list .csv (checks concepts, "
-                        "skips leaves for generalization, enables --levels and per-level plots)")
+    parser.add_argument("results", help="a results folder: every experiment under it "
+                        "({experiment}/{model}/{eval_type}/{technique}.json.gz, atomic and compositions) is "
+                        "reported; or a flat table (.jsonl / .csv)")
+    parser.add_argument("--taxonomy", action="append", metavar="[EXPERIMENT=]PATH",
+                        help="taxonomy.json / edge-list .csv (checks concepts, skips leaves for generalization, "
+                        "enables --levels). PATH applies to every experiment, EXPERIMENT=PATH to one (repeat the "
+                        "option); by default each experiment gets the nearest taxonomy.json (in its folder or a "
+                        "parent, or a parent's data/)")
     parser.add_argument("--method", default="heuristic",
-                        help="refusal detector: heuristic (default), phrase, keyword, phr+kw, arditi, "
-                        "xstest, embedding, or 'stored:<name>' to use the flags stored in SELECT files")
-    parser.add_argument("--models", nargs="*", help="only these models")
-    parser.add_argument("--techniques", nargs="*", help="only these techniques")
-    parser.add_argument("--format", choices=("text", "json", "csv"), default="text", help="--json = --format json")
+                        help="refusal detector: heuristic (default), phrase, keyword, phr+kw, arditi, xstest, "
+                        "embedding; a record's stored flag for a SELECT method is used when it has one (SELECT's "
+                        "pipeline) unless --recompute; 'stored:<name>' uses stored flags only")
+    parser.add_argument("--recompute", action="store_true",
+                        help="run the detector on every response, ignoring stored flags (counts disagreements)")
+    parser.add_argument("--check-stored", action="store_true",
+                        help="keep stored flags but also run the detector where one exists, to count disagreements")
+    parser.add_argument("--models", nargs="*", help="only these models (folder names)")
+    parser.add_argument("--techniques", nargs="*", help="only these techniques (file names)")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="--json = --format json")
+    parser.add_argument("--names", help="display names: JSON {folder: name} (or {models: .., techniques: ..}) "
+                        "or CSV name,display; names not listed are derived (google--gemma-2-2b-it -> Gemma-2-2B-IT)")
+    parser.add_argument("--raw-names", action="store_true", help="show folder names as they are")
     parser.add_argument("--output", "-o", help="write the table here instead of stdout")
     parser.add_argument("--levels", action="store_true", help="also print the breakdown by taxonomy depth")
     parser.add_argument("--skip-malformed", action="store_true",
                         help="skip malformed records / empty seeds (counts are reported) instead of failing")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="processes reading and deciding results files (0 = one per CPU, 1 = none)")
     parser.add_argument("--plot-dir", help="write per-level trend and correlation heatmap PNGs here ([plot] extra)")
     # --backend/--device/--precision: the encoder of --method embedding
     add_common_options(parser, threads_default=0, json_help="same as --format json")
 
 
+def _taxonomy_map(values: list[str] | None) -> dict[str, str | None]:
+    mapping: dict[str, str | None] = {}
+    for value in values or []:
+        name, sep, path = value.partition("=")
+        if sep and name and path:
+            mapping[name.strip("/")] = path
+        else:
+            if "*" in mapping:
+                raise ValueError(f"--taxonomy {value!r}: only one taxonomy without EXPERIMENT= may be given")
+            mapping["*"] = value
+    return mapping
+
+
+def _detector(args):
+    from rapidscore.abstention.detectors import SELECT_METHODS, get_detector
+
+    if args.method.startswith("stored:"):
+        if args.recompute:
+            raise ValueError("--recompute needs a detector, not stored:<name>")
+        return args.method.split(":", 1)[1], None
+    if args.method in SELECT_METHODS:
+        kwargs = {"n_threads": args.threads}
+    elif args.method == "embedding":
+        kwargs = {"encoder_options": encoder_options(args)}
+    else:
+        kwargs = {}
+    return args.method, get_detector(args.method, **kwargs)
+
+
+def _note(args, message: str) -> None:
+    if not args.quiet:
+        print(f"rapidscore abstention: {message}", file=sys.stderr)
+
+
+def _decision_note(args, name: str, stats, detector_name: str) -> None:
+    label = "" if name == "." else f"{name}: "
+    parts = [f"{stats.stored:,} stored flag(s) used", f"{stats.computed:,} decided by {detector_name}"]
+    if stats.compared:
+        share = 100.0 * stats.disagree / stats.compared
+        parts.append(f"detector and stored flag disagree on {stats.disagree:,} of {stats.compared:,} ({share:.2f}%)")
+    _note(args, label + ", ".join(parts))
+    if args.recompute and stats.disagree:
+        _note(args, f"{label}--recompute: these numbers differ from SELECT's pipeline, which uses the stored "
+                    "flags (run without --recompute to reproduce the paper)")
+
+
 def run(args: argparse.Namespace) -> int:
     import os
 
-    import numpy as np
-
     from rapidscore.abstention import metrics, report
-    from rapidscore.abstention.detectors import SelectDetector, get_detector
-    from rapidscore.abstention.results import load_flat_table, load_results_tree
+    from rapidscore.abstention.pipeline import DecisionStats, evaluate, find_experiments
+    from rapidscore.abstention.results import load_flat_table
     from rapidscore.abstention.taxonomy import Taxonomy
 
+    if args.plot_dir and os.path.exists(args.plot_dir) and not os.path.isdir(args.plot_dir):
+        raise NotADirectoryError(f"--plot-dir {args.plot_dir} exists and is not a directory")
     on_error = "skip" if args.skip_malformed else "raise"
     progress = show_progress(args)
     output_format = "json" if args.json else args.format
+    if args.workers < 0:
+        raise ValueError(f"--workers must be >= 0, got {args.workers}")
+    method, detector = _detector(args)
+    detector_name = getattr(detector, "name", method)
+    taxonomies = _taxonomy_map(args.taxonomy)
+
+    # each item: (name, taxonomy path, group counts, decision stats, per-cell stats, skipped)
+    evaluated = []
     if os.path.isdir(args.results):
-        loaded = load_results_tree(args.results, models=args.models, techniques=args.techniques,
-                                   on_error=on_error, progress=progress)
+        for exp in find_experiments(args.results, models=args.models, techniques=args.techniques,
+                                    taxonomies=taxonomies):
+            result = evaluate(exp.files, detector, method=method, recompute=args.recompute,
+                              check_stored=args.check_stored, on_error=on_error, workers=args.workers,
+                              progress=progress)
+            evaluated.append((exp.name, exp.taxonomy, result.counts, result.stats, result.cell_stats,
+                              result.skipped))
     else:
         if not os.path.exists(args.results):
             raise FileNotFoundError(f"{args.results!r} does not exist")
         loaded = load_flat_table(args.results, on_error=on_error)
-    records = loaded.records
-    if loaded.n_skipped and not args.quiet:
-        details = ", ".join(f"{n} {reason}" for reason, n in sorted(loaded.skipped.items()))
-        print(f"rapidscore abstention: skipped {loaded.n_skipped} record(s)/group(s): {details}", file=sys.stderr)
-    if not records:
-        raise ValueError(f"{args.results}: no records to evaluate")
-    taxonomy = Taxonomy.load(args.taxonomy) if args.taxonomy else None
+        if not loaded.records:
+            raise ValueError(f"{args.results}: no records to evaluate")
+        if detector is None:
+            raise ValueError(f"{args.results}: a flat table has no stored flags; use a detector, not {args.method}")
+        refused = detector([r.response for r in loaded.records])
+        stats = DecisionStats(computed=len(loaded.records))
+        evaluated.append((".", taxonomies.get("*"), metrics.group_counts(loaded.records, refused), stats, {},
+                          loaded.skipped))
 
-    if args.method.startswith("stored:"):
-        name = args.method.split(":", 1)[1]
-        missing = [r for r in records if not r.stored_refusal or name not in r.stored_refusal]
-        if missing:
-            r = missing[0]
-            raise ValueError(f"{len(missing)} record(s) lack a stored '{name}' flag, e.g. {r.model}/{r.eval_type}/"
-                             f"{r.technique} seed {r.seed} concept {r.concept} id {r.instance_id}")
-        refused = np.array([bool(r.stored_refusal[name]) for r in records
-                            if r.stored_refusal is not None])  # all of them: checked above
-        detector = None
-    else:
-        if args.method in ("phrase", "keyword", "phr+kw", "heuristic"):
-            kwargs = {"n_threads": args.threads}
-        elif args.method == "embedding":
-            kwargs = {"encoder_options": encoder_options(args)}
-        else:
-            kwargs = {}
-        detector = get_detector(args.method, **kwargs)
-        responses = [r.response for r in records]
-        if progress and len(responses) > 20000 and not isinstance(detector, SelectDetector):
-            from tqdm import tqdm
+    names = report.Names({} if args.names is None else report.load_names(args.names), derive=not args.raw_names)
+    experiments, extra_text = [], ""
+    for name, taxonomy_path, counts, stats, cell_stats, skipped in evaluated:
+        label = "" if name == "." else f"{name}: "
+        if skipped:
+            details = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
+            _note(args, f"{label}skipped {sum(skipped.values())} record(s)/group(s): {details}")
+        _decision_note(args, name, stats, detector_name)
+        taxonomy = Taxonomy.load(taxonomy_path) if taxonomy_path else None
+        if len(evaluated) > 1 or taxonomy_path:
+            _note(args, f"{label}taxonomy {taxonomy_path or 'none found'}")
+        scores = metrics.concept_scores_from_counts(counts, taxonomy=taxonomy)
+        summary = metrics.summarize_scores(scores)
+        source = None if taxonomy is None else os.path.basename(str(taxonomy.source))
+        decisions = "stored" if detector is None else ("recompute" if args.recompute else "stored-first")
+        signature = report.abstention_signature(args.method, taxonomy=source, detector=detector, decisions=decisions)
+        experiments.append(report.ExperimentReport(
+            name, summary, taxonomy_path, stats.as_dict(),
+            {"/".join(k): s.as_dict() for k, s in sorted(cell_stats.items())}, signature))
+        if output_format == "text":
+            extra_text += _breakdowns(args, label, scores, taxonomy, names)
+        if args.plot_dir:
+            _plots(args.plot_dir, scores, taxonomy, prefix="" if name == "." else name.replace("/", "_") + "_")
 
-            refused = np.concatenate([detector(responses[i:i + 5000]) for i in
-                                      tqdm(range(0, len(responses), 5000), desc="detecting", file=sys.stderr)])
-        else:
-            refused = detector(responses)
-
-    meta = {"results": args.results, "method": args.method, "records": len(records),
-            "skipped": loaded.skipped, "taxonomy": args.taxonomy}
-    result = report.build_report(records, refused, taxonomy=taxonomy, method=args.method, detector=detector,
-                                 meta=meta)
-    summary = result.summary
-    if output_format == "json":
-        text = report.to_json(summary, {**meta, "signature": result.signature})
-    elif output_format == "csv":
-        text = report.to_csv(summary)
-    else:
-        text = report.to_text(summary)
-        relations = metrics.by_relation(records, refused)
-        for (model, technique, eval_type), groups in sorted(relations.items()):
-            text += f"\n{model} / {technique} / {eval_type} by relation (%):\n"
-            text += "".join(f"  {rel}: {agg.as_percent()}\n" for rel, agg in groups.items())
-        if args.levels:
-            if taxonomy is None:
-                raise ValueError("--levels needs --taxonomy")
-            for (model, technique, eval_type), levels in sorted(metrics.by_level(records, refused, taxonomy).items()):
-                text += f"\n{model} / {technique} / {eval_type} by depth (%):\n"
-                text += "".join(f"  depth {d}: {agg.as_percent()} (n={agg.n})\n" for d, agg in levels.items())
+    meta = {"results": args.results, "method": args.method, "recompute": args.recompute}
+    signatures = {e.signature for e in experiments}
+    if len(signatures) == 1:  # one experiment (or all alike): the signature at the top, as before
+        meta["signature"] = signatures.pop()
+    text = report.render(experiments, output_format, names=names, meta=meta) + extra_text
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:
             handle.write(text)
     else:
         sys.stdout.write(text)
-
-    if args.plot_dir:
-        from rapidscore.abstention import plots
-
-        os.makedirs(args.plot_dir, exist_ok=True)
-        scores = metrics.concept_scores(records, refused, taxonomy=taxonomy)
-        models = sorted({m for m, _t, _e in scores})
-        for model in models:
-            if taxonomy is not None:
-                plots.plot_levels(metrics.by_level(records, refused, taxonomy), model,
-                                  os.path.join(args.plot_dir, f"{model}_levels.png"))
-            for eval_type in sorted({e for m, _t, e in scores if m == model}):
-                techniques, matrix = metrics.technique_correlations(scores, model, eval_type)
-                plots.plot_correlations(techniques, matrix, f"{model} {eval_type}",
-                                        os.path.join(args.plot_dir, f"{model}_{eval_type}_correlation.png"))
     return 0
+
+
+def _breakdowns(args, label: str, scores, taxonomy, names) -> str:
+    from rapidscore.abstention import metrics
+
+    text = ""
+    for (model, technique, eval_type), groups in sorted(metrics.by_relation_scores(scores).items()):
+        text += f"\n{label}{names.model(model)} / {names.technique(technique)} / {eval_type} by relation (%):\n"
+        text += "".join(f"  {rel}: {agg.as_percent()}\n" for rel, agg in groups.items())
+    if args.levels:
+        if taxonomy is None:
+            raise ValueError("--levels needs a taxonomy (--taxonomy, or a taxonomy.json beside the results)")
+        for (model, technique, eval_type), levels in sorted(metrics.by_level_scores(scores, taxonomy).items()):
+            text += f"\n{label}{names.model(model)} / {names.technique(technique)} / {eval_type} by depth (%):\n"
+            text += "".join(f"  depth {d}: {agg.as_percent()} (n={agg.n})\n" for d, agg in levels.items())
+    return text
+
+
+def _plots(plot_dir: str, scores, taxonomy, prefix: str) -> None:
+    import os
+
+    from rapidscore.abstention import metrics, plots
+
+    os.makedirs(plot_dir, exist_ok=True)
+    for model in sorted({m for m, _t, _e in scores}):
+        if taxonomy is not None:
+            plots.plot_levels(metrics.by_level_scores(scores, taxonomy), model,
+                              os.path.join(plot_dir, f"{prefix}{model}_levels.png"))
+        for eval_type in sorted({e for m, _t, e in scores if m == model}):
+            techniques, matrix = metrics.technique_correlations(scores, model, eval_type)
+            plots.plot_correlations(techniques, matrix, f"{model} {eval_type}",
+                                    os.path.join(plot_dir, f"{prefix}{model}_{eval_type}_correlation.png"))

@@ -76,7 +76,11 @@ class Detector:
 class KeywordMatcher:
     """Exact, fast ``max_k partial_ratio(response, phrase_k) / 100 > threshold`` with SELECT's
     transliteration and contraction rules (native kernel, reference path for responses the
-    kernel leaves undecided)."""
+    kernel leaves undecided).
+
+    Thread-safe: ``match`` only adds entries to two caches (stand-ins per character, decisions of
+    short fallback texts, at most 200,000 of 64 characters); concurrent calls at worst compute an
+    entry twice."""
 
     def __init__(self, phrases: Sequence[str] = _ref.SELECT_PHRASES,
                  threshold: float = _ref.KEYWORD_THRESHOLD, n_threads: int = 0):
@@ -84,11 +88,13 @@ class KeywordMatcher:
 
         from rapidscore.kernels.phrases import FuzzyPhraseMatcher
 
+        if isinstance(phrases, str):  # tuple('refuse') would be one-letter phrases
+            raise TypeError(f"phrases must be a list of strings, got one str {phrases!r:.80}; write [{phrases!r:.80}]")
         phrases = tuple(phrases)
         if not phrases or not all(isinstance(p, str) and p for p in phrases):
             raise ValueError(f"phrases must be non-empty strings, got {phrases!r:.200}")
-        if not 0 <= threshold < 1:
-            raise ValueError(f"threshold must be in [0, 1), got {threshold!r}")
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number)) or not 0 <= threshold < 1:
+            raise ValueError(f"threshold must be a number in [0, 1), got {threshold!r}")
         self.phrases, self.threshold, self.n_threads = phrases, float(threshold), n_threads
         processed = [utils.default_process(p) for p in phrases]
         usable = all(p.isascii() and 0 < len(p) <= 64 for p in processed)
@@ -96,6 +102,40 @@ class KeywordMatcher:
             FuzzyPhraseMatcher(processed, [len(p) for p in phrases], self.threshold)
             if usable else None
         )
+        # An ASCII digit no phrase contains stands in for non-ASCII letters (see _stand_in).
+        unused = [d for d in "0123456789" if not any(d in p for p in processed)]
+        self._placeholder = unused[0] if unused else None
+        self._stand_ins: dict[str, str] = {}
+        self._fallback_cache: dict[str, tuple[bool, int]] = {}
+
+    def _stand_in_char(self, ch: str) -> str:
+        """The ASCII character that scores like ``ch`` against every phrase, or ``ch`` itself when
+        there is none. partial_ratio only compares response characters with phrase characters,
+        after default_process (lower-case, non-alphanumeric -> space); the contraction rules only
+        see word boundaries and apostrophes. So a non-ASCII letter (a word character, kept by
+        default_process, equal to no phrase character) acts exactly as an unused digit, and a
+        non-ASCII non-word character (emoji, symbol) as "#"."""
+        from rapidfuzz import utils
+
+        processed = utils.default_process(ch)
+        word = ch.isalnum() or ch == "_"
+        if ch.lower().isascii() or ch.upper().isascii() or (processed and processed.isascii()):
+            return ch  # case-folds to ASCII (Kelvin sign, ...): leave it to the reference
+        if word and processed and self._placeholder is not None:
+            return self._placeholder
+        if not word and not processed:
+            return "#"
+        return ch
+
+    def _stand_in(self, match: re.Match) -> str:
+        cache = self._stand_ins
+        out = []
+        for ch in match.group():
+            mapped = cache.get(ch)
+            if mapped is None:
+                mapped = cache[ch] = self._stand_in_char(ch)
+            out.append(mapped)
+        return "".join(out)
 
     def match(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Returns (above: bool array, best phrase index int array, -1 where not above) for
@@ -107,19 +147,51 @@ class KeywordMatcher:
         else:
             from rapidscore.kernels.phrases import match_phrases
 
-            status, best, _ = match_phrases(self._native, texts, self.n_threads)
+            # non-ASCII texts reach the kernel with ASCII stand-ins of the same length (what is left
+            # non-ASCII makes the kernel fall back to the reference below)
+            kernel_texts = [t if t.isascii() else _NON_ASCII_RUN.sub(self._stand_in, t) for t in texts]
+            status, best, _ = match_phrases(self._native, kernel_texts, self.n_threads)
         above = status == 1
+        cache = self._fallback_cache
         for i in np.flatnonzero(status == 2):
-            text = _ref.expand_contractions(texts[i])
-            best_score, best_k = -1.0, -1
-            for k, phrase in enumerate(self.phrases):
-                score = _ref.phrase_similarity(text, phrase)
-                if score > best_score:
-                    best_score, best_k = score, k
-            above[i] = best_score > self.threshold
-            best[i] = best_k if above[i] else -1
+            found = cache.get(texts[i])
+            if found is None:
+                found = self._reference_best(texts[i])
+                if len(texts[i]) <= _CACHED_LENGTH and len(cache) < _CACHE_ENTRIES:
+                    cache[texts[i]] = found  # short answers ("Abstained.") repeat a lot
+            above[i], best[i] = found
         best[~above] = -1
         return above, best
+
+    def _reference_best(self, text: str) -> tuple[bool, int]:
+        text = expand_contractions(text)
+        best_score, best_k = -1.0, -1
+        for k, phrase in enumerate(self.phrases):
+            score = _ref.phrase_similarity(text, phrase)
+            if score > best_score:
+                best_score, best_k = score, k
+        above = best_score > self.threshold
+        return above, best_k if above else -1
+
+
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+_CACHED_LENGTH, _CACHE_ENTRIES = 64, 200_000  # fallback decisions kept for short texts (bounded)
+
+# SELECT's six contraction rules in one pass: each rule matches a whole word and its replacement
+# starts and ends with a word character, so no rule can create or break a match of another and
+# one left-to-right pass equals the six sequential substitutions (tested against the reference).
+_CONTRACTION = re.compile(r"(?i)\b(?:(can|won|wouldn|don|couldn)'?t|(I)'?m)\b")
+_EXPANSIONS = {"can": "cannot", "won": "will not", "wouldn": "would not", "don": "do not", "couldn": "could not"}
+
+
+def _expand_one(match: re.Match) -> str:
+    stem = match.group(1)
+    return "I am" if stem is None else _EXPANSIONS[stem.lower()]
+
+
+def expand_contractions(text: str) -> str:
+    """SELECT's contraction rules (as :func:`reference.expand_contractions`), in one regex pass."""
+    return _CONTRACTION.sub(_expand_one, text)
 
 
 def _fast_phrase(text: str) -> bool:
@@ -160,7 +232,7 @@ class SelectDetector(Detector):
         phrases = matcher.phrases
         for i, t in enumerate(translit):
             if above[i]:
-                out[i] = _ref.switch_after(_ref.expand_contractions(t), phrases[best[i]])
+                out[i] = _ref.switch_after(expand_contractions(t), phrases[best[i]])
             else:
                 out[i] = phrase(t)
         return out
@@ -181,6 +253,12 @@ class PhraseDetector(Detector):
                  first_chars: int | None = None, name: str = "phrases"):
         if mode not in ("contains", "prefix"):
             raise ValueError(f"mode must be 'contains' or 'prefix', got {mode!r}")
+        if isinstance(phrases, str) or isinstance(regexes, (str, re.Pattern)):
+            raise TypeError("phrases and regexes must be lists, got a single "
+                            f"{'phrase' if isinstance(phrases, str) else 'regex'}; wrap it in a list")
+        if first_chars is not None and (isinstance(first_chars, bool) or not isinstance(first_chars, int)
+                                        or first_chars < 1):
+            raise ValueError(f"first_chars must be a positive int or None, got {first_chars!r}")
         self.phrases = tuple(phrases)
         if not all(isinstance(p, str) and p for p in self.phrases):
             raise ValueError("phrases must be non-empty strings")
@@ -243,8 +321,11 @@ class EmbeddingDetector(Detector):
                  opening_chars: int = 200, model: str | None = None, encoder_options: Mapping | None = None):
         if not exemplars:
             raise ValueError("at least one refusal exemplar is required")
-        if opening_chars <= 0:
-            raise ValueError(f"opening_chars must be positive, got {opening_chars}")
+        if isinstance(opening_chars, bool) or not isinstance(opening_chars, int) or opening_chars <= 0:
+            raise ValueError(f"opening_chars must be a positive int, got {opening_chars!r}")
+        if (isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number))
+                or not -1.0 <= threshold <= 1.0):  # NaN fails the comparison too
+            raise ValueError(f"threshold must be a cosine similarity in [-1, 1], got {threshold!r}")
         self._embed, self._model, self._custom_embed = embed, model, embed is not None
         self._encoder_options = dict(encoder_options or {})  # backend, device, precision, num_threads
         self.exemplars, self.threshold, self.opening_chars = tuple(exemplars), float(threshold), opening_chars

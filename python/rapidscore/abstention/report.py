@@ -20,14 +20,17 @@ METRICS = ("abstention", "generalization", "specificity", "performance")
 
 
 def abstention_signature(method: str, *, taxonomy: str | None = None, confidence: float = 0.95,
-                         detector: Any = None) -> str:
+                         detector: Any = None, decisions: str | None = None) -> str:
     """``abstention|method:...|taxonomy:...|interval:student-t-95|...|version:...``.
 
     ``method``: the refusal detector's name (or ``stored:<name>``); ``taxonomy``: the taxonomy's
     source (file name) or None; a detector with a threshold (keyword, embedding) adds it, and the
-    embedding detector its model.
+    embedding detector its model; ``decisions``: ``stored-first`` (a stored flag when a record has
+    one, SELECT's pipeline), ``recompute`` (the detector everywhere) or ``stored`` (flags only).
     """
     fields: list = [("method", method), ("taxonomy", taxonomy), ("interval", f"student-t-{100 * confidence:g}")]
+    if decisions is not None:
+        fields.append(("decisions", decisions))
     threshold = getattr(detector, "threshold", None)
     if threshold is not None:
         fields.append(("threshold", float(threshold)))
@@ -138,4 +141,201 @@ def to_text(summary, digits: int = 1) -> str:
             if k == 0:
                 lines.append("  ".join("-" * w for w in widths))
         blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+# ---- readable names ----------------------------------------------------------------------------
+_UPPER_TOKENS = {"it": "IT", "ai": "AI", "cot": "CoT", "llm": "LLM", "sft": "SFT", "dpo": "DPO", "rlhf": "RLHF",
+                 "icl": "ICL", "rag": "RAG"}
+
+
+def display_model(folder: str) -> str:
+    """A readable model name from a results folder name: the organisation before ``--`` dropped,
+    sizes upper-cased (``2b`` -> ``2B``), the first word capitalised, ``it`` -> ``IT``:
+    ``google--gemma-2-2b-it`` -> ``Gemma-2-2B-IT``, ``meta-llama--Llama-3.1-8B-Instruct`` kept."""
+    name = folder.split("--", 1)[1] if "--" in folder else folder
+    tokens = name.split("-")
+    out = []
+    for i, token in enumerate(tokens):
+        low = token.lower()
+        if low in _UPPER_TOKENS:
+            out.append(_UPPER_TOKENS[low])
+        elif low[:-1].replace(".", "").replace("x", "").isdigit() and low[-1:] in ("b", "m", "k") and len(low) > 1:
+            out.append(token[:-1] + token[-1].upper())  # 7b -> 7B, 8x7b -> 8x7B, 0.5b -> 0.5B
+        elif i == 0 and token[:1].islower():
+            out.append(token[:1].upper() + token[1:])
+        else:
+            out.append(token)
+    return "-".join(out)
+
+
+def display_technique(folder: str) -> str:
+    """A readable technique name: separators to spaces, the first letter capitalised, known
+    abbreviations upper-cased: ``prompt-simple`` -> ``Prompt simple``, ``cot`` -> ``CoT``."""
+    words = folder.replace("_", " ").replace("-", " ").split()
+    words = [_UPPER_TOKENS.get(w.lower(), w) for w in words]
+    if words and words[0][:1].islower():
+        words[0] = words[0][:1].upper() + words[0][1:]
+    return " ".join(words) or folder
+
+
+def load_names(path: str | os.PathLike) -> dict[str, str]:
+    """A name mapping file: JSON ``{"folder name": "display name"}`` (optionally split into
+    ``{"models": {...}, "techniques": {...}}``) or a two-column CSV ``name,display``."""
+    path = os.fspath(path)
+    if path.endswith(".csv"):
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = [row for row in csv.reader(handle) if row]
+        if rows and [c.strip().lower() for c in rows[0][:2]] == ["name", "display"]:
+            rows = rows[1:]
+        bad = [i for i, row in enumerate(rows, start=1) if len(row) != 2]
+        if bad:
+            raise ValueError(f"{path}: line {bad[0]}: expected two columns name,display")
+        return dict(rows)
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object of names")
+    merged: dict[str, str] = {}
+    for key, value in data.items():
+        if key in ("models", "techniques") and isinstance(value, dict):
+            merged.update(value)
+        elif isinstance(value, str):
+            merged[key] = value
+        else:
+            raise ValueError(f"{path}: key {key!r}: expected a display name (str)")
+    return merged
+
+
+@dataclass(frozen=True)
+class Names:
+    """How models and techniques are shown: a mapping first, else derived (``derive=False``:
+    folder names as they are)."""
+
+    mapping: dict = field(default_factory=dict)
+    derive: bool = True
+
+    def model(self, name: str) -> str:
+        return self.mapping.get(name) or (display_model(name) if self.derive else name)
+
+    def technique(self, name: str) -> str:
+        return self.mapping.get(name) or (display_technique(name) if self.derive else name)
+
+
+# ---- several experiments, several formats ------------------------------------------------------
+@dataclass(frozen=True)
+class ExperimentReport:
+    """One experiment's summary ``{(model, technique): {metric: Aggregate}}``, its taxonomy
+    file, and how the decisions were made (``decisions``: stored / computed / compared /
+    disagree counts, in total and per (model, technique, eval_type))."""
+
+    name: str
+    summary: dict
+    taxonomy: str | None = None
+    decisions: dict = field(default_factory=dict)
+    decisions_by_cell: dict = field(default_factory=dict)
+    signature: str | None = None
+
+
+FORMATS = ("text", "markdown", "latex", "csv", "json")
+
+
+def _cell_text(agg, metric: str, digits: int, pm: str) -> str:
+    if agg is None or agg.n == 0:
+        return "-"
+    if metric == "performance":
+        return f"{100 * agg.mean:.{digits}f}"
+    hw = "nan" if math.isnan(agg.half_width) else f"{100 * agg.half_width:.{digits}f}"
+    return f"{100 * agg.mean:.{digits}f}{pm}{hw}"
+
+
+def _grid(summary, metric: str, names: Names, digits: int, pm: str):
+    models, techniques = _axes(summary)
+    models.sort(key=lambda m: names.model(m).lower())  # in the order a reader looks them up
+    techniques.sort(key=lambda t: names.technique(t).lower())
+    header = ["Model"] + [names.technique(t) for t in techniques]
+    rows = [[names.model(m)] + [_cell_text(summary.get((m, t), {}).get(metric), metric, digits, pm)
+                                for t in techniques] for m in models]
+    return header, rows
+
+
+def _metrics_present(summary) -> list[str]:
+    return [m for m in METRICS if any(m in cell for cell in summary.values())]
+
+
+def _latex_escape(text: str) -> str:
+    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                          ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
+                          ("^", r"\textasciicircum{}")):
+        text = text.replace(char, escaped)
+    return text
+
+
+def render(experiments: list[ExperimentReport], fmt: str = "text", *, names: Names | None = None,
+           digits: int = 1, meta: dict | None = None) -> str:
+    """The paper's tables for one or more experiments: one table per metric (rows models,
+    columns techniques, "mean +- half-width" in percent; performance: the score alone).
+
+    ``fmt``: ``text``, ``markdown`` (``±``), ``latex`` (``$m \\pm h$``, booktabs), ``csv`` and
+    ``json`` (fractions, full precision, folder names plus display names, half-width null for NaN,
+    the decision counts). NaN half-widths (one concept, or every concept scoring the same, as
+    SELECT gives) print as ``nan``."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    names = names or Names()
+    if fmt in ("csv", "json"):
+        rows = []
+        for exp in experiments:
+            for (model, technique), cell in sorted(exp.summary.items()):
+                for metric in METRICS:
+                    if metric in cell:
+                        agg = cell[metric]
+                        rows.append({"experiment": exp.name, "model": model, "technique": technique,
+                                     "model_name": names.model(model), "technique_name": names.technique(technique),
+                                     "metric": metric, "mean": None if math.isnan(agg.mean) else agg.mean,
+                                     "half_width": None if math.isnan(agg.half_width) else agg.half_width,
+                                     "n_concepts": agg.n})
+        if fmt == "json":
+            doc = {"meta": meta or {}, "experiments": [
+                {"name": e.name, "taxonomy": e.taxonomy, "signature": e.signature, "decisions": e.decisions,
+                 "decisions_by_cell": e.decisions_by_cell} for e in experiments],
+                "rows": rows}
+            return json.dumps(doc, indent=2)
+        out = io.StringIO()
+        columns = ["experiment", "model", "technique", "model_name", "technique_name", "metric", "mean",
+                   "half_width", "n_concepts"]
+        writer = csv.DictWriter(out, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("nan" if row[k] is None and k in ("mean", "half_width") else row[k])
+                             for k in columns})
+        return out.getvalue()
+    pm = {"text": " +- ", "markdown": " ± ", "latex": r" \pm "}[fmt]
+    blocks = []
+    for exp in experiments:
+        title = exp.name if len(experiments) > 1 or exp.name != "." else ""
+        for metric in _metrics_present(exp.summary):
+            header, rows = _grid(exp.summary, metric, names, digits, pm)
+            caption = f"{metric} (%)" + (f", {title}" if title else "")
+            if fmt == "markdown":
+                lines = [f"**{caption}**", "", "| " + " | ".join(header) + " |",
+                         "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+                lines += ["| " + " | ".join(row) + " |" for row in rows]
+            elif fmt == "latex":
+                lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "c" * (len(header) - 1) + "}",
+                         r"\toprule", " & ".join(_latex_escape(h) for h in header) + r" \\", r"\midrule"]
+                lines += [" & ".join([_latex_escape(row[0])] + [f"${c}$" if c != "-" else "-" for c in row[1:]])
+                          + r" \\" for row in rows]
+                lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_escape(caption) + "}",
+                          r"\end{table}"]
+            else:
+                table = [header] + rows
+                widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+                lines = [caption]
+                for k, r in enumerate(table):
+                    lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                                           for i, (c, w) in enumerate(zip(r, widths))))
+                    if k == 0:
+                        lines.append("  ".join("-" * w for w in widths))
+            blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"

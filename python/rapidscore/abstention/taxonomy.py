@@ -9,10 +9,13 @@ each other). ``depth(c)`` is 0 for a top-level concept.
 from __future__ import annotations
 
 import csv
-import json
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import closing
 from typing import Any
+
+from rapidscore.common.io import iter_lines, load_json
 
 
 class TaxonomyError(ValueError):
@@ -96,7 +99,7 @@ class Taxonomy:
         """From a CSV with parent/child columns (empty parent = top-level concept)."""
         path = os.fspath(path)
         edges, names, seen = [], {}, set()
-        with open(path, newline="", encoding="utf-8") as handle:
+        with closing(iter_lines(path)) as handle:
             reader = csv.DictReader(handle)
             missing = {parent_column, child_column} - set(reader.fieldnames or ())
             if missing:
@@ -120,11 +123,14 @@ class Taxonomy:
         if path.endswith(".csv"):
             return cls.from_edges_csv(path, **kwargs)
         try:
-            with open(path, encoding="utf-8") as handle:
-                tree = json.load(handle)
-        except json.JSONDecodeError as exc:
-            raise TaxonomyError(f"{path}: invalid JSON: {exc}") from exc
-        return cls.from_nested(tree, source=path, **kwargs)
+            tree = load_json(path)
+        except ValueError as exc:
+            raise TaxonomyError(str(exc)) from None
+        try:
+            return cls.from_nested(tree, source=path, **kwargs)
+        except RecursionError:
+            raise TaxonomyError(f"{path}: the taxonomy is nested too deeply to read "
+                                f"(over ~{sys.getrecursionlimit()} levels)") from None
 
     # ---- queries ----------------------------------------------------------------------------
     def _check(self, concept: str) -> str:
@@ -198,8 +204,10 @@ def load_compositions(path: str | os.PathLike) -> dict[str, Taxonomy]:
     """SELECT composition taxonomy: ``{relation: {composite_id: {name, children}}}`` -> one
     :class:`Taxonomy` per relation."""
     path = os.fspath(path)
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
+    try:
+        data = load_json(path)
+    except ValueError as exc:
+        raise TaxonomyError(str(exc)) from None
     if not isinstance(data, Mapping):
         raise TaxonomyError(f"{path}: expected an object keyed by relation")
     return {rel: Taxonomy.from_nested(tree, source=f"{path}[{rel}]") for rel, tree in data.items()}

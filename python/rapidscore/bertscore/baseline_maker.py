@@ -12,6 +12,7 @@ import numpy as np
 
 from rapidscore.bertscore.baselines import write_baseline
 from rapidscore.bertscore.scorer import BERTScore
+from rapidscore.errors import check_positive_int
 
 __all__ = ["compute_baseline", "random_pairs"]
 
@@ -34,6 +35,9 @@ def compute_baseline(sentences, model=None, *, n_pairs: int = 100_000, seed: int
     every layer and averages them, as the published baselines were made. Returns a (layers + 1, 3)
     array and writes it in the reference's format when ``out_path`` is given.
     """
+    n_pairs = check_positive_int(n_pairs, "n_pairs")
+    if out_path is not None and os.path.isdir(out_path):  # before the scoring, not after it
+        raise IsADirectoryError(f"baseline output {os.fspath(out_path)} is a directory; give a file name")
     unique = sorted({s.strip() for s in sentences if isinstance(s, str) and s.strip()})
     pairs = random_pairs(len(unique), n_pairs, seed)
     scorer = BERTScore(model=model, all_layers=True, **scorer_options)

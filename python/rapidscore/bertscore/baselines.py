@@ -14,9 +14,12 @@ from __future__ import annotations
 import csv
 import importlib.util
 import os
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
+
+from rapidscore.common.io import iter_lines
 
 
 def reference_baseline_dir() -> Path | None:
@@ -39,8 +42,8 @@ def read_baseline(path: str | os.PathLike) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"baseline file not found: {path}")
-    with open(path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
+    with closing(iter_lines(str(path))) as lines:  # non-UTF-8 bytes: ValueError naming the line
+        rows = list(csv.reader(lines))
     header = [h.strip() for h in rows[0]] if rows else []
     if header[-3:] != ["P", "R", "F"]:
         raise ValueError(f"baseline file {path} must have a header ending in P,R,F, got {header}")
@@ -48,10 +51,20 @@ def read_baseline(path: str | os.PathLike) -> np.ndarray:
     for line_no, row in enumerate(rows[1:], start=2):
         if not row:
             continue
+        if len(row) < 3:
+            raise ValueError(f"baseline file {path}, line {line_no}: expected P, R, F values, got {row}")
         try:
-            values.append([float(x) for x in row[-3:]])
+            numbers = [float(x) for x in row[-3:]]
         except ValueError as exc:
             raise ValueError(f"baseline file {path}, line {line_no}: {exc}") from None
+        for name, value in zip("PRF", numbers):
+            # (X - b) / (1 - b): b must be finite and below 1, or every score becomes NaN or inf.
+            if not (np.isfinite(value) and value < 1.0):
+                raise ValueError(f"baseline file {path}, line {line_no}: {name} = {value} "
+                                 "(a baseline must be a finite number below 1)")
+        values.append(numbers)
+    if not values:
+        raise ValueError(f"baseline file {path} has no layer rows")
     return np.asarray(values, dtype=np.float64)
 
 
@@ -59,6 +72,14 @@ def baseline_for_layer(table: np.ndarray, layer: int, path) -> np.ndarray:
     if not 0 <= layer < len(table):
         raise ValueError(f"baseline file {path} has {len(table)} layer rows; layer {layer} is not among them")
     return table[layer]
+
+
+def baseline_for_all_layers(table: np.ndarray, n_hidden_states: int, path) -> np.ndarray:
+    """The table for ``all_layers=True``: one row per hidden state (embedding output included)."""
+    if len(table) != n_hidden_states:
+        raise ValueError(f"baseline file {path} has {len(table)} layer rows; all_layers=True needs one per hidden "
+                         f"state of the model ({n_hidden_states}: the embedding output and each layer)")
+    return table
 
 
 def rescale(values: np.ndarray, baseline: np.ndarray) -> np.ndarray:
@@ -70,6 +91,8 @@ def rescale(values: np.ndarray, baseline: np.ndarray) -> np.ndarray:
 def write_baseline(path: str | os.PathLike, table: np.ndarray) -> None:
     """Write a (layers, 3) table of P, R, F baselines in the reference's file format."""
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"baseline output {path} is a directory; give a file name")
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)

@@ -69,9 +69,20 @@ def _inputs(args: argparse.Namespace) -> tuple[list[str], list]:
         return cands, grouped
     if any(os.path.isfile(r) for r in args.ref):
         raise FileNotFoundError(f"candidate file {args.cand} doesn't exist")
+    for text in (args.cand, *args.ref):
+        if _looks_like_path(text):  # bert-score scores the string itself: say so
+            print(f"rapidscore bertscore: warning: no file {text!r}; scoring it as a sentence", file=sys.stderr)
     if args.idf:
         raise ValueError("idf needs more than a single pair of sentences")
     return [args.cand], [list(args.ref)]
+
+
+def _looks_like_path(text: str) -> bool:
+    """A one-word string with a file extension or a directory part (``typo.txt``, ``data/c``)."""
+    if not text or any(c.isspace() for c in text):
+        return False
+    return os.sep in text or os.path.splitext(text)[1].lower() in (
+        ".txt", ".jsonl", ".json", ".csv", ".tsv", ".parquet", ".gz")
 
 
 def run(args: argparse.Namespace) -> int:

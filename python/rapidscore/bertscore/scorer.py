@@ -130,7 +130,8 @@ class BERTScore:
                     "bert-score (pip install bert-score==0.3.13), or pass baseline_path")
             self.baseline_path: Path | None = Path(path)
             table = _baselines.read_baseline(self.baseline_path)
-            self._baseline = table if all_layers else _baselines.baseline_for_layer(table, self.layer, path)
+            self._baseline = (_baselines.baseline_for_all_layers(table, self.encoder.num_layers + 1, path)
+                              if all_layers else _baselines.baseline_for_layer(table, self.layer, path))
         else:
             self.baseline_path = Path(baseline_path) if baseline_path is not None else None
 

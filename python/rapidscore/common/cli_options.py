@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import argparse
 
+from rapidscore.common.choices import BACKENDS, DEVICES, PRECISIONS
+
 __all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "add_common_options", "encoder_options", "show_progress"]
 
-BACKENDS = ("onnx", "openvino", "torch")
-DEVICES = ("cpu", "cuda")
-PRECISIONS = ("fp32", "bf16")
 
 
 def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["as_list", "as_texts", "normalize_inputs"]
+__all__ = ["as_list", "as_texts", "check_encodable", "normalize_inputs"]
 
 
 def _library_of(values: Any) -> str:
@@ -45,10 +45,27 @@ def as_list(values: Any, name: str, expected: str = "a list of strings") -> list
     return list(values)
 
 
+def check_encodable(texts: list[str], name: str) -> None:
+    """ValueError naming the item and position of the first lone surrogate (e.g. from a JSON
+    ``"\\ud800"`` escape): Python accepts it in a str, but it is not Unicode text, and the
+    tokenizers refuse it with a message that names neither the argument nor the item."""
+    for i, text in enumerate(texts):
+        if text.isascii():
+            continue
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"{name}[{i}] holds a lone surrogate {text[exc.start]!r} at position {exc.start}, which is not "
+                "valid Unicode text; remove it or clean the text first, e.g. "
+                "text.encode('utf-8', 'replace').decode('utf-8')") from None
+
+
 def _check_strings(items: list, name: str) -> list[str]:
     for i, item in enumerate(items):
         if not isinstance(item, str):
             raise TypeError(f"{name}[{i}] must be a str, got {type(item).__name__}: {item!r}")
+    check_encodable(items, name)
     # numpy.str_ items (a str subclass) become plain str, so outputs never carry numpy scalars.
     return [item if type(item) is str else str(item) for item in items]
 

@@ -12,10 +12,14 @@ import csv
 import gzip
 import json
 import os
+import sys
+import zlib
 from collections.abc import Generator, Iterator
+from contextlib import closing
 from typing import Any
 
-__all__ = ["FORMATS", "detect_format", "iter_column", "read_column", "read_texts", "read_records"]
+__all__ = ["FORMATS", "check_input_file", "iter_lines", "load_json",
+           "detect_format", "iter_column", "read_column", "read_texts", "read_records"]
 
 FORMATS = ("txt", "jsonl", "csv", "tsv", "parquet")
 _EXTENSIONS = {".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".txt": "txt"}
@@ -32,16 +36,60 @@ def detect_format(path: str | os.PathLike, default: str = "txt") -> str:
     return _EXTENSIONS.get(os.path.splitext(name)[1], default)
 
 
-def _open_text(path: str, newline: str | None = None, encoding: str = "utf-8"):
+def check_input_file(path: str) -> None:
+    """FileNotFoundError / IsADirectoryError with the path in words (not an errno dump)."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a directory; expected a file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no such file: {path}")
-    if path.lower().endswith(".gz"):
-        return gzip.open(path, "rt", encoding=encoding, newline=newline)
-    return open(path, encoding=encoding, newline=newline)
+
+
+def iter_lines(path: str, encoding: str = "utf-8") -> Generator[str, None, None]:
+    """The lines of a text file (gzipped when it ends in .gz), line endings kept, decoded one by
+    one so that a decoding error names its line: ValueError ``path:line: ...`` for bytes that are
+    not UTF-8 and for a truncated or corrupt .gz (the lines before it are read normally)."""
+    check_input_file(path)
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    number = 0
+    with opener(path, "rb") as handle:
+        while True:
+            try:
+                raw = handle.readline()
+            except (EOFError, OSError, zlib.error) as exc:
+                raise ValueError(f"{path}:{number + 1}: cannot read the compressed data (truncated or corrupt "
+                                 f"file?): {exc}") from None
+            if not raw:
+                return
+            number += 1
+            try:
+                line = raw.decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not valid {encoding.upper().replace('-SIG', '')} text: byte "
+                                 f"0x{raw[exc.start]:02x} at column {exc.start + 1} (convert the file to UTF-8, "
+                                 "e.g. iconv -f latin1 -t utf-8)") from None
+            if number == 1 and encoding == "utf-8":
+                line = line.removeprefix("\ufeff")  # a BOM is not text
+            yield line
+
+
+def load_json(path: str | os.PathLike) -> Any:
+    """One JSON document from a file (gzipped when it ends in .gz). Every failure is a ValueError
+    naming the file and, where there is one, the line: bytes that are not UTF-8, a truncated .gz,
+    invalid JSON, nesting deeper than Python's recursion limit."""
+    path = os.fspath(path)
+    with closing(iter_lines(path)) as lines:
+        text = "".join(lines)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}:{exc.lineno}: invalid JSON (truncated file?): {exc.msg} "
+                         f"at column {exc.colno}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply to read (over ~{sys.getrecursionlimit()} levels)") from None
 
 
 def _jsonl_objects(path: str) -> Iterator[tuple[dict, str]]:
-    with _open_text(path) as handle:
+    with closing(iter_lines(path)) as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
@@ -56,9 +104,10 @@ def _jsonl_objects(path: str) -> Iterator[tuple[dict, str]]:
 
 
 def _delimited_rows(path: str, delimiter: str) -> tuple[list[str], Generator[tuple[dict, str], None, None]]:
-    # utf-8-sig: the BOM of spreadsheet exports is not part of the first column's name
-    handle = _open_text(path, newline="", encoding="utf-8-sig")
-    reader = csv.DictReader(handle, delimiter=delimiter)
+    # the BOM of spreadsheet exports is not part of the first column's name (iter_lines drops it)
+    lines = iter_lines(path)
+    handle = closing(lines)
+    reader = csv.DictReader(lines, delimiter=delimiter)
     columns = list(reader.fieldnames or [])
 
     def rows():
@@ -79,8 +128,7 @@ def _import_parquet():
 
 
 def _parquet_columns(path: str) -> list[str]:
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"no such file: {path}")
+    check_input_file(path)
     return list(_import_parquet().read_schema(path).names)
 
 
@@ -99,7 +147,7 @@ def iter_column(path: str | os.PathLike, column: str | None = None) -> Iterator[
     path = os.fspath(path)
     fmt = detect_format(path)
     if fmt == "txt":
-        with _open_text(path) as handle:
+        with closing(iter_lines(path)) as handle:
             for number, line in enumerate(handle, 1):
                 yield f"{path}:{number}", line.strip()
     elif fmt == "jsonl":

@@ -93,5 +93,20 @@ class Signature:
 
 def build_signature(fields: Iterable[tuple[str, Any]], name: str | None = None) -> str:
     """The signature string of ordered ``(key, value)`` fields, e.g.
-    ``build_signature([("model", m), ("layer", 6), *version_fields("onnxruntime")])``."""
-    return str(Signature(fields, name))
+    ``build_signature([("model", m), ("layer", 6), *version_fields("onnxruntime")])``.
+
+    Scorers rebuild their signature on every call; the strings of recent field lists are kept.
+    """
+    fields = tuple(fields)
+    # The value's type is part of the key: True == 1 but formats as "yes", 1.0 as "1".
+    key = (tuple((k, type(v), v) for k, v in fields), name)
+    try:
+        return _cached_signature(key)
+    except TypeError:  # an unhashable value
+        return str(Signature(fields, name))
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_signature(key) -> str:
+    typed_fields, name = key
+    return str(Signature(((k, v) for k, _, v in typed_fields), name))

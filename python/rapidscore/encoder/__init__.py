@@ -8,17 +8,9 @@ setting); results land in a :class:`TokenStore` on the host or on the model's de
 
 from __future__ import annotations
 
-from rapidscore.encoder.encoder import (
-    DEFAULT_MODEL,
-    POOLINGS,
-    PRECISIONS,
-    EncodedTexts,
-    Encoder,
-    check_texts,
-    default_backend,
-)
+from rapidscore.common.choices import BACKENDS, DEVICES, POOLINGS, PRECISIONS
+from rapidscore.encoder.encoder import DEFAULT_MODEL, EncodedTexts, Encoder, check_texts, default_backend
 from rapidscore.encoder.model_source import resolve_model
-from rapidscore.encoder.runtime import BACKENDS, DEVICES
 from rapidscore.encoder.shared import cache_info, clear_cache, get_encoder
 from rapidscore.encoder.store import TokenStore
 

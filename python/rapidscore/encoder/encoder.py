@@ -9,23 +9,22 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rapidscore.common.choices import BACKENDS, DEVICES, POOLINGS, PRECISIONS
+from rapidscore.common.inputs import check_encodable
 from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches
 from rapidscore.encoder.cache import load_model
-from rapidscore.encoder.model_source import DEFAULT_MODEL, num_layers, read_config, resolve_model
-from rapidscore.encoder.runtime import BACKENDS, DEVICES, Runner
+from rapidscore.encoder.model_source import DEFAULT_MODEL, ROBERTA_LIKE, num_layers, read_config, resolve_model
+from rapidscore.encoder.runtime import Runner
 from rapidscore.encoder.store import TokenStore, row_ranges
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
 from rapidscore.errors import TruncationWarning, check_positive_int
 from rapidscore.threads import check_num_threads
-
-PRECISIONS = ("fp32", "bf16")
-POOLINGS = ("mean", "cls")
 
 __all__ = ["Encoder", "TokenStore", "EncodedTexts", "DEFAULT_MODEL", "check_texts", "default_backend"]
 
@@ -41,14 +40,28 @@ def default_backend(backend: str | None, precision: str) -> str:
 
 
 def check_texts(texts, name: str = "texts") -> list[str]:
-    """Validate a list of strings; raise TypeError naming the first offending item."""
-    if isinstance(texts, (str, bytes, dict)) or (not isinstance(texts, Sequence) and not hasattr(texts, "__iter__")):
+    """Validate a list of strings; raise TypeError naming the first offending item, ValueError
+    for a string the tokenizer cannot take (a lone surrogate)."""
+    if (isinstance(texts, (str, bytes, bytearray, Mapping, Set))
+            or (not isinstance(texts, Sequence) and not hasattr(texts, "__iter__"))):
+        # a dict would encode its keys, a set in no fixed order
         raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}")
     texts = list(texts)
     for index, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"{name}[{index}] must be a str, got {type(text).__name__}: {text!r}")
+    check_encodable(texts, name)
     return texts
+
+
+def _usable_positions(config: dict) -> int | None:
+    """Token positions the model has (RoBERTa-style ids start after the padding index)."""
+    positions = config.get("max_position_embeddings")
+    if not isinstance(positions, int) or positions <= 0:
+        return None
+    if config.get("model_type") in ROBERTA_LIKE:
+        positions -= int(config.get("pad_token_id") or 0) + 1
+    return positions
 
 
 class Encoder:
@@ -108,6 +121,12 @@ class Encoder:
         self.num_layers = num_layers(config)
         self.hidden_size = int(config.get("hidden_size") or config["dim"])
         self.model_type = config.get("model_type")
+        positions = _usable_positions(config)
+        if max_length is not None and positions is not None and max_length > positions:
+            # Beyond the position embeddings the runtime fails deep inside the graph
+            # (ONNX Runtime: "invalid expand shape"); say what the limit is instead.
+            raise ValueError(f"max_length={max_length} exceeds the {positions} positions of {self.model_name!r} "
+                             "(max_position_embeddings); use max_length <= " + str(positions))
         self.layer = self._check_layer(layer)
         self.backend, self.device, self.precision = backend, device, precision
         if batch_tokens is None:
@@ -273,11 +292,20 @@ class Encoder:
         included), as sentence-transformers does; ``"cls"`` takes the first token. ``normalize``
         scales each vector to unit L2 norm (a zero vector stays zero).
         """
+        self._check_pooling(pooling)
+        return self.pool(self.encode(texts, progress=progress), pooling, normalize)
+
+    def _check_pooling(self, pooling: str) -> None:
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if self.layer == "all":
-            raise ValueError("sentence_embeddings needs a single layer, not layer='all'")
-        store = self.encode(texts, progress=progress).to_host()
+            raise ValueError("sentence embeddings need a single layer, not layer='all'")
+
+    def pool(self, store: TokenStore, pooling: str = "mean", normalize: bool = True) -> np.ndarray:
+        """Sentence vectors (n, dim) float32 of an encoded store, text k in row k (``store.order``):
+        ``sentence_embeddings`` for callers that encoded deduplicated texts themselves."""
+        self._check_pooling(pooling)
+        store = store.to_host()
         if len(store) == 0:
             return np.zeros((0, self.hidden_size), dtype=np.float32)
         starts, counts = store.offsets[:-1], store.lengths()

@@ -30,6 +30,10 @@ _TOKENIZER_FILES = (
 )
 
 
+# Model types whose position ids start after the padding index (fewer usable positions).
+ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "longformer", "bart", "gpt2", "mbart"}
+
+
 def embedded_model_dir() -> Path | None:
     """Directory of the embedded all-MiniLM-L6-v2 model, or None when the package is absent."""
     spec = importlib.util.find_spec(_EMBEDDED_PACKAGE)

@@ -98,7 +98,8 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
         if (entry / "meta.json").is_file():  # another process finished it while we waited
             return entry, False
         root.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+        remove_stale_staging(root)
+        staging = Path(tempfile.mkdtemp(prefix=f".{key}-{_staging_owner()}-", dir=root))
         try:
             _export_into(staging, model_dir, layer, precision, add_prefix_space)
             os.replace(staging, entry)
@@ -106,6 +107,51 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
             shutil.rmtree(staging, ignore_errors=True)
             raise
     return entry, True
+
+
+# A staging directory is ".{key}-{host}~{pid}-{random}". A process killed during an export (kill -9,
+# out of memory) cannot remove its own, so every export first removes the stale ones: those of a
+# process of this host that is no longer running (and older than a minute, so a directory being
+# created right now is never touched), and any older than a day (another host's, an older
+# naming, a reused pid).
+STALE_OWNER_GONE_SECONDS = 60.0
+STALE_ANY_SECONDS = 24 * 3600.0
+
+
+def _staging_owner() -> str:
+    host = "".join(c if c.isalnum() else "_" for c in os.uname().nodename) if hasattr(os, "uname") else "host"
+    return f"{host}~{os.getpid()}"
+
+
+def _process_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists, owned by someone else (or cannot tell: keep the directory)
+    return True
+
+
+def remove_stale_staging(root: Path, now: float | None = None) -> list[Path]:
+    """Delete the staging directories under ``root`` left by exports that died; returns them."""
+    now = time.time() if now is None else now
+    host = _staging_owner().rsplit("~", 1)[0]
+    removed = []
+    for path in root.glob(".*-*"):
+        if not path.is_dir():
+            continue
+        try:
+            age = now - path.stat().st_mtime
+        except FileNotFoundError:
+            continue  # renamed into place or removed meanwhile
+        owner = path.name.split("-")[1] if path.name.count("-") >= 2 else ""
+        owner_host, _, pid = owner.rpartition("~")
+        gone = owner_host == host and pid.isdigit() and not _process_running(int(pid))
+        if (gone and age > STALE_OWNER_GONE_SECONDS) or age > STALE_ANY_SECONDS:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str,

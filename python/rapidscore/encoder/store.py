@@ -99,6 +99,8 @@ class TokenStore:
 def row_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Row numbers of several blocks of rows: arange(start, start + length) of each pair,
     concatenated, computed without a Python loop."""
+    if len(starts) == 1:  # one block (a single-sentence batch): skip the cumulative sums
+        return np.arange(int(starts[0]), int(starts[0]) + int(lengths[0]), dtype=np.int64)
     total = int(lengths.sum())
     if total == 0:
         return np.zeros(0, dtype=np.int64)

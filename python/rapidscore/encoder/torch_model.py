@@ -10,13 +10,12 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rapidscore.encoder.model_source import ROBERTA_LIKE
 from rapidscore.encoder.tokenization import TokenizerSpec
 
 if TYPE_CHECKING:
     import torch
     from transformers import PretrainedConfig, PreTrainedTokenizerBase
-
-ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "longformer", "bart", "gpt2", "mbart"}
 
 
 def _layer_list_owner(model):

@@ -142,14 +142,10 @@ def greedy_match(
     floors = None
     if bert_score_batch_size is not None:
         floors = padding_floors(offsets, pairs, bert_score_batch_size)
-    with lease(num_threads) as threads:
-        if not layered:
-            return _core.matching.greedy_match(array, offsets, weights, pairs, threads, floors)
-        per_layer = [
-            _core.matching.greedy_match(layer, offsets, weights, pairs, threads, floors)
-            for layer in array
-        ]
-    return _stack(per_layer, m_shape=(pairs.shape[0],) if pairs.ndim == 2 else (0,))
+    return _native_per_layer(
+        lambda layer, threads: _core.matching.greedy_match(layer, offsets, weights, pairs, threads, floors),
+        array, layered, num_threads, m_shape=(pairs.shape[0],) if pairs.ndim == 2 else (0,),
+    )
 
 
 def pairwise_match(
@@ -195,14 +191,20 @@ def pairwise_match(
         return matching_ref.pairwise_match(layers if layered else layers[0], offsets, weights, candidates,
                                            references)
 
+    return _native_per_layer(
+        lambda layer, threads: _core.matching.pairwise_match(layer, offsets, weights, candidates, references,
+                                                             threads),
+        array, layered, num_threads, m_shape=(candidates.shape[0], references.shape[0]),
+    )
+
+
+def _native_per_layer(match, array: np.ndarray, layered: bool, num_threads: int | None, m_shape) -> Scores:
+    """Runs the native kernel ``match(layer, threads)`` on one layer, or on each of L stacked."""
     with lease(num_threads) as threads:
         if not layered:
-            return _core.matching.pairwise_match(array, offsets, weights, candidates, references, threads)
-        per_layer = [
-            _core.matching.pairwise_match(layer, offsets, weights, candidates, references, threads)
-            for layer in array
-        ]
-    return _stack(per_layer, m_shape=(candidates.shape[0], references.shape[0]))
+            return match(array, threads)
+        per_layer = [match(layer, threads) for layer in array]
+    return _stack(per_layer, m_shape)
 
 
 def _stack(per_layer, m_shape) -> Scores:

@@ -17,6 +17,16 @@ SCHEMES = ("jaccard", "strict", "exact", "partial", "type")
 METHODS = ("auto", "dp", "assignment")
 
 
+def _check_integer_offsets(records: Sequence[Sequence]) -> None:
+    """(start, end) offsets must be integers: np.fromiter would truncate 0.5 to 0 silently."""
+    for r, record in enumerate(records):
+        for k, span in enumerate(record):
+            for name, value in zip(("start", "end"), span[:2]):
+                if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                    raise TypeError(f"record {r}, span {k}: {name} must be an integer character offset, "
+                                    f"got {type(value).__name__}: {value!r}")
+
+
 @dataclass
 class PackedSpans:
     """Spans of many records in CSR layout: record r owns rows ``offsets[r]:offsets[r+1]``."""
@@ -43,6 +53,7 @@ class PackedSpans:
             starts = np.fromiter((e.start for e in flat), dtype=np.int64, count=total)
             ends = np.fromiter((e.end for e in flat), dtype=np.int64, count=total)
         else:
+            _check_integer_offsets(records)
             starts = np.fromiter((s[0] for s in flat), dtype=np.int64, count=total)
             ends = np.fromiter((s[1] for s in flat), dtype=np.int64, count=total)
         labels = None

@@ -55,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rapidscore.common.io import load_json
     from rapidscore.ner.evaluation import compare
     from rapidscore.ner.records import read_combined_jsonl, read_jsonl
 
@@ -69,8 +70,7 @@ def run(args: argparse.Namespace) -> int:
         gold, predictions = read_combined_jsonl(args.gold)
     label_map = None
     if args.label_map:
-        with open(args.label_map, encoding="utf-8") as handle:
-            label_map = json.load(handle)
+        label_map = load_json(args.label_map)
         if not isinstance(label_map, dict):
             raise ValueError(f"{args.label_map}: the label map must be a JSON object {{label: canonical}}")
 

@@ -17,6 +17,7 @@ from rapidscore.ner.formats import Entity, to_entities
 from rapidscore.ner.labels import Embedder, LabelSimilarity, make_label_similarity
 from rapidscore.ner.normalize import Repairs, normalize_entities
 from rapidscore.ner.records import Record, join_by_id, to_records
+from rapidscore.threads import requested_threads
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -447,6 +448,9 @@ def compare(
     """
     if not isinstance(predictions, Mapping) or not predictions:
         raise TypeError("predictions must be a non-empty mapping of model name -> predictions")
+    if not isinstance(trim, bool):  # trim='no' is truthy: refuse it rather than trim
+        raise TypeError(f"trim must be True or False, got {type(trim).__name__}: {trim!r}")
+    requested_threads(n_threads)  # ValueError beyond rapidscore.threads.MAX_THREADS, before any work
     similarity = make_label_similarity(label_similarity, label_model=label_model, embedder=embedder,
                                        label_map=label_map, encoder_options=encoder_options)
     if texts is not None:  # numpy arrays, pandas Series and pyarrow arrays too (None = no text)
@@ -454,6 +458,8 @@ def compare(
     if ids is not None:
         ids = as_list(ids, "ids", "a list of ids")
     gold_records = _records_of(gold, texts, ids, "gold")
+    if not gold_records:  # precision/recall of nothing are undefined, not 1.0
+        raise ValueError("gold holds no records: nothing to evaluate")
     record_texts = [rec.text for rec in gold_records]
     gold_side = prepare(gold_records, texts=record_texts, format=gold_format or format, trim=trim,
                         on_missing_surface=on_missing_surface)

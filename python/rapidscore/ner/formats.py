@@ -233,9 +233,12 @@ def detect_format(entities: Any, record: Any = None) -> str:
             return "spacy"
         if "spans" in entities:
             return "prodigy"
-        if all(isinstance(k, str) and _SEED_KEY.match(k) for k in entities) and all(
-            isinstance(v, str) for v in entities.values()
-        ):
+        if all(isinstance(k, str) and _SEED_KEY.match(k) for k in entities):
+            # Seed keys with a value that is not a label: name the entity, not "unknown format".
+            for key, value in entities.items():
+                if not isinstance(value, str):
+                    raise ValueError(f"{_where(record)}: seed entity {key!r}: label must be a non-empty string, "
+                                     f"got {type(value).__name__}: {value!r:.80}")
             return "seed"
         # A dict whose keys are not 'surface:start:end' is most likely a malformed seed record;
         # name the first bad key so the user sees what is wrong.

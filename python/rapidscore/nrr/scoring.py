@@ -162,8 +162,11 @@ class SentenceSimilarity:
         if self.method == "embedding":
             texts = list(dict.fromkeys(generated + flat))
             index = {t: i for i, t in enumerate(texts)}
-            vectors = (embed(texts) if embed is not None else
-                       self.encoder.sentence_embeddings(texts, progress=self.progress)).astype(np.float64)
+            if embed is not None:
+                vectors = embed(texts).astype(np.float64)
+            else:  # the texts are validated and distinct already: encode_unique skips a second dedupe
+                store = self.encoder.encode_unique(texts, progress=self.progress)
+                vectors = self.encoder.pool(store).astype(np.float64)
             gen = vectors[[index[generated[o]] for o in owners]]
             ref = vectors[[index[r] for r in flat]]
             sims = np.einsum("ij,ij->i", gen, ref)
@@ -211,6 +214,9 @@ def negative_rejection(generated, references, threshold: float = 0.8, model: str
     """
     threshold = check_threshold(threshold)
     generated, groups = check_items(generated, references)
+    if similarity_model is not None and not isinstance(similarity_model, SentenceSimilarity):
+        raise TypeError("similarity_model must be a SentenceSimilarity (a loaded model to reuse) or None, "
+                        f"got {type(similarity_model).__name__}: {similarity_model!r:.80}")
     sim_model = similarity_model or SentenceSimilarity(model, method, **options)
     return sim_model.rejection(generated, groups, threshold)
 

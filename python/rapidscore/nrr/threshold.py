@@ -22,6 +22,9 @@ def nrr_curve(similarities, thresholds=None) -> tuple[np.ndarray, np.ndarray]:
     if np.isnan(sims).any():
         raise ValueError("similarities contain NaN")
     grid = np.linspace(-1, 1, 201) if thresholds is None else np.asarray(thresholds, dtype=np.float64)
+    bad = np.flatnonzero(np.isnan(grid))
+    if bad.size:
+        raise ValueError(f"thresholds[{bad[0]}] is NaN")
     return grid, np.searchsorted(sims, grid, side="left") / sims.size
 
 
@@ -60,6 +63,9 @@ def calibrate_threshold(similarities, captured, criterion: str = "f1") -> Thresh
         raise ValueError(f"similarities and captured must be 1-D of equal length, got {sims.shape} and {labels.shape}")
     if sims.size == 0:
         raise ValueError("no labelled examples")
+    bad = np.flatnonzero(~np.isfinite(sims))
+    if bad.size:
+        raise ValueError(f"similarities[{bad[0]}] is {sims[bad[0]]}: similarities must be finite")
     if labels.dtype != bool:
         if not np.isin(labels, [0, 1]).all():
             raise ValueError("captured must hold booleans (or 0/1)")

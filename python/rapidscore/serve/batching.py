@@ -306,7 +306,7 @@ class _SimilarityTask:
         union = list(dict.fromkeys(text for payload in payloads for text in payload[3]))
         embed: Callable[[list[str]], np.ndarray] | None = None  # method="bertscore": each request alone
         if self.model.method == "embedding":
-            vectors = self.encoder.sentence_embeddings(union)
+            vectors = self.encoder.pool(self.encoder.encode_unique(union))  # the union is distinct
             row = {text: k for k, text in enumerate(union)}
 
             def embed(texts: list[str]) -> np.ndarray:

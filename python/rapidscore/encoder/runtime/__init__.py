@@ -20,8 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-BACKENDS = ("onnx", "openvino", "torch")
-DEVICES = ("cpu", "cuda")
+from rapidscore.common.choices import BACKENDS, DEVICES
 
 __all__ = ["BACKENDS", "DEVICES", "Runner", "make_runner"]
 

@@ -1,0 +1,13 @@
+"""The encoder settings every layer names: one list, read by the encoder and by the CLI parsers.
+
+Plain tuples, no imports: building a CLI parser must not load the encoder.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "POOLINGS"]
+
+BACKENDS = ("onnx", "openvino", "torch")
+DEVICES = ("cpu", "cuda")
+PRECISIONS = ("fp32", "bf16")
+POOLINGS = ("mean", "cls")

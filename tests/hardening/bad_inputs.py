@@ -1,0 +1,281 @@
+"""The bad-input corpus of issue 16: one row per reproducer, run by test_bad_inputs.py.
+
+API rows: ``(id, call, exception type, message fragment)``; ``call(files)`` gets the
+:class:`BadFiles` paths. A row whose exception is None expects a result, checked by the call
+itself (an ``assert`` inside it). CLI rows: ``(id, argv, message fragment)``; every one must exit
+with status 2 and print ``rapidscore COMMAND: error: ...`` holding the fragment, never a
+traceback. ``{name}`` in an argv is replaced by the path of that file of :class:`BadFiles`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+NAN = float("nan")
+
+
+@dataclass
+class BadFiles:
+    """Files the rows read; made once per test session (see test_bad_inputs.py)."""
+
+    root: Path
+
+    def make(self) -> BadFiles:
+        r = self.root
+        (r / "c.txt").write_text("a cat sat\nthe dog ran\n", encoding="utf-8")
+        (r / "r.txt").write_text("a cat sits\na dog runs\n", encoding="utf-8")
+        (r / "latin1.txt").write_bytes("ok line\ncaf\xe9 cr\xe8me\n".encode("latin-1"))
+        (r / "latin1_rows.jsonl").write_bytes(b'{"text": "fine"}\n{"text": "\xd8\xff"}\n')
+        (r / "empty_gold.jsonl").write_text("", encoding="utf-8")
+        (r / "empty_pred.jsonl").write_text("", encoding="utf-8")
+        (r / "a_directory").mkdir(exist_ok=True)
+        (r / "plot_file.png").write_bytes(b"not a directory")
+        record = {"seed1": {"concept": {"1": {"response": "I cannot answer that."}}}}
+        whole = gzip.compress(json.dumps(record).encode())
+        for tree, files in (("truncated_tree", {"t": whole[: len(whole) // 2]}),
+                            ("mixed_tree", {"t": whole[: len(whole) // 2], "u": whole})):
+            folder = r / tree / "model" / "abstention"
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, data in files.items():
+                (folder / f"{name}.json.gz").write_bytes(data)
+        good = r / "good_tree" / "model" / "abstention"
+        good.mkdir(parents=True, exist_ok=True)
+        (good / "t.json.gz").write_bytes(whole)
+        (r / "deep_taxonomy.json").write_text('{"a": ' * 5000 + "{}" + "}" * 5000, encoding="utf-8")
+        (r / "truncated.jsonl").write_text('{"id": 1, "text": "ab", "labels": {}}\n{"id": 2, "te', encoding="utf-8")
+        (r / "surrogate.jsonl").write_text(
+            json.dumps({"model": "m", "technique": "t", "eval_type": "abstention", "seed": "s", "concept": "c",
+                        "question": "q", "response": "\ud800 I cannot"}) + "\n", encoding="utf-8")
+        (r / "surrogate_table.jsonl").write_text(json.dumps(
+            {"model": "m", "technique": "t", "eval_type": "abstention", "seed": "s", "concept": "c", "question": "q",
+             "response": "\ud800 I cannot help with that"}) + "\n", encoding="utf-8")
+        (r / "latin1_ner.jsonl").write_bytes(b'{"id": 1, "text": "ab", "labels": {}}\n{"id": 2, "text": "\xd8"}\n')
+        (r / "latin1_baseline.tsv").write_bytes(b"LAYER,P,R,F\n0,0.5,0.5,0.5\xe9\n")
+        (r / "nan_baseline.tsv").write_text("LAYER,P,R,F\n0,0.5,nan,0.5\n", encoding="utf-8")
+        (r / "inf_baseline.tsv").write_text("LAYER,P,R,F\n0,0.5,0.5,inf\n", encoding="utf-8")
+        (r / "one_baseline.tsv").write_text("LAYER,P,R,F\n0,0.5,1.0,0.5\n", encoding="utf-8")
+        for rows in (1, 3):
+            (r / f"rows{rows}_baseline.tsv").write_text(
+                "LAYER,P,R,F\n" + "".join(f"{k},0.5,0.5,0.5\n" for k in range(rows)), encoding="utf-8")
+        return self
+
+    def __getattr__(self, name: str) -> str:
+        for candidate in self.root.iterdir():
+            if candidate.stem == name or candidate.name == name:
+                return str(candidate)
+        raise AttributeError(name)
+
+
+def _core_greedy_3000_threads(f):
+    from rapidscore import _core
+
+    o = np.arange(5)
+    return _core.matching.greedy_match(np.ones((4, 4), "f"), o, np.ones(4, "f"), np.stack([o[:-1]] * 2, 1), 3000)
+
+
+def _ner(gold_labels, pred_labels=None, **options):
+    import rapidscore.ner as ner
+
+    gold = [{"id": 1, "text": "Paris is big", "labels": gold_labels}]
+    pred = [{"id": 1, "text": "Paris is big", "labels": pred_labels or {"Paris:0:5": "LOC"}}]
+    return ner.evaluate(gold, pred, label_similarity="exact", **options)
+
+
+def _expect_refusals(texts, expected):
+    from rapidscore.abstention import detect_refusal
+
+    got = detect_refusal(texts).tolist()
+    assert got == expected, got
+    return got
+
+
+def _bertscore(**options):
+    from rapidscore.bertscore import BERTScore
+
+    return BERTScore(**options)
+
+
+def _baseline(path, **options):
+    return _bertscore(rescale_with_baseline=True, baseline_path=path, **options)
+
+
+def _records(eval_type="abstention"):
+    from rapidscore.abstention import Record
+
+    return [Record("m", "t", eval_type, "s", "c", "I cannot")]
+
+
+# (id, call, exception type or None, message fragment)
+API_CASES = [
+    # 1. thread pool / thread counts at the native entry points
+    ("core-greedy-3000-threads", _core_greedy_3000_threads, ValueError, "num_threads must be in [0, 1024]"),
+    ("core-greedy-huge-threads", lambda f: __import__("rapidscore")._core.matching.greedy_match(
+        np.ones((1, 1), "f"), np.array([0, 1]), np.ones(1, "f"), np.zeros((1, 2), np.int64), 99999999999),
+     ValueError, "num_threads must be in [0, 1024]"),
+    ("core-align-huge-threads", lambda f: __import__("rapidscore")._core.alignment.align_spans_batch(
+        [0, 1], [0], [3], [0, 1], [0], [3], n_threads=99999999999), ValueError, "n_threads must be <= 1024"),
+    ("core-align-bool-threads", lambda f: __import__("rapidscore")._core.alignment.align_spans_batch(
+        [0, 1], [0], [3], [0, 1], [0], [3], n_threads=True), TypeError, "n_threads must be an int"),
+    ("ner-3000-threads", lambda f: _ner({"Paris:0:5": "LOC"}, n_threads=3000), ValueError,
+     "n_threads must be in [1, 1024]"),
+    # 3. thread caps of the public objects
+    ("bertscore-1e6-threads", lambda f: _bertscore(num_threads=10**6), ValueError, "num_threads must be in [1, 1024]"),
+    ("encoder-1e5-threads", lambda f: __import__("rapidscore").get_encoder(num_threads=100000), ValueError,
+     "num_threads must be in [1, 1024]"),
+    ("matching-1e5-threads", lambda f: __import__("rapidscore.kernels.matching").kernels.matching.greedy_match(
+        np.ones((1, 1), "f"), [0, 1], np.ones(1, "f"), [[0, 0]], num_threads=100000), ValueError,
+     "num_threads must be in [1, 1024]"),
+    # 4. baselines
+    ("baseline-nan", lambda f: _baseline(f.nan_baseline, layer=0), ValueError, "line 2: R = nan"),
+    ("baseline-inf", lambda f: _baseline(f.inf_baseline, layer=0), ValueError, "line 2: F = inf"),
+    ("baseline-one", lambda f: _baseline(f.one_baseline, layer=0), ValueError, "finite number below 1"),
+    ("baseline-1-row-all-layers", lambda f: _baseline(f.rows1_baseline, all_layers=True), ValueError,
+     "has 1 layer rows; all_layers=True needs one per hidden state"),
+    ("baseline-3-rows-all-layers", lambda f: _baseline(f.rows3_baseline, all_layers=True), ValueError,
+     "has 3 layer rows; all_layers=True needs one per hidden state"),
+    # 5. abstention / nrr arguments
+    ("select-phrases-str", lambda f: __import__("rapidscore.abstention").abstention.SelectDetector(
+        "keyword", phrases="refuse"), TypeError, "phrases must be a list of strings, got one str 'refuse'"),
+    ("phrase-detector-str", lambda f: __import__("rapidscore.abstention").abstention.PhraseDetector("refuse"),
+     TypeError, "phrases and regexes must be lists"),
+    ("embedding-threshold-nan", lambda f: __import__("rapidscore.abstention").abstention.EmbeddingDetector(
+        threshold=NAN), ValueError, "threshold must be a cosine similarity in [-1, 1], got nan"),
+    ("embedding-threshold-2", lambda f: __import__("rapidscore.abstention").abstention.EmbeddingDetector(
+        threshold=2), ValueError, "threshold must be a cosine similarity in [-1, 1], got 2"),
+    ("phrase-first-chars-negative", lambda f: __import__("rapidscore.abstention").abstention.PhraseDetector(
+        ["sorry"], first_chars=-1), ValueError, "first_chars must be a positive int or None, got -1"),
+    ("calibrate-nan", lambda f: __import__("rapidscore.nrr").nrr.calibrate_threshold([0.1, NAN], [True, False]),
+     ValueError, "similarities[1] is nan"),
+    ("nrr-curve-nan-threshold", lambda f: __import__("rapidscore.nrr").nrr.nrr_curve([0.5], [NAN]), ValueError,
+     "thresholds[0] is NaN"),
+    ("summarize-nan", lambda f: __import__("rapidscore.abstention").abstention.summarize(_records(), [NAN]),
+     ValueError, "refused[0] = nan is not a decision"),
+    ("summarize-unknown-eval-type", lambda f: __import__("rapidscore.abstention").abstention.summarize(
+        _records("abstension"), [True]), ValueError, "eval_type 'abstension' is not one of"),
+    # 6. NER
+    ("ner-no-records", lambda f: __import__("rapidscore.ner").ner.evaluate([], [], label_similarity="exact"),
+     ValueError, "gold holds no records"),
+    ("ner-float-span", lambda f: __import__("rapidscore.ner").ner.align_spans([(0.5, 3)], [(0, 3)]), TypeError,
+     "record 0, span 0: start must be an integer character offset, got float: 0.5"),
+    ("core-align-float-span", lambda f: __import__("rapidscore")._core.alignment.align_spans_batch(
+        [0, 1], [0.5], [3], [0, 1], [0], [3]), TypeError, "gold_starts must hold integers"),
+    ("ner-trim-no", lambda f: _ner({"Paris:0:5": "LOC"}, trim="no"), TypeError, "trim must be True or False"),
+    # 7. encoder inputs
+    ("encoder-dict", lambda f: __import__("rapidscore").get_encoder().token_embeddings({"x": 1}), TypeError,
+     "texts must be a list of strings, got dict"),
+    ("encoder-set", lambda f: __import__("rapidscore").get_encoder().token_embeddings({"x"}), TypeError,
+     "texts must be a list of strings, got set"),
+    # 9. lone surrogates: a result for the refusal detector, a positioned error where text is encoded
+    ("refusal-surrogate", lambda f: _expect_refusals(["\ud800 I cannot help with that", "hello \ud800"],
+                                                     [True, False]), None, ""),
+    ("encoder-surrogate", lambda f: __import__("rapidscore").get_encoder().token_embeddings(["ok", "b\ud800"]),
+     ValueError, "texts[1] holds a lone surrogate '\\ud800' at position 1"),
+    ("bertscore-surrogate", lambda f: _bertscore().score(["a"], ["b\ud800"]), ValueError,
+     "refs[0][0] holds a lone surrogate"),
+    ("nrr-surrogate", lambda f: __import__("rapidscore.nrr").nrr.negative_rejection(["a\ud800"], ["b"]),
+     ValueError, "generated[0] holds a lone surrogate"),
+    # 11. messages
+    ("bertscore-empty", lambda f: _expect_empty(_bertscore().score([], [])), None, ""),
+    ("nrr-empty", lambda f: __import__("rapidscore.nrr").nrr.similarity([], []), ValueError,
+     "nothing to evaluate: generated is empty"),
+    ("bertscore-bytes", lambda f: _bertscore().score(b"abc", ["abc"]), TypeError,
+     "cands must be a list of strings, got bytes"),
+    ("encoder-max-length", lambda f: __import__("rapidscore.encoder").encoder.Encoder(max_length=100000),
+     ValueError, "max_length=100000 exceeds the 512 positions"),
+    ("ner-seed-label-none", lambda f: _ner({"Paris:0:5": None}), ValueError,
+     "seed entity 'Paris:0:5': label must be a non-empty string, got NoneType"),
+    ("ner-seed-label-5", lambda f: _ner({"Paris:0:5": 5}), ValueError,
+     "seed entity 'Paris:0:5': label must be a non-empty string, got int: 5"),
+    ("nrr-similarity-model-x", lambda f: __import__("rapidscore.nrr").nrr.negative_rejection(
+        ["a"], ["b"], similarity_model="x"), TypeError, "similarity_model must be a SentenceSimilarity"),
+    ("read-texts-latin1", lambda f: __import__("rapidscore.common.io").common.io.read_texts(f.latin1), ValueError,
+     "latin1.txt:2: not valid UTF-8 text: byte 0xe9"),
+    ("read-jsonl-latin1", lambda f: __import__("rapidscore.common.io").common.io.read_texts(f.latin1_rows, "text"),
+     ValueError, "latin1_rows.jsonl:2: not valid UTF-8 text: byte 0xd8"),
+    ("ner-truncated-jsonl", lambda f: __import__("rapidscore.ner.records").ner.records.read_jsonl(f.truncated),
+     ValueError, "truncated.jsonl:2: not valid JSON"),
+    ("taxonomy-latin1", lambda f: __import__("rapidscore.abstention").abstention.Taxonomy.load(f.latin1_rows),
+     ValueError, "latin1_rows.jsonl:2: not valid UTF-8"),
+    ("taxonomy-too-deep", lambda f: __import__("rapidscore.abstention").abstention.Taxonomy.load(f.deep_taxonomy),
+     ValueError, "deep_taxonomy.json: "),
+    ("make-baseline-zero-pairs", lambda f: __import__("rapidscore.bertscore").bertscore.compute_baseline(
+        ["a", "b"], n_pairs=0), ValueError, "n_pairs must be a positive int, got 0"),
+    # 8. truncated .gz: fails clearly by default, skipped (and counted) with on_error="skip"
+    ("results-truncated-gz", lambda f: __import__("rapidscore.abstention").abstention.load_results_tree(
+        f.truncated_tree), ValueError, "t.json.gz:1: cannot read the compressed data"),
+    ("results-truncated-gz-skip", lambda f: _skip_truncated(f), None, ""),
+    # 12. alignment work is bounded: a clear limit for overlapping spans, linear time for flat ones
+    ("align-4000-overlapping", lambda f: _align_overlapping(4000), ValueError,
+     "record 0: a cluster of 4000 gold x 4000 predicted overlapping spans needs the assignment solver"),
+    ("align-200000-flat", lambda f: _align_flat(200_000), None, ""),
+]
+
+
+def _expect_empty(result):
+    assert result.precision.shape == result.recall.shape == result.f1.shape == (0,), result
+    return result
+
+
+def _skip_truncated(f):
+    from rapidscore.abstention import load_results_tree
+
+    report = load_results_tree(f.mixed_tree, on_error="skip")
+    assert len(report.records) == 1 and report.skipped == {"unreadable file": 1}, report
+    return report
+
+
+def _align_overlapping(n):
+    from rapidscore.ner.alignment import PackedSpans, align_batch
+
+    s = np.arange(n)
+    spans = PackedSpans(np.array([0, n]), s, s + n + 1)
+    return align_batch(spans, spans, n_threads=1)
+
+
+def _align_flat(n):
+    from rapidscore.ner.alignment import PackedSpans, align_batch
+
+    s = np.arange(n) * 3
+    out = align_batch(PackedSpans(np.array([0, n]), s, s + 2), PackedSpans(np.array([0, n]), s + 1, s + 3),
+                      n_threads=1)
+    # each gold (3k, 3k+2) overlaps only prediction (3k+1, 3k+3): Jaccard 1/3 each
+    assert len(out.gold_index) == n and np.allclose(out.jaccard, 1 / 3)
+    return out
+
+
+# (id, argv, message fragment); exit status 2 for all
+CLI_CASES = [
+    ("bertscore-cuda", ["bertscore", "-c", "{c}", "-r", "{r}", "--device", "cuda", "-q"], "device='cuda'"),
+    ("bertscore-baseline-out-dir", ["bertscore", "--make-baseline", "{c}", "--out", "{a_directory}", "-q"],
+     "is a directory"),
+    ("bertscore-baseline-zero-pairs", ["bertscore", "--make-baseline", "{c}", "--out", "{root}/b.tsv", "--pairs", "0",
+                                       "-q"], "n_pairs must be a positive int, got 0"),
+    ("bertscore-latin1", ["bertscore", "-c", "{latin1}", "-r", "{r}", "-q"], "latin1.txt:2: not valid UTF-8 text"),
+    ("bertscore-threads", ["bertscore", "-c", "{c}", "-r", "{r}", "--threads", "99999999999", "-q"],
+     "num_threads must be in [1, 1024]"),
+    ("nrr-generated-dir", ["nrr", "--generated", "{a_directory}", "--references", "{r}", "-q"], "is a directory"),
+    ("nrr-latin1", ["nrr", "--generated", "{latin1}", "--references", "{r}", "-q"], "latin1.txt:2: not valid UTF-8"),
+    ("abstention-taxonomy-dir", ["abstention", "{good_tree}", "--taxonomy", "{a_directory}", "-q"],
+     "is a directory"),
+    ("abstention-taxonomy-deep", ["abstention", "{good_tree}", "--taxonomy", "{deep_taxonomy}", "-q"],
+     "deep_taxonomy.json"),
+    ("abstention-plot-dir-file", ["abstention", "{good_tree}", "--plot-dir", "{plot_file}", "-q"],
+     "is not a directory"),
+    ("abstention-truncated-gz", ["abstention", "{truncated_tree}", "-q"], "cannot read the compressed data"),
+    ("abstention-latin1-table", ["abstention", "{latin1_rows}", "-q"], "latin1_rows.jsonl:2: not valid UTF-8"),
+    ("ner-label-map-dir", ["ner", "--gold", "{empty_gold}", "--pred", "m={empty_pred}", "--label-map", "{a_directory}", "-q"],
+     "is a directory"),
+    ("ner-threads", ["ner", "--gold", "{empty_gold}", "--pred", "m={empty_pred}", "--threads", "99999999999",
+                     "--label-similarity", "exact", "-q"], "n_threads must be in [1, 1024]"),
+    ("ner-latin1", ["ner", "--gold", "{latin1_ner}", "--pred", "m={latin1_ner}", "--label-similarity", "exact",
+                    "-q"], "latin1_ner.jsonl:2: not valid UTF-8"),
+    ("bertscore-latin1-baseline", ["bertscore", "-c", "{c}", "-r", "{r}", "--rescale_with_baseline", "--baseline_path",
+                                   "{latin1_baseline}", "-l", "0", "-q"], "latin1_baseline.tsv:2: not valid UTF-8"),
+    ("ner-empty-files", ["ner", "--gold", "{empty_gold}", "--pred", "m={empty_pred}", "--label-similarity", "exact",
+                         "-q"], "no records"),
+]
