@@ -21,6 +21,7 @@ COMMANDS = {
     "nrr": ("rapidscore.nrr.cli", "semantic similarity and the Negative Rejection Rate"),
     "abstention": ("rapidscore.abstention.cli", "abstention metrics over a concept taxonomy (SELECT)"),
     "ner": ("rapidscore.ner.cli", "NER evaluation with DMBertA and SemEval schemes"),
+    "serve": ("rapidscore.serve.cli", "HTTP scoring service with micro-batching (the [serve] extra)"),
 }
 
 

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-HEAVY = ("torch", "transformers", "pandas", "scipy", "matplotlib", "onnxruntime", "sentence_transformers", "ray")
+HEAVY = ("torch", "transformers", "pandas", "scipy", "matplotlib", "onnxruntime", "sentence_transformers", "ray",
+         "fastapi", "uvicorn", "pydantic")
 
 
 def _run(code: str, env=None) -> dict:

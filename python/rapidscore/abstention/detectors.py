@@ -53,7 +53,8 @@ def response_text(response, index: int | None = None) -> str:
     )
 
 
-def _texts(responses) -> list[str]:
+def response_texts(responses) -> list[str]:
+    """The texts a detector judges, of a list of responses (TypeError naming a bad position)."""
     if isinstance(responses, (str, Mapping)):
         raise TypeError("responses must be a list of responses, not a single response")
     # list, tuple, numpy array, pandas Series or pyarrow array of responses
@@ -66,7 +67,7 @@ class Detector:
     name = "detector"
 
     def __call__(self, responses) -> np.ndarray:
-        return self.detect(_texts(responses))
+        return self.detect(response_texts(responses))
 
     def detect(self, texts: list[str]) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -358,7 +359,7 @@ class EmbeddingDetector(Detector):
 
     def scores(self, responses) -> np.ndarray:
         """Max cosine similarity to the exemplars, per response (float64)."""
-        texts = _texts(responses)
+        texts = response_texts(responses)
         if not texts:
             return np.zeros(0)
         if self._exemplar_vectors is None:

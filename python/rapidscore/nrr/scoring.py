@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -94,7 +94,7 @@ class NRRResult:
                 f"rejected: {self.n_rejected}/{self.n_evaluated}")
 
 
-def _check_items(generated, references) -> tuple[list[str], list[list[str]]]:
+def check_items(generated, references) -> tuple[list[str], list[list[str]]]:
     generated = as_list(generated, "generated", "a list of strings")
     references = as_list(references, "references", "a list of strings (or lists of strings)")
     if len(generated) == 0:
@@ -105,7 +105,7 @@ def _check_items(generated, references) -> tuple[list[str], list[list[str]]]:
     return normalize_inputs(generated, references, names=("generated", "references"))
 
 
-def _check_threshold(threshold) -> float:
+def check_threshold(threshold) -> float:
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating)) or np.isnan(threshold):
         raise TypeError(f"threshold must be a number in [-1, 1], got {threshold!r}")
     if not -1.0 <= float(threshold) <= 1.0:
@@ -152,16 +152,22 @@ class SentenceSimilarity:
     def signature(self) -> str:
         return str(Signature(self.signature_fields))
 
-    def pairs(self, generated: list[str], groups: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
-        """Best similarity of each generated answer over its references, and that reference's index."""
+    def pairs(self, generated: list[str], groups: list[list[str]], *,
+              embed: Callable[[list[str]], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Best similarity of each generated answer over its references, and that reference's index.
+
+        ``embed``: sentence vectors of a list of texts, in place of the encoder's (a batching
+        service passes the rows it computed for many requests at once)."""
         flat = [ref for group in groups for ref in group]
         owners = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
         if self.method == "embedding":
             texts = list(dict.fromkeys(generated + flat))
             index = {t: i for i, t in enumerate(texts)}
-            # The texts are validated and distinct already: encode_unique skips a second dedupe.
-            store = self.encoder.encode_unique(texts, progress=self.progress)
-            vectors = self.encoder.pool(store).astype(np.float64)
+            if embed is not None:
+                vectors = embed(texts).astype(np.float64)
+            else:  # the texts are validated and distinct already: encode_unique skips a second dedupe
+                store = self.encoder.encode_unique(texts, progress=self.progress)
+                vectors = self.encoder.pool(store).astype(np.float64)
             gen = vectors[[index[generated[o]] for o in owners]]
             ref = vectors[[index[r] for r in flat]]
             sims = np.einsum("ij,ij->i", gen, ref)
@@ -193,11 +199,21 @@ class SentenceSimilarity:
             sims, best = self.pairs([g for g, _refs in chunk], [refs for _g, refs in chunk])
             yield from zip(sims.tolist(), best.tolist())
 
+    def rejection(self, generated: list[str], groups: list[list[str]], threshold: float, *,
+                  embed: Callable[[list[str]], np.ndarray] | None = None) -> NRRResult:
+        """``negative_rejection`` of validated inputs (``embed`` as in :meth:`pairs`)."""
+        sims, best = self.pairs(generated, groups, embed=embed)
+        rejected = sims < np.float32(threshold)
+        signature = str(Signature([*self.signature_fields, ("threshold", threshold),
+                                   ("nrefs", max(len(g) for g in groups))], name="nrr"))
+        return NRRResult(similarities=sims, rejected=rejected, threshold=threshold, signature=signature,
+                         best_reference=best)
+
 
 def similarity(generated, references, model: str | os.PathLike = DEFAULT_MODEL, method: str = "embedding",
                **options) -> np.ndarray:
     """Per-item similarity (float32) between generated answers and their reference(s)."""
-    generated, groups = _check_items(generated, references)
+    generated, groups = check_items(generated, references)
     return SentenceSimilarity(model, method, **options).pairs(generated, groups)[0]
 
 
@@ -211,18 +227,13 @@ def negative_rejection(generated, references, threshold: float = 0.8, model: str
     are model-specific: 0.8 suits all-MiniLM-L6-v2 cosines, not necessarily another model).
     Pass ``similarity_model`` to reuse a loaded model across calls.
     """
-    threshold = _check_threshold(threshold)
-    generated, groups = _check_items(generated, references)
+    threshold = check_threshold(threshold)
+    generated, groups = check_items(generated, references)
     if similarity_model is not None and not isinstance(similarity_model, SentenceSimilarity):
         raise TypeError("similarity_model must be a SentenceSimilarity (a loaded model to reuse) or None, "
                         f"got {type(similarity_model).__name__}: {similarity_model!r:.80}")
     sim_model = similarity_model or SentenceSimilarity(model, method, **options)
-    sims, best = sim_model.pairs(generated, groups)
-    rejected = sims < np.float32(threshold)
-    signature = str(Signature([*sim_model.signature_fields, ("threshold", threshold),
-                               ("nrefs", max(len(g) for g in groups))], name="nrr"))
-    return NRRResult(similarities=sims, rejected=rejected, threshold=threshold, signature=signature,
-                     best_reference=best)
+    return sim_model.rejection(generated, groups, threshold)
 
 
 def negative_rejection_frame(frame, generated: str = "generated", reference: str = "reference", **options) -> NRRResult:

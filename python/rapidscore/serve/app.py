@@ -1,0 +1,327 @@
+"""The HTTP scoring service: a FastAPI application over a :class:`ScoringService`.
+
+``POST /v1/bertscore``, ``/v1/similarity``, ``/v1/ner``, ``/v1/refusal``; ``GET /health`` (200
+once warm, 503 before), ``/metrics`` (Prometheus text) and ``/openapi.json``. Bad input: 400
+naming the field; a body or a list over the limits: 413; a full queue: 503 with Retry-After.
+Needs the ``[serve]`` extra (fastapi, uvicorn).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal, Union
+
+from rapidscore.errors import OverloadedError
+from rapidscore.serve.batching import BatchingScorer
+from rapidscore.serve.config import ServeConfig
+from rapidscore.serve.service import ScoringService
+
+try:
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse, PlainTextResponse, Response
+    from pydantic import BaseModel, Field
+except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(f"rapidscore serve needs the [serve] extra: pip install 'rapidscore[serve]' ({exc})") from exc
+
+__all__ = ["create_app"]
+
+Text = Annotated[str, Field(max_length=100_000)]
+ReferenceCell = Union[Text, Annotated[list[Text], Field(min_length=1)]]
+
+
+class BERTScoreRequest(BaseModel):
+    candidates: list[Text] = Field(description="Candidate sentences.")
+    references: list[ReferenceCell] = Field(
+        description="One reference per candidate: a string, or a list of strings (best P, R, F1 each).")
+
+
+class BERTScoreResponse(BaseModel):
+    precision: list[float]
+    recall: list[float]
+    f1: list[float]
+    signature: str
+
+
+class SimilarityRequest(BaseModel):
+    generated: list[Text] = Field(min_length=1, description="Generated answers.")
+    references: list[ReferenceCell] = Field(description="Ground truth per answer: a string or a list of strings.")
+    threshold: float | None = Field(default=None, ge=-1.0, le=1.0,
+                                    description="Rejected when the similarity is below it (default: the server's).")
+
+
+class SimilarityResponse(BaseModel):
+    similarities: list[float]
+    rejected: list[bool]
+    rate: float = Field(description="Negative Rejection Rate: the fraction rejected.")
+    best_reference: list[int]
+    threshold: float
+    signature: str
+
+
+class NERRequest(BaseModel):
+    gold: list[Any] = Field(description="Gold records ({id, text, labels}) or per-record entity lists.")
+    predictions: list[Any] = Field(description="Predicted records or entity lists, joined to gold by id or position.")
+    texts: list[Text | None] | None = None
+    format: str = "auto"
+    gold_format: str | None = None
+    label_similarity: Literal["embedding", "exact"] | None = None
+    min_jaccard: float = Field(default=0.0, ge=0.0, le=1.0)
+    min_overlap_percent: float = Field(default=1.0, ge=0.0, le=100.0)
+    semeval_matching: Literal["optimal", "nervaluate"] = "optimal"
+    records: bool = Field(default=False, description="Include per-record detail.")
+
+
+class RefusalResponseItem(BaseModel):
+    answer: Text
+    complete: Text | None = None
+
+
+class RefusalRequest(BaseModel):
+    responses: list[Text | RefusalResponseItem] = Field(
+        description="Responses, or chain-of-thought records whose 'answer' is judged.")
+
+
+class RefusalResponse(BaseModel):
+    refusal: list[bool]
+    method: str
+
+
+class ErrorResponse(BaseModel):
+    detail: str
+    field: str | None = None
+
+
+_ERRORS: dict = {400: {"model": ErrorResponse, "description": "Bad input (the field is named)."},
+                 413: {"model": ErrorResponse, "description": "Body or list over the server's limits."},
+                 503: {"model": ErrorResponse, "description": "Overloaded or warming up; see Retry-After."}}
+
+
+class _ClientError(Exception):
+    def __init__(self, status: int, detail: str, field: str | None = None, headers: dict | None = None):
+        super().__init__(detail)
+        self.status, self.detail, self.field, self.headers = status, detail, field, headers
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or infinity: such floats become null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _json(document: Any) -> Response:
+    try:
+        body = json.dumps(document, allow_nan=False, separators=(",", ":"))
+    except ValueError:
+        body = json.dumps(_finite(document), separators=(",", ":"), default=str)
+    return Response(content=body, media_type="application/json")
+
+
+def _field_of(location: tuple) -> str:
+    """('body', 'references', 3, 'list[str]') -> 'references[3]'."""
+    parts = [part for part in location if part != "body"]
+    name = ""
+    for part in parts:
+        if isinstance(part, int):
+            name += f"[{part}]"
+        elif not name:
+            name = str(part)
+        elif part.startswith(("str", "list[", "function-", "RefusalResponseItem", "constrained-")):
+            break  # pydantic's name of a union member, not a field
+        else:
+            name += f".{part}"
+    return name or "body"
+
+
+class _BodyLimit:
+    """ASGI middleware: a body over ``limit`` bytes gets 413 before the app reads it; every
+    request's status and latency go to the metrics."""
+
+    def __init__(self, app: Any, service: ScoringService, limit: int):
+        self.app, self.service, self.limit = app, service, limit
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = [500]
+
+        async def send_recording(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        length = dict(scope.get("headers") or ()).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            await _send_error(send_recording, 413, f"request body over {self.limit} bytes", "body")
+        else:
+            received = 0
+
+            async def receive_limited() -> dict:
+                nonlocal received
+                message = await receive()
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise _ClientError(413, f"request body over {self.limit} bytes", "body")
+                return message
+
+            try:
+                await self.app(scope, receive_limited, send_recording)
+            except _ClientError as exc:
+                await _send_error(send_recording, exc.status, exc.detail, exc.field)
+        path = scope.get("path", "")
+        if path.startswith("/v1/"):
+            self.service.metrics.observe_request(path, status[0], time.perf_counter() - started)
+
+
+async def _send_error(send: Any, status: int, detail: str, field: str | None) -> None:
+    body = json.dumps({"detail": detail, "field": field}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def create_app(config: ServeConfig | None = None, *, service: ScoringService | None = None,
+               start: bool = True) -> Any:
+    """The FastAPI application. ``service``: an existing :class:`ScoringService` (default: one
+    from ``config``). ``start``: load and warm the models in the background when the server
+    starts (``/health`` answers 503 until then). The service's queue is drained at shutdown."""
+    service = service or ScoringService(config)
+    config = service.config
+
+    @asynccontextmanager
+    async def lifespan(app: Any):  # FastAPI's lifespan protocol
+        if start and not service.ready.is_set():
+            service.start_in_background()
+        yield
+        # Uvicorn has stopped accepting and waited for the open requests; answer anything queued.
+        await asyncio.to_thread(service.close)
+
+    app = FastAPI(title="rapidscore", version=_version(), lifespan=lifespan,
+                  description="BERTScore, semantic similarity / NRR, NER (DMBertA) and refusal detection, "
+                              "with concurrent requests micro-batched into shared encoder passes.")
+    app.state.service = service
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors() or [{"loc": ("body",), "msg": "invalid request"}]
+        field = _field_of(tuple(errors[0].get("loc", ("body",))))
+        # A union (a reference: a string or a list) fails once per member: say each way it failed.
+        messages = list(dict.fromkeys(str(e.get("msg", "invalid")) for e in errors
+                                      if _field_of(tuple(e.get("loc", ("body",)))) == field))
+        detail = f"{field}: {' or '.join(messages)}"
+        if field == "body" and "json" not in request.headers.get("content-type", ""):
+            detail += " (send a JSON object with Content-Type: application/json)"
+        return JSONResponse({"detail": detail, "field": field}, status_code=400)
+
+    @app.exception_handler(_ClientError)
+    async def client_error(request: Request, exc: _ClientError) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail, "field": exc.field}, status_code=exc.status, headers=exc.headers)
+
+    def check_ready() -> None:
+        if service.load_error is not None:
+            raise _ClientError(503, f"the models failed to load: {service.load_error}")
+        if not service.ready.is_set():
+            raise _ClientError(503, "warming up", headers={"Retry-After": "1"})
+
+    def loaded(scorer: BatchingScorer | None) -> BatchingScorer:
+        check_ready()
+        assert scorer is not None  # set before the service is ready
+        return scorer
+
+    def check_items(name: str, items: list) -> None:
+        if len(items) > config.max_items:
+            raise _ClientError(413, f"{name}: {len(items)} items, over the server's limit of {config.max_items}",
+                               name)
+
+    def check_lengths(first: str, a: list, second: str, b: list) -> None:
+        if len(a) != len(b):
+            raise _ClientError(400, f"{second}: {len(b)} items for {len(a)} {first}", second)
+
+    async def run(submit: Any, *args: Any, **kwargs: Any) -> Any:
+        """``await submit(*args, **kwargs)``'s future; overload -> 503 + Retry-After, bad input -> 400
+        (raised while preparing, or by the worker)."""
+        try:
+            return await asyncio.wrap_future(submit(*args, **kwargs))
+        except OverloadedError as exc:
+            raise _ClientError(503, str(exc), headers={"Retry-After": str(math.ceil(exc.retry_after))}) from None
+        except (ValueError, TypeError) as exc:
+            raise _ClientError(400, str(exc)) from None
+
+    @app.post("/v1/bertscore", response_model=BERTScoreResponse, responses=_ERRORS)
+    async def bertscore(body: BERTScoreRequest) -> Any:
+        """BERTScore precision, recall and F1 of each candidate against its reference(s)."""
+        check_ready()
+        check_items("candidates", body.candidates)
+        check_lengths("candidates", body.candidates, "references", body.references)
+        result = await run(loaded(service.bertscore).submit, body.candidates, body.references)
+        return _json({"precision": result.precision.tolist(), "recall": result.recall.tolist(),
+                      "f1": result.f1.tolist(), "signature": result.signature})
+
+    @app.post("/v1/similarity", response_model=SimilarityResponse, responses=_ERRORS)
+    async def similarity(body: SimilarityRequest) -> Any:
+        """Similarity of each generated answer to its best reference, and the Negative Rejection
+        Rate at ``threshold``."""
+        check_ready()
+        check_items("generated", body.generated)
+        check_lengths("generated", body.generated, "references", body.references)
+        threshold = config.similarity_threshold if body.threshold is None else body.threshold
+        result = await run(loaded(service.similarity).submit, body.generated, body.references, threshold=threshold)
+        return _json({"similarities": result.similarities.tolist(), "rejected": result.rejected.tolist(),
+                      "rate": result.rate, "best_reference": result.best_reference.tolist(),
+                      "threshold": result.threshold, "signature": result.signature})
+
+    @app.post("/v1/ner", responses=_ERRORS)
+    async def ner(body: NERRequest) -> Any:
+        """DMBertA and SemEval-2013 scores of predicted entities against gold entities
+        (``rapidscore.ner.evaluate``; per-record detail with ``records: true``)."""
+        check_ready()
+        check_items("gold", body.gold)
+        check_items("predictions", body.predictions)
+        options: dict[str, Any] = dict(format=body.format, min_jaccard=body.min_jaccard,
+                                       min_overlap_percent=body.min_overlap_percent,
+                                       semeval_matching=body.semeval_matching)
+        for name in ("texts", "gold_format", "label_similarity"):
+            if getattr(body, name) is not None:
+                options[name] = getattr(body, name)
+        result = await run(service.ner, body.gold, body.predictions, **options)
+        return _json(result.to_dict(records=body.records))
+
+    @app.post("/v1/refusal", response_model=RefusalResponse, responses=_ERRORS)
+    async def refusal(body: RefusalRequest) -> Any:
+        """Refusal decisions (True = the response refuses), with the server's detector."""
+        check_ready()
+        check_items("responses", body.responses)
+        responses = [item if isinstance(item, str) else item.model_dump() for item in body.responses]
+        decisions = await run(loaded(service.refusal).submit, responses)
+        return _json({"refusal": decisions.tolist(), "method": config.refusal_method})
+
+    @app.get("/health", responses={503: {"model": ErrorResponse, "description": "Not ready yet."}})
+    async def health() -> Any:
+        """200 once the models are loaded and warm; 503 before (and if loading failed)."""
+        check_ready()
+        return {"status": "ok"}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    async def metrics() -> Any:
+        """Prometheus text: requests by endpoint and status, latency, batch sizes, queue depth."""
+        return PlainTextResponse(service.render_metrics(), media_type="text/plain; version=0.0.4")
+
+    app.add_middleware(_BodyLimit, service=service, limit=config.max_body_bytes)
+    return app
+
+
+def _version() -> str:
+    from rapidscore._version import __version__
+
+    return __version__

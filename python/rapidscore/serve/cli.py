@@ -1,0 +1,56 @@
+"""``rapidscore serve``: the HTTP scoring service (argument definitions only; FastAPI and uvicorn
+load when the command runs)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rapidscore.common.cli_options import add_common_options
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="settings file (JSON or TOML; keys as the flags, "
+                        "with underscores); flags given on the command line win")
+    parser.add_argument("--host", help="address to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, help="port (default 8000; 0 picks a free one)")
+    parser.add_argument("--model", help="model for every metric (default: the embedded all-MiniLM-L6-v2)")
+    parser.add_argument("--layer", type=int, help="BERTScore's layer (default: the model's tuned or last layer)")
+    parser.add_argument("--similarity-method", choices=("embedding", "bertscore"), default=None,
+                        help="similarity of /v1/similarity (default embedding)")
+    parser.add_argument("--similarity-threshold", type=float, default=None,
+                        help="NRR threshold of requests that name none (default 0.8)")
+    parser.add_argument("--refusal-method", default=None, help="detector of /v1/refusal (default heuristic)")
+    parser.add_argument("--ner-label-similarity", choices=("embedding", "exact"), default=None,
+                        help="label similarity of /v1/ner (default embedding)")
+    parser.add_argument("--batch-tokens", type=int, default=None,
+                        help="tokens per batched encoder pass at most (default 8192)")
+    parser.add_argument("--max-batch-requests", type=int, default=None, help="requests per batch at most (default 256)")
+    parser.add_argument("--max-queue", type=int, default=None,
+                        help="requests waiting before new ones get 503 (default 1024)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="batches encoded at once (default 2; on a CPU each gets threads / workers)")
+    parser.add_argument("--max-items", type=int, default=None, help="items per request at most (default 1024)")
+    parser.add_argument("--max-body-bytes", type=int, default=None, help="request body size at most (default 1000000)")
+    parser.add_argument("--no-warmup", dest="warmup", action="store_const", const=False, default=None,
+                        help="skip the warm-up calls before /health turns ready")
+    parser.add_argument("--log-level", default=None, help="uvicorn's log level (default warning)")
+    add_common_options(parser, progress_default=False,
+                       json_help="announce the listening address as one JSON line (with the port picked for --port 0)")
+    # None: a setting not given on the command line comes from --config, else ServeConfig's default.
+    parser.set_defaults(device=None, precision=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rapidscore.serve.config import load_config
+    from rapidscore.serve.server import serve
+
+    config = load_config(
+        args.config, host=args.host, port=args.port, model=args.model, layer=args.layer, backend=args.backend,
+        device=args.device, precision=args.precision, num_threads=args.threads,
+        similarity_method=args.similarity_method, similarity_threshold=args.similarity_threshold,
+        refusal_method=args.refusal_method, ner_label_similarity=args.ner_label_similarity,
+        batch_tokens=args.batch_tokens, max_batch_requests=args.max_batch_requests, max_queue=args.max_queue,
+        workers=args.workers, max_items=args.max_items, max_body_bytes=args.max_body_bytes, warmup=args.warmup,
+        log_level=args.log_level)
+    serve(config, announce="json" if args.json else ("none" if args.quiet else "text"))
+    return 0

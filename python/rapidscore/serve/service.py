@@ -1,0 +1,102 @@
+"""The scoring service behind the HTTP server, without the web framework: the models loaded once,
+one micro-batching queue for every metric, warm-up, metrics and shutdown."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+from rapidscore.serve.batching import BatchingScorer, MicroBatcher
+from rapidscore.serve.config import ServeConfig
+from rapidscore.serve.metrics import ServerMetrics
+
+__all__ = ["ScoringService"]
+
+_WARMUP_PAIR = (["The cat sat on the mat."], ["A cat was sitting on the mat."])
+
+
+class ScoringService:
+    """BERTScore, similarity/NRR, NER and refusal detection behind one :class:`MicroBatcher`.
+
+    ``start()`` loads the models and warms them up (``ready`` is set after); ``close()`` stops
+    taking requests and answers every queued one. Thread-safe: the HTTP handlers of any number of
+    threads or event loops call it at once.
+    """
+
+    def __init__(self, config: ServeConfig | None = None):
+        self.config = config or ServeConfig()
+        self.metrics = ServerMetrics()
+        self.ready = threading.Event()
+        self.load_error: BaseException | None = None
+        self.batcher = MicroBatcher(batch_tokens=self.config.batch_tokens,
+                                    max_batch_requests=self.config.max_batch_requests,
+                                    max_queue=self.config.max_queue, workers=self.config.workers,
+                                    on_batch=self.metrics.observe_batch)
+        self.bertscore: BatchingScorer | None = None
+        self.similarity: BatchingScorer | None = None
+        self.refusal: BatchingScorer | None = None
+
+    def start(self) -> None:
+        """Load the models and warm them up (blocking); sets ``ready``."""
+        from rapidscore.abstention.detectors import get_detector
+        from rapidscore.bertscore import BERTScore
+        from rapidscore.encoder.model_source import DEFAULT_MODEL
+        from rapidscore.nrr.scoring import SentenceSimilarity
+
+        config = self.config
+        try:
+            model = config.model or DEFAULT_MODEL
+            self.bertscore = BatchingScorer(BERTScore(model, config.layer, **config.encoder_options),
+                                            batcher=self.batcher)
+            self.similarity = BatchingScorer(SentenceSimilarity(model, config.similarity_method,
+                                                                **config.encoder_options), batcher=self.batcher)
+            detector_options = {}
+            if config.refusal_method == "embedding":
+                detector_options = dict(model=config.model, encoder_options=config.encoder_options)
+            self.refusal = BatchingScorer(get_detector(config.refusal_method, **detector_options),
+                                          batcher=self.batcher)
+            if config.warmup:  # first calls allocate the runtime's buffers: keep them off the first requests
+                for _ in range(3):
+                    self.bertscore.score(*_WARMUP_PAIR)
+                    self.similarity.score(*_WARMUP_PAIR, threshold=config.similarity_threshold)
+                self.refusal.score(["I'm sorry, I can't help with that."])
+                if config.ner_label_similarity == "embedding":
+                    self.ner([{"id": 0, "text": "Ada Lovelace", "labels": [[0, 3, "PER"]]}],
+                             [{"id": 0, "text": "Ada Lovelace", "labels": [[0, 12, "person"]]}]).result()
+        except BaseException as exc:
+            self.load_error = exc
+            raise
+        self.ready.set()
+
+    def start_in_background(self) -> threading.Thread:
+        """``start`` in a daemon thread (the server answers /health with 503 meanwhile)."""
+        thread = threading.Thread(target=self._start_quietly, name="rapidscore-warmup", daemon=True)
+        thread.start()
+        return thread
+
+    def _start_quietly(self) -> None:
+        with contextlib.suppress(BaseException):  # kept in load_error, reported by /health
+            self.start()
+
+    def ner(self, gold: Any, predictions: Any, **options: Any) -> Future:
+        """DMBertA and SemEval scores (``rapidscore.ner.evaluate``), run in the worker in queue
+        order. Each request embeds its own labels (a per-request label cache keeps memory bounded
+        by the request, not by every label ever seen)."""
+        from rapidscore.ner.evaluation import evaluate
+
+        options.setdefault("label_similarity", self.config.ner_label_similarity)
+        options.setdefault("label_model", self.config.model)
+        options.setdefault("encoder_options", self.config.encoder_options)
+        n_entities = sum(len(item) if hasattr(item, "__len__") else 1 for item in (*gold, *predictions))
+        return self.batcher.call(evaluate, gold, predictions, tokens=max(1, 4 * n_entities), **options)
+
+    def render_metrics(self) -> str:
+        stats = self.batcher.stats()
+        return self.metrics.render(queue_depth=stats.queue_depth, max_queue=self.batcher.max_queue,
+                                   rejected=stats.rejected, ready=self.ready.is_set())
+
+    def close(self, *, drain: bool = True, timeout: float | None = None) -> None:
+        """Stop taking requests; answer the queued ones (unless ``drain=False``)."""
+        self.batcher.close(drain=drain, timeout=timeout)
