@@ -30,9 +30,9 @@ def negative_rejection_iter(items: Iterable, threshold: float = 0.8, *, similari
     """``{"similarity", "rejected", "best_reference"}`` per ``(generated, reference)`` item, as
     ``rapidscore.nrr.negative_rejection`` decides them (rejected: similarity < threshold).
     ``options`` as ``SentenceSimilarity`` (model, method, engine options)."""
-    from rapidscore.nrr.scoring import SentenceSimilarity, _check_threshold
+    from rapidscore.nrr.scoring import SentenceSimilarity, check_threshold
 
-    threshold32 = np.float32(_check_threshold(threshold))
+    threshold32 = np.float32(check_threshold(threshold))
     model = similarity_model or SentenceSimilarity(**options)
     for similarity, best in model.score_iter(items, chunk_size=chunk_size):
         yield {"similarity": similarity, "rejected": bool(np.float32(similarity) < threshold32),

@@ -187,12 +187,12 @@ class SimilarityBatch:
 
     def __init__(self, text_column: str = "generated", reference_column: str = "reference", *,
                  id_column: str | None = None, threshold: float | None = None, **options):
-        from rapidscore.nrr.scoring import SentenceSimilarity, _check_threshold
+        from rapidscore.nrr.scoring import SentenceSimilarity, check_threshold
 
         self.model = SentenceSimilarity(**options)
         self.columns = (text_column, reference_column)
         self.id_column = id_column
-        self.threshold = None if threshold is None else _check_threshold(threshold)
+        self.threshold = None if threshold is None else check_threshold(threshold)
 
     def __call__(self, batch: Any) -> Any:
         pairs = _pairs(batch, *self.columns, self.id_column, ("generated", "reference"), "SimilarityBatch")

@@ -65,13 +65,13 @@ def _run_streaming(args: argparse.Namespace) -> int:
     from rapidscore.common.stream import chunks
     from rapidscore.common.stream_io import count_rows, file_items, row_items, run_stream
     from rapidscore.encoder.model_source import DEFAULT_MODEL
-    from rapidscore.nrr.scoring import SentenceSimilarity, _check_threshold
+    from rapidscore.nrr.scoring import SentenceSimilarity, check_threshold
 
     if not args.output:
         raise ValueError("streaming writes --output FILE (or '-')")
     if args.plot:
         raise ValueError("--plot needs every similarity at once: leave out --output")
-    threshold = _check_threshold(args.threshold)
+    threshold = check_threshold(args.threshold)
     if args.input:
         if args.generated or args.references:
             raise ValueError("give either --input or --generated/--references files, not both")
