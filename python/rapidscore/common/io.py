@@ -14,11 +14,11 @@ import json
 import os
 import sys
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import closing
 from typing import Any
 
-__all__ = ["FORMATS", "check_input_file", "iter_lines", "load_json",
+__all__ = ["FORMATS", "check_input_file", "iter_lines", "load_json", "jsonl_objects",
            "detect_format", "iter_column", "read_column", "read_texts", "read_records"]
 
 FORMATS = ("txt", "jsonl", "csv", "tsv", "parquet")
@@ -90,17 +90,22 @@ def load_json(path: str | os.PathLike) -> Any:
 
 def _jsonl_objects(path: str) -> Iterator[tuple[dict, str]]:
     with closing(iter_lines(path)) as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: not valid JSON: {exc.msg}") from None
-            if not isinstance(item, dict):
-                raise ValueError(f"{where}: each line must be a JSON object, got {type(item).__name__}")
-            yield item, where
+        yield from jsonl_objects(handle, path)
+
+
+def jsonl_objects(lines: Iterable[str], name: str) -> Iterator[tuple[dict, str]]:
+    """``(object, "name:line")`` for each non-blank line of JSONL text; errors name the line."""
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{name}:{number}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: not valid JSON: {exc.msg}") from None
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: each line must be a JSON object, got {type(item).__name__}")
+        yield item, where
 
 
 def _delimited_rows(path: str, delimiter: str) -> tuple[list[str], Generator[tuple[dict, str], None, None]]:

@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from rapidscore.common.io import jsonl_objects
+
 __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "iter_rows", "row_items", "file_items",
            "count_rows",
            "StreamWriter", "run_stream", "ResumeError"]
@@ -101,16 +103,7 @@ def iter_rows(path: str, fmt: str | None = None) -> Iterator[tuple[dict, str]]:
             for number, line in enumerate(handle, 1):
                 yield {"text": line.strip()}, f"{name}:{number}"
         elif fmt == "jsonl":
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{name}:{number}: not valid JSON: {exc.msg}") from None
-                if not isinstance(row, dict):
-                    raise ValueError(f"{name}:{number}: each line must be a JSON object, got {type(row).__name__}")
-                yield row, f"{name}:{number}"
+            yield from jsonl_objects(handle, name)
         else:
             reader = csv.DictReader(handle, delimiter="," if fmt == "csv" else "\t")
             for row in reader:
