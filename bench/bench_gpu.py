@@ -645,7 +645,7 @@ def render(data: dict) -> str:
     lines += [f"- GPU: {gpu}" + (f", {env['gpu_memory_gib']} GiB, compute capability {env['capability']}"
                                    if env.get("gpu") else ""),
               f"- NVIDIA driver: {env.get('driver', 'n/a')}; CUDA (torch build): {env.get('torch_cuda')}; "
-              f"cuDNN: {env.get('cudnn', 'n/a')}",
+              f"cuDNN: {env.get('cudnn', 'n/a')}; TF32 settings after the run: {env.get('tf32_at_end')}",
               f"- host: {common.machine_line(data['machine'])}",
               f"- versions: {common.versions_line(data['versions'])}",
               f"- date: {data['date']}; commit: {data['commit']}",
@@ -855,6 +855,11 @@ def main(argv=None) -> int:
     if "G4" in args.parts:
         cands, refs = held_pairs(args.g4_texts // 2, seed=56)
         data["workloads"]["G4"] = sentence_workload(device, minilm, cands + refs, args.reps, args.precisions)
+    torch = device.torch
+    # Whether anything left TF32 on process-wide (fp32 "exact" means TF32 off; see the bare-model notes).
+    data["environment"]["tf32_at_end"] = {"matmul": torch.backends.cuda.matmul.allow_tf32,
+                                          "cudnn": torch.backends.cudnn.allow_tf32,
+                                          "float32_matmul_precision": torch.get_float32_matmul_precision()}
     markdown = render(data)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(markdown.rstrip() + "\n", encoding="utf-8")
