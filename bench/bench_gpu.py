@@ -149,6 +149,17 @@ def kendall_tau_pairs(a, b, max_sample: int = 2000) -> tuple[float, str]:
     return tau, how
 
 
+def f_accuracy(f1, reference_f1, fp32_f1=None) -> dict:
+    """|dF| of one mode's F1 against bert-score's and, for a half-precision mode, |dF| and
+    Kendall tau against rapidscore's own fp32 scores."""
+    out: dict = {}
+    out["max_abs_dF_vs_bert_score"], out["mean_abs_dF_vs_bert_score"] = abs_diff(f1, reference_f1)
+    if fp32_f1 is not None:
+        out["max_abs_dF_vs_fp32"], out["mean_abs_dF_vs_fp32"] = abs_diff(f1, fp32_f1)
+        out["kendall_tau_vs_fp32"], out["kendall_method"] = kendall_tau(f1, fp32_f1)
+    return out
+
+
 def abs_diff(a, b) -> tuple[float, float]:
     """(max, mean) of |a - b| in float64."""
     import numpy as np
@@ -424,13 +435,9 @@ def bertscore_workload(name: str, device: Device, model_dir: Path, layer: int, l
     fp32_f1 = np.asarray(results["rapidscore fp32"], dtype=np.float64) if "rapidscore fp32" in results else None
     for precision in scorers:
         key = f"rapidscore {precision}"
-        f1 = np.asarray(results[key], dtype=np.float64)
-        entry = {"speedup": speedups(times, reference_keys, key)}
-        entry["max_abs_dF_vs_bert_score"], entry["mean_abs_dF_vs_bert_score"] = abs_diff(f1, reference_f1)
-        if fp32_f1 is not None and precision != "fp32":
-            entry["max_abs_dF_vs_fp32"], entry["mean_abs_dF_vs_fp32"] = abs_diff(f1, fp32_f1)
-            entry["kendall_tau_vs_fp32"], entry["kendall_method"] = kendall_tau(f1, fp32_f1)
-        out["precisions"][precision] = entry
+        out["precisions"][precision] = {"speedup": speedups(times, reference_keys, key),
+                                        **f_accuracy(results[key], reference_f1,
+                                                     None if precision == "fp32" else fp32_f1)}
     out["reference_b256_vs_b64_max_abs_dF"] = abs_diff(results["bert-score b256"], reference_f1)[0]
     first = next(iter(scorers.values()), None)
     if first is not None:

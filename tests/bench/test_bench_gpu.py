@@ -113,3 +113,19 @@ def test_smoke_run_on_the_cpu_end_to_end(tmp_path):
     assert {"bert-score", "rapidscore fp32"} <= set(data["workloads"]["G3"]["minilm"]["ms"])
     # The GPU results file is never written by a smoke run.
     assert (results.stat().st_mtime_ns if results.exists() else None) == before
+
+
+def test_half_precision_accuracy_against_fp32_and_the_reference():
+    stats = pytest.importorskip("scipy.stats", reason="scipy is the reference for Kendall tau")
+    rng = np.random.default_rng(5)
+    reference = rng.uniform(0.3, 0.95, 1000)
+    fp32 = reference + rng.normal(0, 1e-7, 1000)
+    half = fp32 + rng.normal(0, 1e-3, 1000)
+    exact = bench_gpu.f_accuracy(fp32, reference)
+    assert set(exact) == {"max_abs_dF_vs_bert_score", "mean_abs_dF_vs_bert_score"}
+    assert exact["max_abs_dF_vs_bert_score"] == pytest.approx(np.abs(fp32 - reference).max())
+    fast = bench_gpu.f_accuracy(half, reference, fp32)
+    assert fast["mean_abs_dF_vs_fp32"] == pytest.approx(np.abs(half - fp32).mean())
+    assert fast["max_abs_dF_vs_fp32"] == pytest.approx(np.abs(half - fp32).max())
+    assert fast["kendall_tau_vs_fp32"] == pytest.approx(stats.kendalltau(half, fp32).statistic)
+    assert fast["kendall_method"].startswith("scipy")
