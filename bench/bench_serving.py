@@ -326,6 +326,11 @@ def main() -> None:
                 print("memory", {k: v for k, v in row.items() if k != "rss_samples"}, flush=True)
         finally:
             stop_server(server)
+    # Bulk again after the servers: the machine drifts (other tenants), and "% of bulk" takes the
+    # faster of the two measurements (the stricter ratio).
+    results["bulk_tokens_per_s_after"] = tokens_per_request * len(cands) / best_seconds(scorer)
+    results["bulk_tokens_per_s_before"] = bulk_tps
+    results["bulk_tokens_per_s"] = max(bulk_tps, results["bulk_tokens_per_s_after"])
     md = render(results)
     md_path, _ = common.write_results("serving", md, results, Path(args.out))
     print(md)
@@ -342,7 +347,10 @@ def render(results: dict) -> str:
              f"are separate processes sharing the machine's cores (no pinning); `client CPU` is the load "
              f"generator's CPU time per second of the run.", "",
              f"In process: bulk offline `BERTScore.score` over the same pairs: "
-             f"**{results['bulk_tokens_per_s']:,.0f} tokens/s** (default threads; with one runtime thread "
+             f"**{results['bulk_tokens_per_s']:,.0f} tokens/s** (the faster of "
+             f"{results.get('bulk_tokens_per_s_before', results['bulk_tokens_per_s']):,.0f} before the servers and "
+             f"{results.get('bulk_tokens_per_s_after', results['bulk_tokens_per_s']):,.0f} after; default threads; "
+             f"with one runtime thread "
              f"{results['bulk_1_thread_tokens_per_s']:,.0f} tokens/s); one pair per call: p50 "
              f"**{results['single_pair_p50_ms']:.2f} ms**.", "",
              "| server | clients | requests/s | tokens/s | % of bulk | p50 ms | p99 ms | mean batch (requests / tokens) "
