@@ -185,3 +185,18 @@ def test_nrr_streams_the_decisions_of_negative_rejection(model, tmp_path):
     assert np.array_equal(np.array([float(r["similarity"]) for r in rows], np.float32), expected.similarities)
     assert [r["rejected"] == "True" for r in rows] == expected.rejected.tolist()
     assert [int(r["best_reference"]) for r in rows] == expected.best_reference.tolist()
+
+
+def test_bytes_that_are_not_utf8_name_their_line(model, tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    content = b'{"candidate": "a", "reference": "b"}\n{"candidate": "caf\xe9", "reference": "b"}\n'
+    bad = tmp_path / "latin1.jsonl"
+    bad.write_bytes(content)
+    assert main(["bertscore", "-m", model, "--input", str(bad), "--output", str(tmp_path / "o.jsonl"), "-q"]) == 2
+    assert f"{bad}:2: not valid UTF-8 text: byte 0xe9" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(content)))
+    assert main(["bertscore", "-m", model, "--input", "-", "--input-format", "jsonl", "--output",
+                 str(tmp_path / "s.jsonl"), "-q"]) == 2
+    assert "<stdin>:2: not valid UTF-8 text: byte 0xe9" in capsys.readouterr().err

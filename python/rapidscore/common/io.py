@@ -50,26 +50,32 @@ def iter_lines(path: str, encoding: str = "utf-8") -> Generator[str, None, None]
     not UTF-8 and for a truncated or corrupt .gz (the lines before it are read normally)."""
     check_input_file(path)
     opener = gzip.open if path.lower().endswith(".gz") else open
-    number = 0
     with opener(path, "rb") as handle:
-        while True:
-            try:
-                raw = handle.readline()
-            except (EOFError, OSError, zlib.error) as exc:
-                raise ValueError(f"{path}:{number + 1}: cannot read the compressed data (truncated or corrupt "
-                                 f"file?): {exc}") from None
-            if not raw:
-                return
-            number += 1
-            try:
-                line = raw.decode(encoding)
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not valid {encoding.upper().replace('-SIG', '')} text: byte "
-                                 f"0x{raw[exc.start]:02x} at column {exc.start + 1} (convert the file to UTF-8, "
-                                 "e.g. iconv -f latin1 -t utf-8)") from None
-            if number == 1 and encoding == "utf-8":
-                line = line.removeprefix("\ufeff")  # a BOM is not text
-            yield line
+        yield from decoded_lines(handle, path, encoding)
+
+
+def decoded_lines(handle: Any, name: str, encoding: str = "utf-8") -> Generator[str, None, None]:
+    """The lines of a binary stream (a file, a gzip file, stdin's buffer), decoded one by one;
+    errors are ValueErrors naming ``name:line``, as :func:`iter_lines` describes."""
+    number = 0
+    while True:
+        try:
+            raw = handle.readline()
+        except (EOFError, OSError, zlib.error) as exc:
+            raise ValueError(f"{name}:{number + 1}: cannot read the compressed data (truncated or corrupt "
+                             f"file?): {exc}") from None
+        if not raw:
+            return
+        number += 1
+        try:
+            line = raw.decode(encoding)
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{name}:{number}: not valid {encoding.upper().replace('-SIG', '')} text: byte "
+                             f"0x{raw[exc.start]:02x} at column {exc.start + 1} (convert the file to UTF-8, "
+                             "e.g. iconv -f latin1 -t utf-8)") from None
+        if number == 1 and encoding == "utf-8":
+            line = line.removeprefix("\ufeff")  # a BOM is not text
+        yield line
 
 
 def load_json(path: str | os.PathLike) -> Any:

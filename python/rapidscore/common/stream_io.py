@@ -18,6 +18,7 @@ Imports only the standard library at module level: the parsers of every command 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import hashlib
 import io
@@ -28,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from rapidscore.common.io import jsonl_objects
+from rapidscore.common.io import decoded_lines, jsonl_objects
 
 __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "iter_rows", "row_items", "file_items",
            "count_rows",
@@ -77,16 +78,23 @@ def input_format(path: str, given: str | None) -> str:
         os.path.splitext(name)[1], "txt")
 
 
-def _open_input(path: str):
+@contextlib.contextmanager
+def _open_input(path: str) -> Iterator[Iterator[str]]:
+    """The input's lines (line endings kept, as ``newline=""`` keeps them for the csv reader),
+    decoded one by one so that bytes that are not UTF-8 are a ValueError naming ``path:line``."""
     if path == "-":
-        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
+        yield decoded_lines(sys.stdin.buffer, "<stdin>")
+        return
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no such file: {path}")
     if path.lower().endswith(".gz"):
         import gzip
 
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+        with gzip.open(path, "rb") as handle:
+            yield decoded_lines(handle, path)
+    else:
+        with open(path, "rb") as handle:
+            yield decoded_lines(handle, path)
 
 
 def iter_rows(path: str, fmt: str | None = None) -> Iterator[tuple[dict, str]]:
@@ -97,20 +105,16 @@ def iter_rows(path: str, fmt: str | None = None) -> Iterator[tuple[dict, str]]:
     if fmt == "parquet":
         yield from _parquet_rows(path, name)
         return
-    handle = _open_input(path)
-    try:
+    with _open_input(path) as lines:
         if fmt == "txt":
-            for number, line in enumerate(handle, 1):
+            for number, line in enumerate(lines, 1):
                 yield {"text": line.strip()}, f"{name}:{number}"
         elif fmt == "jsonl":
-            yield from jsonl_objects(handle, name)
+            yield from jsonl_objects(lines, name)
         else:
-            reader = csv.DictReader(handle, delimiter="," if fmt == "csv" else "\t")
+            reader = csv.DictReader(lines, delimiter="," if fmt == "csv" else "\t")
             for row in reader:
                 yield row, f"{name}:{reader.line_num}"
-    finally:
-        if path != "-":
-            handle.close()
 
 
 def _parquet_rows(path: str, name: str) -> Iterator[tuple[dict, str]]:
