@@ -196,7 +196,6 @@ class MicroBatcher:
             tokens = sum(job.tokens for job in batch)
             # Counted before the answers go out, so a caller that got its answer sees its batch counted.
             with self._cond:
-                self._running -= 1
                 stats = self._stats
                 stats.batches += 1
                 stats.requests += len(batch)
@@ -214,6 +213,9 @@ class MicroBatcher:
                     job.future.set_exception(value)
                 else:
                     job.future.set_result(value)
+            with self._cond:
+                # Busy until its answers are out: a worker taking a batch meanwhile is not alone.
+                self._running -= 1
 
 
 def _group_by_task(batch: list[Job]) -> list[tuple[Any, list[Job]]]:
