@@ -55,7 +55,8 @@ class _BackgroundTokens:
     raised there). The thread stops early when ``close`` is called.
     """
 
-    def __init__(self, tokenizer, texts: list[str], slice_size: int = TOKENIZE_SLICE):
+    def __init__(self, tokenizer, texts: list[str], slice_size: int | None = None):
+        slice_size = TOKENIZE_SLICE if slice_size is None else slice_size
         self.ids: list[np.ndarray] = []
         self.lengths = np.zeros(len(texts), dtype=np.int64)
         self.truncated = 0
