@@ -42,6 +42,8 @@ __all__ = ["DEFAULT_CHUNK_TOKENS", "TOKENIZE_SLICE", "score_on_device"]
 # for a 1024-wide one (CUDA), a quarter of that on the CPU (where 2**16 tokens of MiniLM are
 # 96 MiB). Large enough that a chunk keeps a GPU busy for many batches.
 DEFAULT_CHUNK_TOKENS = {"cuda": 2**18, "cpu": 2**16}
+# float32 elements of one batch of matched pairs (similarities and gathered embeddings).
+BLOCK_ELEMENTS = {"cuda": 2**26, "cpu": 2**24}
 # Sentences per tokeniser call of the background thread: large enough for the Rust tokenizer's
 # thread pool, small enough that the first chunk starts early.
 TOKENIZE_SLICE = 2048
@@ -160,8 +162,9 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
     from rapidscore.kernels.matching_torch import match_rows
 
     encoder = scorer.encoder
+    where = "cuda" if encoder.device == "cuda" else "cpu"
     if chunk_tokens is None:
-        chunk_tokens = DEFAULT_CHUNK_TOKENS["cuda" if encoder.device == "cuda" else "cpu"]
+        chunk_tokens = DEFAULT_CHUNK_TOKENS[where]
     layers_count = encoder.num_layers + 1 if scorer.all_layers else 1
     m = len(plan.pairs)
     scores = np.zeros((layers_count, m, 3), dtype=np.float64)
@@ -187,7 +190,8 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
             embeddings = store.embeddings if scorer.all_layers else store.embeddings.unsqueeze(0)
             with torch.inference_mode(), exact_fp32(embeddings.device):
                 unit_rows(embeddings)
-                P, R, F = match_rows(embeddings, store.offsets, weights, local[:, 0], local[:, 1], floors)
+                P, R, F = match_rows(embeddings, store.offsets, weights, local[:, 0], local[:, 1], floors,
+                                     block_elements=BLOCK_ELEMENTS[where])
             scores[:, a:b] = np.stack([P, R, F], axis=-1)
             empty[a:b] = (real_tokens[local[:, 0]] == 0) | (real_tokens[local[:, 1]] == 0)
             del store, embeddings  # the chunk's device memory is free before the next one

@@ -60,10 +60,11 @@ def _weight_sums(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
 
 
-def _buckets(cand_len: np.ndarray, ref_len: np.ndarray, n_layers: int, budget: int) -> list[np.ndarray]:
-    """Pair numbers grouped into batches of similar lengths whose padded similarity blocks
-    (layers x batch x longest candidate x longest reference) stay within ``budget`` elements
-    (a single over-long pair still gets a batch of its own)."""
+def _buckets(cand_len: np.ndarray, ref_len: np.ndarray, n_layers: int, dim: int, budget: int) -> list[np.ndarray]:
+    """Pair numbers grouped into batches of similar lengths whose padded blocks stay within
+    ``budget`` elements: the similarities (layers x batch x longest candidate x longest
+    reference) plus both sides' gathered embeddings (layers x batch x longest x dim). A single
+    over-long pair still gets a batch of its own."""
     # Candidate length in steps of 8, then reference length: neighbours pad little on either side.
     order = np.lexsort((ref_len, cand_len // 8))
     batches = []
@@ -77,7 +78,7 @@ def _buckets(cand_len: np.ndarray, ref_len: np.ndarray, n_layers: int, budget: i
             stop = min(n, end + step)
             block_c = max(longest_c, int(cand_len[order[end:stop]].max()))
             block_r = max(longest_r, int(ref_len[order[end:stop]].max()))
-            if n_layers * (stop - start) * block_c * block_r > budget:
+            if n_layers * (stop - start) * (block_c * block_r + (block_c + block_r) * dim) > budget:
                 if step == 1:
                     break
                 step //= 2
@@ -88,9 +89,9 @@ def _buckets(cand_len: np.ndarray, ref_len: np.ndarray, n_layers: int, budget: i
     return batches
 
 
-# Elements of one padded similarity block (layers x pairs x candidate x reference tokens):
-# 2**24 float32 = 64 MiB, plus the gathered embeddings; large enough to keep a GPU busy, small
-# enough to stay in a CPU's memory bandwidth sweet spot.
+# float32 elements of one padded batch of pairs (similarities plus gathered embeddings):
+# 2**24 = 64 MiB (all-MiniLM-L6-v2, 45-token sentences: about 450 pairs a batch). The device
+# engine passes 2**26 on CUDA, where larger products keep the GPU busy.
 DEFAULT_BLOCK_ELEMENTS = 2**24
 
 
@@ -127,7 +128,7 @@ def match_rows(layers, offsets: np.ndarray, weights: np.ndarray, cands: np.ndarr
         scored_t = torch.from_numpy(scored.astype(np.int64)).to(device)
         cands_t = torch.from_numpy(cands.astype(np.int64)).to(device)
         refs_t = torch.from_numpy(refs.astype(np.int64)).to(device)
-        for batch in _buckets(cand_len, ref_len, n_layers, block_elements):
+        for batch in _buckets(cand_len, ref_len, n_layers, layers.shape[-1], block_elements):
             batch_t = torch.from_numpy(batch).to(device)
             pair_t = scored_t[batch_t]
             c, r = cands_t[pair_t], refs_t[pair_t]
