@@ -94,9 +94,9 @@ def exact_fp32(device) -> Iterator[None]:
 class TorchRunner:
     """The truncated torch model in inference mode. Returns float32 tensors on its device.
 
-    Attention runs through PyTorch's scaled-dot-product attention (SDPA) where the model family
-    supports it, else the eager implementation (``attention`` says which). On CUDA, inputs go
-    through pinned host memory with non-blocking copies.
+    On CUDA, attention runs through PyTorch's scaled-dot-product attention (SDPA) where the model
+    family supports it, else the eager implementation (``attention`` says which; the CPU runs
+    eager, measured no slower), and inputs go through pinned host memory with non-blocking copies.
 
     Thread-safe: an eval-mode forward pass under ``torch.inference_mode`` keeps no state between
     calls, so threads may share the model.
@@ -125,7 +125,10 @@ class TorchRunner:
         self.device = device
         self.layer = layer
         self.precision = precision
-        model = load_truncated_model(model_dir, None if all_layers else int(layer), all_layers, attention="sdpa")
+        # SDPA's fused kernels pay off on GPUs; on a 2-core EPYC MiniLM ran 3.80 s under SDPA
+        # against 3.68 s eager (28,900 tokens), so the CPU keeps the eager attention.
+        attention = "sdpa" if device == "cuda" else "eager"
+        model = load_truncated_model(model_dir, None if all_layers else int(layer), all_layers, attention=attention)
         self.attention = getattr(model.config, "_attn_implementation", "eager")
         dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
         self.model = model.to(device=device, dtype=dtype)
