@@ -113,6 +113,7 @@ def match_rows(layers, offsets: np.ndarray, weights: np.ndarray, cands: np.ndarr
     lengths = np.diff(offsets)
     weight_sums = _weight_sums(offsets, weights)
     m = len(cands)
+    # Weighted sums of the maxima on the device; the divisions by the weight sums on the host.
     P = torch.zeros((n_layers, m), dtype=torch.float64, device=device)
     R = torch.zeros_like(P)
     scored = np.flatnonzero((lengths[cands] > 0) & (lengths[refs] > 0)
@@ -120,36 +121,35 @@ def match_rows(layers, offsets: np.ndarray, weights: np.ndarray, cands: np.ndarr
     if len(scored):
         if device_weights is None:
             device_weights = torch.from_numpy(weights.astype(np.float64)).to(device)
-        starts = torch.from_numpy(offsets[:-1].astype(np.int64)).to(device)
-        lengths_t = torch.from_numpy(lengths.astype(np.int64)).to(device)
-        sums_t = torch.from_numpy(weight_sums).to(device)
-        cand_len, ref_len = lengths[cands[scored]], lengths[refs[scored]]
-        floor_t = None if floors is None else torch.from_numpy(np.ascontiguousarray(floors[scored])).to(device)
-        scored_t = torch.from_numpy(scored.astype(np.int64)).to(device)
-        cands_t = torch.from_numpy(cands.astype(np.int64)).to(device)
-        refs_t = torch.from_numpy(refs.astype(np.int64)).to(device)
-        for batch in _buckets(cand_len, ref_len, n_layers, layers.shape[-1], block_elements):
-            batch_t = torch.from_numpy(batch).to(device)
-            pair_t = scored_t[batch_t]
-            c, r = cands_t[pair_t], refs_t[pair_t]
-            cand_rows, cand_valid = _padded_rows(starts[c], lengths_t[c], int(cand_len[batch].max()))
-            ref_rows, ref_valid = _padded_rows(starts[r], lengths_t[r], int(ref_len[batch].max()))
+        c, r = cands[scored], refs[scored]
+        # Per pair: its number, each side's first row and length, the two floors. One array, so
+        # each batch costs one small host-to-device copy (latency of one-pair calls on a GPU).
+        table = np.stack([scored, offsets[c], lengths[c], offsets[r], lengths[r],
+                          np.zeros(len(scored), np.int64) if floors is None else floors[scored, 0],
+                          np.zeros(len(scored), np.int64) if floors is None else floors[scored, 1]]).astype(np.int64)
+        for batch in _buckets(table[2], table[4], n_layers, layers.shape[-1], block_elements):
+            rows = torch.from_numpy(np.ascontiguousarray(table[:, batch])).to(device)
+            pair_t = rows[0]
+            cand_rows, cand_valid = _padded_rows(rows[1], rows[2], int(table[2, batch].max()))
+            ref_rows, ref_valid = _padded_rows(rows[3], rows[4], int(table[4, batch].max()))
             sim = torch.matmul(layers[:, cand_rows], layers[:, ref_rows].transpose(-1, -2))  # (L, B, n, k)
             # In place, one after the other: masking padded reference columns leaves the maxima of
             # real candidate rows unchanged, then padded candidate rows are masked for the columns.
             best_for_cand = sim.masked_fill_(~ref_valid[None, :, None, :], -torch.inf).amax(dim=-1)
             best_for_ref = sim.masked_fill_(~cand_valid[None, :, :, None], -torch.inf).amax(dim=-2)
-            if floor_t is not None:
-                floor = floor_t[batch_t]
-                best_for_cand = torch.where(floor[None, :, 0, None], best_for_cand.clamp_min(0.0), best_for_cand)
-                best_for_ref = torch.where(floor[None, :, 1, None], best_for_ref.clamp_min(0.0), best_for_ref)
+            if floors is not None:
+                best_for_cand = torch.where(rows[5, None, :, None] != 0, best_for_cand.clamp_min(0.0), best_for_cand)
+                best_for_ref = torch.where(rows[6, None, :, None] != 0, best_for_ref.clamp_min(0.0), best_for_ref)
             cand_w = torch.where(cand_valid, device_weights[cand_rows], 0.0)
             ref_w = torch.where(ref_valid, device_weights[ref_rows], 0.0)
             best_for_cand = torch.where(cand_valid[None], best_for_cand, 0.0)
             best_for_ref = torch.where(ref_valid[None], best_for_ref, 0.0)
-            P[:, pair_t] = (best_for_cand.double() * cand_w).sum(dim=-1) / sums_t[c]
-            R[:, pair_t] = (best_for_ref.double() * ref_w).sum(dim=-1) / sums_t[r]
+            P[:, pair_t] = (best_for_cand.double() * cand_w).sum(dim=-1)
+            R[:, pair_t] = (best_for_ref.double() * ref_w).sum(dim=-1)
     P_host, R_host = P.cpu().numpy(), R.cpu().numpy()  # one transfer for all pairs
+    if len(scored):
+        P_host[:, scored] /= weight_sums[cands[scored]]
+        R_host[:, scored] /= weight_sums[refs[scored]]
     denominator = P_host + R_host
     F = np.divide(2 * P_host * R_host, denominator, out=np.zeros_like(P_host), where=denominator != 0)
     return P_host, R_host, F
