@@ -242,11 +242,26 @@ def test_idf_dict_empty_strings_and_the_uniform_fallback(tiny_model_path):
 
     # idf from a single reference: every weight is 0; uniform weights with a warning, as the host path
     single = [BERTScore(model, 3, idf=True, backend="torch", device_engine=flag) for flag in (True, False)]
-    with pytest.warns(RapidscoreWarning, match="uniform weights"):
+    with pytest.warns(RapidscoreWarning, match="uniform weights") as caught:
         got = single[0].score(["a cat"], ["a dog"])
+    assert caught[0].filename == __file__  # points at the caller
     with pytest.warns(RapidscoreWarning, match="uniform weights"):
         want = single[1].score(["a cat"], ["a dog"])
     assert_close(got, as_tuple(want), KERNEL_ATOL)
+
+
+def test_truncation_is_warned_at_the_caller_and_scores_as_the_host_path(tiny_model_path):
+    from rapidscore import TruncationWarning
+
+    on_device, on_host = engine_and_host(str(tiny_model_path("bert")), 2)
+    long = " ".join(["metal band music"] * 400)
+    with pytest.warns(TruncationWarning, match="1 of 3") as caught:
+        got = on_device.score([long, "short"], ["a reference", "short"])
+    assert caught[0].filename == __file__
+    with pytest.warns(TruncationWarning):
+        want = on_host.score([long, "short"], ["a reference", "short"])
+    assert_close(got, as_tuple(want), KERNEL_ATOL)
+    assert got.details["truncated"] == 1
 
 
 # -- memory: chunks under the token budget -----------------------------------------------------
@@ -327,6 +342,16 @@ def test_sentence_vectors_pooled_on_the_device_match_the_host_pooling(tiny_model
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
     raw = encoder.sentence_embeddings(texts, pooling=pooling, normalize=False)
     np.testing.assert_allclose(raw, encoder.pool(encoder.encode(texts), pooling, normalize=False), rtol=0, atol=1e-5)
+
+
+def test_sentence_vectors_from_many_threads_equal_the_sequential_ones(tiny_model_path):
+    encoder = Encoder(str(tiny_model_path("bert")), 3, backend="torch", batch_tokens=64)
+    jobs = [CANDS[k:] + REFS[:k] for k in range(len(CANDS))] * 2
+    sequential = [encoder.sentence_embeddings(texts) for texts in jobs]
+    with ThreadPoolExecutor(8) as pool:
+        threaded = list(pool.map(encoder.sentence_embeddings, jobs))
+    for got, want in zip(threaded, sequential):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.slow

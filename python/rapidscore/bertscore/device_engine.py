@@ -199,9 +199,9 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
         tokens.close()
     if tokens.truncated:
         warnings.warn(f"{tokens.truncated} of {len(plan.texts)} distinct texts were longer than "
-                      f"{encoder.max_length} tokens and were truncated", TruncationWarning, stacklevel=3)
+                      f"{encoder.max_length} tokens and were truncated", TruncationWarning, stacklevel=4)
     if degenerate:
-        scorer._warn_uniform(degenerate, stacklevel=4)
+        scorer._warn_uniform(degenerate, stacklevel=5)  # the caller of BERTScore.score
     return scorer._result(plan, scores if scorer.all_layers else scores[0], empty, rescale, tokens.truncated)
 
 
