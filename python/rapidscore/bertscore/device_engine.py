@@ -163,9 +163,9 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
 
     encoder = scorer.encoder
     where = "cuda" if encoder.device == "cuda" else "cpu"
-    if chunk_tokens is None:
-        chunk_tokens = DEFAULT_CHUNK_TOKENS[where]
     layers_count = encoder.num_layers + 1 if scorer.all_layers else 1
+    if chunk_tokens is None:  # all_layers stores every hidden state: the budget is in embeddings
+        chunk_tokens = max(1, DEFAULT_CHUNK_TOKENS[where] // layers_count)
     m = len(plan.pairs)
     scores = np.zeros((layers_count, m, 3), dtype=np.float64)
     empty = np.zeros(m, dtype=bool)
