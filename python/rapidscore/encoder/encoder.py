@@ -280,12 +280,16 @@ class Encoder:
             # Linux with transparent huge pages, sequential first touches stalled in compaction
             # (W1: 0.35 s against 0.05 s).
             rows: Any = row_ranges(offsets[batch], lengths[batch])
-            mask: Any = attention_mask.astype(bool)
-            if tensors:
-                mask, rows = self._to_device(mask), self._to_device(rows)
             if out is None:
                 out = _empty_like(hidden, hidden.shape[:-3] + (int(offsets[-1]), hidden.shape[-1]))
-            out[..., rows, :] = hidden[..., mask, :]
+            if tensors:
+                # An index gather, not a boolean mask: a mask's size is data-dependent, so on a GPU
+                # it would wait for the device on every batch.
+                real = self._to_device(np.flatnonzero(attention_mask.ravel()))
+                flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
+                out[..., self._to_device(rows), :] = flat.index_select(-2, real)
+            else:
+                out[..., rows, :] = hidden[..., attention_mask.astype(bool), :]
         if out is None:  # no texts
             out = np.zeros((0, self.hidden_size), dtype=np.float32)
             if keep_on_device:
@@ -368,7 +372,7 @@ class Encoder:
             else:
                 pooled = hidden[:, 0]
             # a sentence with no token at all (a tokenizer without special tokens, "") stays zero
-            out[rows] = torch.where(torch.from_numpy(lengths[batch] > 0).to(hidden.device)[:, None], pooled, 0.0)
+            out[rows] = torch.where(self._to_device(lengths[batch] > 0)[:, None], pooled, 0.0)
         if out is None:
             return np.zeros((0, self.hidden_size), dtype=np.float32)
         if normalize:

@@ -120,7 +120,7 @@ def match_rows(layers, offsets: np.ndarray, weights: np.ndarray, cands: np.ndarr
                             & (weight_sums[cands] != 0) & (weight_sums[refs] != 0))
     if len(scored):
         if device_weights is None:
-            device_weights = torch.from_numpy(weights.astype(np.float64)).to(device)
+            device_weights = _upload(weights.astype(np.float64), device)
         c, r = cands[scored], refs[scored]
         # Per pair: its number, each side's first row and length, the two floors. One array, so
         # each batch costs one small host-to-device copy (latency of one-pair calls on a GPU).
@@ -128,7 +128,7 @@ def match_rows(layers, offsets: np.ndarray, weights: np.ndarray, cands: np.ndarr
                           np.zeros(len(scored), np.int64) if floors is None else floors[scored, 0],
                           np.zeros(len(scored), np.int64) if floors is None else floors[scored, 1]]).astype(np.int64)
         for batch in _buckets(table[2], table[4], n_layers, layers.shape[-1], block_elements):
-            rows = torch.from_numpy(np.ascontiguousarray(table[:, batch])).to(device)
+            rows = _upload(np.ascontiguousarray(table[:, batch]), device)
             pair_t = rows[0]
             cand_rows, cand_valid = _padded_rows(rows[1], rows[2], int(table[2, batch].max()))
             ref_rows, ref_valid = _padded_rows(rows[3], rows[4], int(table[4, batch].max()))
@@ -153,6 +153,17 @@ def match_rows(layers, offsets: np.ndarray, weights: np.ndarray, cands: np.ndarr
     denominator = P_host + R_host
     F = np.divide(2 * P_host * R_host, denominator, out=np.zeros_like(P_host), where=denominator != 0)
     return P_host, R_host, F
+
+
+def _upload(array: np.ndarray, device):
+    """A host array on ``device``: through pinned memory with a non-blocking copy on CUDA (the
+    host does not wait for the device), a zero-copy view on the CPU."""
+    import torch
+
+    tensor = torch.from_numpy(array)
+    if device.type != "cuda":
+        return tensor
+    return tensor.pin_memory().to(device, non_blocking=True)
 
 
 def _padded_rows(starts, lengths, longest: int):
