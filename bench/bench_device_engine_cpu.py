@@ -74,6 +74,7 @@ def main() -> None:
             scorer.score(one_c, one_r)
             latencies[name].append(time.perf_counter() - start)
     rows.append(_row("one pair, p50 (ms)", latencies, scale=1e3))
+    rows.append(_row("one pair, tiny bert (model ~free), p50 (ms)", _tiny_latencies(args.latency_calls), scale=1e3))
 
     texts = cands + refs
     encoder = host.encoder
@@ -85,6 +86,28 @@ def main() -> None:
     rows.append(_row(f"sentence vectors, {len(texts)} texts (s)", times))
     rows += ["", f"max |dF| device vs host: {diff:.1e}; sentence vectors max |1 - cos|: {cosine:.1e}"]
     print("\n".join(rows))
+
+
+def _tiny_latencies(calls: int) -> dict[str, list[float]]:
+    """One short pair on a tiny random BERT (rapidscore.testing.tiny_models), whose forward pass
+    costs little: what remains is each path's own per-call overhead."""
+    import tempfile
+
+    from rapidscore.bertscore import BERTScore
+    from rapidscore.testing.tiny_models import tiny_model_dir
+
+    model = str(tiny_model_dir("bert", Path(tempfile.gettempdir()) / "rapidscore-bench-tiny"))
+    scorers = {name: BERTScore(model, 2, backend="torch", device_engine=name == "device")
+               for name in ("host", "device")}
+    latencies: dict[str, list[float]] = {"host": [], "device": []}
+    for scorer in scorers.values():
+        scorer.warm_up()
+    for _ in range(calls * 4):
+        for name, scorer in scorers.items():
+            start = time.perf_counter()
+            scorer.score(["The cat sat on the mat."], ["A cat was sitting on the mat."])
+            latencies[name].append(time.perf_counter() - start)
+    return latencies
 
 
 def _row(name: str, times: dict, scale: float = 1.0) -> str:
