@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import interleaved, machine_line, machine_info, median, sentence_pairs  # noqa: E402
+from common import interleaved, machine_info, machine_line, median, sentence_pairs  # noqa: E402
 
 
 def main() -> None:
