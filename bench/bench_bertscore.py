@@ -137,11 +137,16 @@ def bert_base_dir(root: Path, minilm_dir: Path) -> Path:
 
 
 def roberta_large_17_dir(root: Path) -> Path:
-    """roberta-large configuration cut to its first 17 layers, random weights, and a byte-level
-    BPE tokenizer (RoBERTa's ids for <s> <pad> </s> <unk> <mask>) trained on synthetic English
-    with rapidscore.testing.tiny_models' deterministic BPE trainer, so common words are single tokens as
-    with the real vocabulary. Saving only 17 layers keeps the files and memory at what a
-    layer-17 model needs; both libraries then run the same 17 layers."""
+    """``roberta_large_dir`` cut to its first 17 layers: saving only 17 layers keeps the files and
+    memory at what a layer-17 model needs; both libraries then run the same 17 layers."""
+    return roberta_large_dir(root, 17)
+
+
+def roberta_large_dir(root: Path, num_layers: int = 24) -> Path:
+    """roberta-large configuration with ``num_layers`` layers (24: the full model), random
+    weights, and a byte-level BPE tokenizer (RoBERTa's ids for <s> <pad> </s> <unk> <mask>)
+    trained on synthetic English with rapidscore.testing.tiny_models' deterministic BPE trainer,
+    so common words are single tokens as with the real vocabulary."""
 
     def build(out: Path) -> None:
         import transformers
@@ -163,13 +168,13 @@ def roberta_large_17_dir(root: Path) -> Path:
         tokenizer = transformers.RobertaTokenizer(vocab=vocab, merges=merges, add_prefix_space=False,
                                                   model_max_length=512)
         tokenizer.save_pretrained(out)
-        config = transformers.RobertaConfig(vocab_size=50265, hidden_size=1024, num_hidden_layers=17,
+        config = transformers.RobertaConfig(vocab_size=50265, hidden_size=1024, num_hidden_layers=num_layers,
                                             num_attention_heads=16, intermediate_size=4096,
                                             max_position_embeddings=514, type_vocab_size=1, pad_token_id=1,
                                             bos_token_id=0, eos_token_id=2)
         _save_random_model(config, out)
 
-    return _build(root / "roberta-large-17-random", f"{MODEL_RECIPE}|roberta-large-17", build)
+    return _build(root / f"roberta-large-{num_layers}-random", f"{MODEL_RECIPE}|roberta-large-{num_layers}", build)
 
 
 # ------------------------------------------------------------------------------------------------

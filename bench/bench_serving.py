@@ -164,9 +164,9 @@ def wait_healthy(port: int, process: subprocess.Popen, timeout: float = 300) -> 
     raise TimeoutError("server not healthy in time")
 
 
-def start_server(kind: str, port: int) -> subprocess.Popen:
+def start_server(kind: str, port: int, batching_args: list[str] = ()) -> subprocess.Popen:
     if kind.startswith("batching"):
-        command = [sys.executable, "-m", "rapidscore", "serve", "--port", str(port)]
+        command = [sys.executable, "-m", "rapidscore", "serve", "--port", str(port), *batching_args]
         if kind == "batching-1w":
             command += ["--workers", "1"]
     else:
@@ -246,6 +246,7 @@ def main() -> None:
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 8, 32, 128], help="concurrent clients")
     parser.add_argument("--servers", nargs="+", choices=SERVERS, default=list(DEFAULT_SERVERS))
     parser.add_argument("--pairs", type=int, default=4000, help="distinct short pairs the clients cycle through")
+    parser.add_argument("--batching-args", default="", help="more `rapidscore serve` flags for the batching servers")
     parser.add_argument("--memory-seconds", type=float, default=60.0,
                         help="batching server at the highest level, RSS sampled each second (0: skip)")
     common.add_cache_and_out_arguments(parser)
@@ -297,7 +298,7 @@ def main() -> None:
                      "bulk_seconds": bulk_seconds, "bulk_1_thread_tokens_per_s": bulk_t1_tps, "single_pair_p50_ms": single_p50_ms, "levels": {}}
     for kind in args.servers:
         port = free_port()
-        server = start_server(kind, port)
+        server = start_server(kind, port, args.batching_args.split())
         try:
             wait_healthy(port, server)
             for clients in args.levels:

@@ -27,6 +27,9 @@ import common  # noqa: E402
 
 # Section order in RESULTS.md; scripts not listed run and merge after these, alphabetically.
 ORDER = ("bertscore", "sentence", "matching", "ner", "abstention")
+# Scripts run on their own, never by this one: bench_gpu.py needs a CUDA GPU and writes
+# RESULTS_GPU.md; bench_onnx_binding.py prints a CPU comparison quoted in docs/gpu.md.
+STANDALONE = ("gpu", "onnx_binding")
 
 # Sizes for a 2-core machine (each script's own defaults otherwise).
 DEFAULT_ARGS = {
@@ -44,6 +47,7 @@ QUICK_ARGS = {
 
 def discover() -> list[str]:
     names = sorted(p.stem[len("bench_"):] for p in common.BENCH_DIR.glob("bench_*.py"))
+    names = [n for n in names if n not in STANDALONE]
     return [n for n in ORDER if n in names] + [n for n in names if n not in ORDER]
 
 

@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 
 from rapidscore import TruncationWarning
 from rapidscore.encoder import Encoder
-from rapidscore.encoder.batching import MIN_FILL, default_batch_tokens, pad_batch, plan_batches
+from rapidscore.encoder.batching import (
+    EXACT_PLAN_MAX_SEQUENCES,
+    MIN_FILL,
+    cheapest_cuts,
+    default_batch_tokens,
+    pad_batch,
+    plan_batches,
+)
 from rapidscore.errors import ModelNotFoundError
 from rapidscore.testing.tiny_models import FAMILIES
 
@@ -228,7 +235,40 @@ def test_batch_plan_covers_every_sequence_once_within_budget(lengths, budget, ma
         assert len(batch) <= max_batch
         padded = len(batch) * max(max(lengths[i] for i in batch), 1)
         assert len(batch) == 1 or padded <= budget
-        assert len(batch) == 1 or sum(max(lengths[i], 1) for i in batch) >= MIN_FILL * padded
+        if len(lengths) > EXACT_PLAN_MAX_SEQUENCES:
+            assert len(batch) == 1 or sum(max(lengths[i], 1) for i in batch) >= MIN_FILL * padded
+
+
+def _plan_cost(sorted_lengths, cuts, call_cost):
+    return sum((end - start) * sorted_lengths[start] + call_cost for start, end in zip(cuts[:-1], cuts[1:]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=11), st.integers(1, 200), st.integers(1, 6),
+       st.integers(0, 50))
+def test_small_batch_plans_are_the_cheapest_contiguous_split(lengths, budget, max_batch, call_cost):
+    """Brute force over every split of the sorted lengths into runs (2^(n-1) of them)."""
+    import itertools
+
+    sorted_lengths = np.sort(np.asarray(lengths))[::-1]
+    n = len(sorted_lengths)
+    best = None
+    for mask in itertools.product((False, True), repeat=n - 1):
+        cuts = [0] + [k + 1 for k, cut in enumerate(mask) if cut] + [n]
+        runs = list(zip(cuts[:-1], cuts[1:]))
+        if all(end - start == 1 or (end - start <= max_batch and (end - start) * sorted_lengths[start] <= budget)
+               for start, end in runs):
+            cost = _plan_cost(sorted_lengths, cuts, call_cost)
+            best = cost if best is None else min(best, cost)
+    cuts = cheapest_cuts(sorted_lengths, budget, max_batch, call_cost)
+    assert cuts[0] == 0 and cuts[-1] == n and all(a < b for a, b in zip(cuts[:-1], cuts[1:]))
+    assert _plan_cost(sorted_lengths, cuts, call_cost) == best
+
+
+def test_a_few_mixed_lengths_share_one_call():
+    """A served request's two sentences of 9 and 14 tokens: one padded call, not two."""
+    assert len(plan_batches([9, 14], 1024, 64)) == 1
+    assert len(plan_batches([9, 14], 1024, 64, call_cost=0)) == 2
 
 
 @pytest.mark.slow

@@ -217,7 +217,7 @@ def test_a_cancelled_request_is_skipped(bertscore, hold_worker):
 class _FailsOn:
     """A task whose merged run fails when any payload is "bad"."""
 
-    def run(self, payloads):
+    def run(self, payloads, alone):
         if "bad" in payloads:
             raise RuntimeError("bad payload")
         return [p.upper() for p in payloads]
@@ -241,3 +241,77 @@ def test_batcher_arguments_are_checked():
         MicroBatcher(max_queue=0)
     with pytest.raises(TypeError, match="BatchingScorer takes"):
         BatchingScorer(object())
+
+
+def _spy(monkeypatch, scorer, calls: list, name: str) -> None:
+    real = scorer.encoder.embed_ids
+
+    def counting(ids, **kwargs):
+        calls.append(name)
+        return real(ids, **kwargs)
+
+    monkeypatch.setattr(scorer.encoder, "embed_ids", counting)
+
+
+def test_lone_batches_run_on_the_solo_scorer_and_results_stay_exact(minilm_path, bertscore, monkeypatch):
+    """Two workers with one runtime thread each; a batch that runs while the other worker is idle
+    takes the solo scorer (two threads). Every result equals the direct call's either way."""
+    from rapidscore.bertscore import BERTScore
+
+    narrow, solo = BERTScore(str(minilm_path), num_threads=1), BERTScore(str(minilm_path), num_threads=2)
+    calls: list[str] = []
+    _spy(monkeypatch, narrow, calls, "narrow")
+    _spy(monkeypatch, solo, calls, "solo")
+    requests = make_requests(150, seed=5)
+    direct = [bertscore.score(c, r) for c, r in requests]
+    with BatchingScorer(narrow, solo=solo, workers=2) as batching:
+        lone = batching.score(*requests[0], timeout=60)
+        assert calls == ["solo"]
+        with ThreadPoolExecutor(16) as pool:
+            results = list(pool.map(lambda req: batching.score(*req), requests))
+    assert_same_bertscore(lone, direct[0])
+    for result, expected in zip(results, direct):
+        assert_same_bertscore(result, expected)
+    assert "narrow" in calls  # under load the two workers overlapped
+
+
+def test_solo_similarity_equals_direct_calls(minilm_path, similarity_model):
+    from rapidscore.nrr import SentenceSimilarity, negative_rejection
+
+    narrow = SentenceSimilarity(str(minilm_path), num_threads=1)
+    solo = SentenceSimilarity(str(minilm_path), num_threads=2)
+    requests = make_requests(40, seed=6)
+    with BatchingScorer(narrow, solo=solo, workers=2) as batching, ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda req: batching.score(*req, threshold=0.7), requests))
+    for (cands, refs), result in zip(requests, results):
+        assert_same_nrr(result, negative_rejection(cands, refs, 0.7, similarity_model=similarity_model))
+
+
+def test_solo_must_match_the_scorer(minilm_path, bertscore, similarity_model):
+    from rapidscore.abstention import get_detector
+    from rapidscore.bertscore import BERTScore
+
+    with pytest.raises(ValueError, match="same kind and options"):
+        BatchingScorer(bertscore, solo=similarity_model)
+    with pytest.raises(ValueError, match="same kind and options"):
+        BatchingScorer(bertscore, solo=BERTScore(str(minilm_path), idf=True))
+    with pytest.raises(ValueError, match="solo applies to BERTScore and SentenceSimilarity"):
+        BatchingScorer(get_detector("heuristic"), solo=get_detector("heuristic"))
+
+
+def test_the_server_builds_solo_scorers_only_where_they_help():
+    from rapidscore.serve.config import ServeConfig
+    from rapidscore.threads import thread_budget
+
+    budget = thread_budget()
+    default = ServeConfig()
+    assert default.encoder_options["num_threads"] == max(1, budget // 2)
+    expected = None if budget == max(1, budget // 2) else budget
+    assert (default.solo_encoder_options or {}).get("num_threads") == expected
+    assert ServeConfig(solo_threads=0).solo_encoder_options is None
+    assert ServeConfig(workers=1).solo_encoder_options is None
+    assert ServeConfig(num_threads=1).solo_encoder_options is None
+    assert ServeConfig(device="cuda").solo_encoder_options is None
+    assert ServeConfig(solo_threads=3).solo_encoder_options["num_threads"] == 3
+    with pytest.raises(ValueError, match="solo_threads"):
+        ServeConfig(solo_threads=-1)

@@ -30,7 +30,8 @@ REFS = [["A cat was sitting on a mat.", "Cats sit."], "The dog is running.", "Ra
 class LiveServer:
     """uvicorn in a thread on a free loopback port."""
 
-    def __init__(self, config: ServeConfig, service: ScoringService | None = None, start: bool = True):
+    def __init__(self, config: ServeConfig, service: ScoringService | None = None, start: bool = True,
+                 **app_options):
         from rapidscore.serve.app import create_app
 
         self.sock = socket.socket()
@@ -38,7 +39,7 @@ class LiveServer:
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.service = service or ScoringService(config)
         self.server = make_server(config)
-        self.server.config.app = create_app(service=self.service, start=start)
+        self.server.config.app = create_app(service=self.service, start=start, **app_options)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 60
@@ -61,6 +62,16 @@ class LiveServer:
 @pytest.fixture(scope="module")
 def live(minilm_path):
     server = LiveServer(ServeConfig(model=str(minilm_path), max_items=64, max_body_bytes=20_000, max_queue=4096))
+    server.wait_ready()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def framework_routes(minilm_path):
+    """A server like ``live`` whose scoring requests all go through FastAPI's routes."""
+    server = LiveServer(ServeConfig(model=str(minilm_path), max_items=64, max_body_bytes=20_000, max_queue=4096),
+                        fast_path=False)
     server.wait_ready()
     yield server
     server.stop()
@@ -161,6 +172,29 @@ def test_bad_requests_get_400_naming_the_field(live, path, body, field):
         assert answer.json()["detail"].startswith(field)
     else:
         assert "record 0" in answer.json()["detail"]  # the library names the record
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/bertscore", {"candidates": CANDS, "references": REFS}),
+    ("/v1/similarity", {"generated": CANDS, "references": REFS, "threshold": 0.5}),
+    ("/v1/bertscore", {"candidates": ["a", 3], "references": ["b", "c"]}),
+    ("/v1/bertscore", {"candidates": ["a", "b"], "references": ["c"]}),
+    ("/v1/bertscore", {"candidates": ["a"] * 65, "references": ["b"] * 65}),
+    ("/v1/similarity", {"generated": ["a"], "references": [[]]}),
+    ("/v1/similarity", {"generated": ["a"], "references": ["b"], "threshold": "high"}),
+    ("/v1/bertscore", [1, 2]),
+    ("/v1/similarity", "not an object"),
+])
+def test_the_fast_path_answers_as_the_framework_routes(live, framework_routes, path, body):
+    """The same JSON body through the middleware's fast path and through FastAPI's routes."""
+    fast = httpx.post(f"{live.url}{path}", json=body)
+    routed = httpx.post(f"{framework_routes.url}{path}", json=body)
+    assert fast.status_code == routed.status_code, (fast.text, routed.text)
+    assert fast.json() == routed.json()
+    broken = b'{"candidates": ["a"], "references": ["b"'
+    fast = httpx.post(f"{live.url}{path}", content=broken, headers={"content-type": "application/json"})
+    routed = httpx.post(f"{framework_routes.url}{path}", content=broken, headers={"content-type": "application/json"})
+    assert fast.status_code == routed.status_code == 400 and fast.json() == routed.json()
 
 
 def test_not_json_is_a_400_that_says_so(live):

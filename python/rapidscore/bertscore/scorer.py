@@ -82,7 +82,9 @@ class BERTScore:
     device from the model's output to P/R/F and scores the call in chunks under a token budget
     (``rapidscore.bertscore.device_engine``); False copies them to the host for the C++ kernel.
     None (default): the device engine on a GPU, the C++ kernel on the CPU (faster there,
-    measured in docs/architecture.md). True with another backend is a ValueError.
+    measured in docs/architecture.md). ONNX Runtime on CUDA with torch installed hands over torch
+    tensors too (IOBinding) and takes the same engine; True where the runner returns host arrays
+    is a ValueError.
 
     The encoder comes from ``rapidscore.get_encoder``: scorers of the same model and settings
     share one loaded model. Thread-safe: many threads may call ``score`` (or the phases) on one
@@ -154,7 +156,9 @@ class BERTScore:
         if not isinstance(requested, bool):
             raise TypeError(f"device_engine must be True, False or None, got {requested!r}")
         if requested and not runs_torch:
-            raise ValueError(f"device_engine=True needs backend='torch', got backend={self.encoder.backend!r}")
+            raise ValueError("device_engine=True needs a runner that returns torch tensors (backend='torch', "
+                             f"or 'onnx' on CUDA with torch installed), got backend={self.encoder.backend!r} "
+                             f"on {self.encoder.device!r}")
         return requested
 
     def warm_up(self) -> None:

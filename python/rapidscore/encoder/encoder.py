@@ -249,7 +249,8 @@ class Encoder:
         flat_ids = np.concatenate(ids) if len(ids) else np.zeros(0, dtype=np.int64)
         keep = self.returns_tensors if on_device is None else bool(on_device)
         if keep and not self.runs_torch:
-            raise ValueError(f"on_device=True needs backend='torch', got backend={self.backend!r}")
+            raise ValueError(f"on_device=True needs a runner that returns torch tensors (backend='torch'), "
+                             f"got backend={self.backend!r} on {self.device!r}")
         embeddings = self._run_batches(ids, lengths, offsets, batches,
                                        self.progress if progress is None else progress, keep)
         return TokenStore(ids=flat_ids, offsets=offsets, embeddings=embeddings,
@@ -257,7 +258,7 @@ class Encoder:
 
     @property
     def runs_torch(self) -> bool:
-        """The runner returns torch tensors (the torch backend)."""
+        """The runner returns torch tensors (the torch backend; ONNX Runtime's IOBinding on CUDA)."""
         return getattr(self._runner, "returns", "numpy") == "torch"
 
     def _batches(self, ids, batches, progress: bool):

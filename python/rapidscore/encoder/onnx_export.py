@@ -93,7 +93,11 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
     entry = root / key
     if (entry / "meta.json").is_file():
         return entry, False
-    require_torch_stack(f"exporting {model_dir} to ONNX (first use of this model and layer)", EXPORT_MODULES)
+    purpose = f"exporting {model_dir} to ONNX (first use of this model and layer)"
+    require_torch_stack(purpose, EXPORT_MODULES)
+    from rapidscore.encoder.runtime.onnx import import_onnxruntime
+
+    import_onnxruntime(purpose)  # the export is verified in ONNX Runtime: fail before the work
     with _exclusive_lock(root / f"{key}.lock"):
         if (entry / "meta.json").is_file():  # another process finished it while we waited
             return entry, False
@@ -180,8 +184,9 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
     probe = tokenizer(list(PROBE_TEXTS), padding=True, return_tensors="pt")
     with torch.inference_mode():
         expected = wrapped(probe["input_ids"], probe["attention_mask"]).numpy()
-    import onnxruntime as ort
+    from rapidscore.encoder.runtime.onnx import import_onnxruntime
 
+    ort = import_onnxruntime("verifying an ONNX export")
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     feed = {"input_ids": probe["input_ids"].numpy(), "attention_mask": probe["attention_mask"].numpy()}
     declared = {i.name for i in session.get_inputs()}

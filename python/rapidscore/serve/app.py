@@ -144,10 +144,17 @@ def _field_of(location: tuple) -> str:
 
 class _BodyLimit:
     """ASGI middleware: a body over ``limit`` bytes gets 413 before the app reads it; every
-    request's status and latency go to the metrics."""
+    request's status and latency go to the metrics.
 
-    def __init__(self, app: Any, service: ScoringService, limit: int):
+    ``fast_routes``: {path: (request model, handler)} for the scoring endpoints whose JSON bodies
+    are answered here, without the framework's routing and dependency layers (about 1 ms less per
+    request on a small CPU): the same pydantic model validates the body and the same handler
+    answers, so the OpenAPI schema and the answers are those of the FastAPI routes, which still
+    take every other request to those paths (a body that is not JSON, another method)."""
+
+    def __init__(self, app: Any, service: ScoringService, limit: int, fast_routes: dict | None = None):
         self.app, self.service, self.limit = app, service, limit
+        self.fast_routes = fast_routes or {}
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -161,9 +168,15 @@ class _BodyLimit:
                 status[0] = message["status"]
             await send(message)
 
-        length = dict(scope.get("headers") or ()).get(b"content-length")
+        headers = dict(scope.get("headers") or ())
+        length = headers.get(b"content-length")
+        fast = self.fast_routes.get(scope.get("path", "")) if scope.get("method") == "POST" else None
+        if fast is not None and b"json" not in headers.get(b"content-type", b""):
+            fast = None
         if length is not None and (not length.isdigit() or int(length) > self.limit):
             await _send_error(send_recording, 413, f"request body over {self.limit} bytes", "body")
+        elif fast is not None:
+            await self._answer_fast(fast, scope, receive, send_recording)
         else:
             received = 0
 
@@ -183,19 +196,78 @@ class _BodyLimit:
         if path.startswith("/v1/"):
             self.service.metrics.observe_request(path, status[0], time.perf_counter() - started)
 
+    async def _answer_fast(self, route: tuple, scope: dict, receive: Any, send: Any) -> None:
+        from pydantic import ValidationError
 
-async def _send_error(send: Any, status: int, detail: str, field: str | None) -> None:
-    body = json.dumps({"detail": detail, "field": field}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        model, handler = route
+        chunks, received, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            received += len(chunk)
+            if received > self.limit:
+                await _send_error(send, 413, f"request body over {self.limit} bytes", "body")
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        content = b"".join(chunks)
+        try:
+            body = model.model_validate_json(content)
+        except ValidationError as exc:
+            errors = exc.errors()
+            if any(not error.get("loc") for error in errors):
+                # Not JSON, or not an object: the framework words these itself; replay the body.
+                replayed = [{"type": "http.request", "body": content, "more_body": False}]
+
+                async def replay() -> dict:
+                    return replayed.pop() if replayed else await receive()
+
+                await self.app(scope, replay, send)
+                return
+            located = [dict(error, loc=("body", *error["loc"])) for error in errors]  # as FastAPI locates them
+            await _send_error(send, 400, *_validation_detail(located, "json"))
+            return
+        try:
+            answer = await handler(body)
+        except _ClientError as exc:
+            await _send_error(send, exc.status, exc.detail, exc.field, exc.headers)
+            return
+        await _send_json(send, 200, answer.body)
+
+
+async def _send_error(send: Any, status: int, detail: str, field: str | None, headers: dict | None = None) -> None:
+    await _send_json(send, status, json.dumps({"detail": detail, "field": field}).encode(), headers)
+
+
+async def _send_json(send: Any, status: int, body: bytes, headers: dict | None = None) -> None:
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    head += [(key.lower().encode(), str(value).encode()) for key, value in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": body})
 
 
+def _validation_detail(errors: list, content_type: str) -> tuple[str, str]:
+    """The 400 message of a request body that failed validation, and the field it names."""
+    errors = errors or [{"loc": ("body",), "msg": "invalid request"}]
+    field = _field_of(tuple(errors[0].get("loc", ("body",))))
+    # A union (a reference: a string or a list) fails once per member: say each way it failed.
+    messages = list(dict.fromkeys(str(e.get("msg", "invalid")) for e in errors
+                                  if _field_of(tuple(e.get("loc", ("body",)))) == field))
+    detail = f"{field}: {' or '.join(messages)}"
+    if field == "body" and "json" not in content_type:
+        detail += " (send a JSON object with Content-Type: application/json)"
+    return detail, field
+
+
 def create_app(config: ServeConfig | None = None, *, service: ScoringService | None = None,
-               start: bool = True) -> Any:
+               start: bool = True, fast_path: bool = True) -> Any:
     """The FastAPI application. ``service``: an existing :class:`ScoringService` (default: one
     from ``config``). ``start``: load and warm the models in the background when the server
-    starts (``/health`` answers 503 until then). The service's queue is drained at shutdown."""
+    starts (``/health`` answers 503 until then). The service's queue is drained at shutdown.
+    ``fast_path``: answer JSON bodies of /v1/bertscore and /v1/similarity in the middleware
+    (same model, same handler, less per-request work); False sends them through FastAPI."""
     service = service or ScoringService(config)
     config = service.config
 
@@ -214,14 +286,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors() or [{"loc": ("body",), "msg": "invalid request"}]
-        field = _field_of(tuple(errors[0].get("loc", ("body",))))
-        # A union (a reference: a string or a list) fails once per member: say each way it failed.
-        messages = list(dict.fromkeys(str(e.get("msg", "invalid")) for e in errors
-                                      if _field_of(tuple(e.get("loc", ("body",)))) == field))
-        detail = f"{field}: {' or '.join(messages)}"
-        if field == "body" and "json" not in request.headers.get("content-type", ""):
-            detail += " (send a JSON object with Content-Type: application/json)"
+        detail, field = _validation_detail(list(exc.errors()), request.headers.get("content-type", ""))
         return JSONResponse({"detail": detail, "field": field}, status_code=400)
 
     @app.exception_handler(_ClientError)
@@ -317,7 +382,9 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         """Prometheus text: requests by endpoint and status, latency, batch sizes, queue depth."""
         return PlainTextResponse(service.render_metrics(), media_type="text/plain; version=0.0.4")
 
-    app.add_middleware(_BodyLimit, service=service, limit=config.max_body_bytes)
+    fast_routes = {"/v1/bertscore": (BERTScoreRequest, bertscore),
+                   "/v1/similarity": (SimilarityRequest, similarity)} if fast_path else None
+    app.add_middleware(_BodyLimit, service=service, limit=config.max_body_bytes, fast_routes=fast_routes)
     return app
 
 

@@ -85,6 +85,7 @@ class MicroBatcher:
         self._closing = False
         self._stats = BatchStats()
         self._tokens_per_second = 0.0  # moving average, for Retry-After
+        self._running = 0  # workers running a batch
         self.workers = check_positive_int(workers, "workers")
         self._workers = [threading.Thread(target=self._run, name=f"{name}-{k}", daemon=True) for k in range(workers)]
         for worker in self._workers:
@@ -157,8 +158,9 @@ class MicroBatcher:
 
     # -- the worker ---------------------------------------------------------------------------
 
-    def _take_batch(self) -> list[Job] | None:
-        """The oldest job and those queued behind it within the budgets (None: closed and empty)."""
+    def _take_batch(self) -> tuple[list[Job], bool] | None:
+        """The oldest job and those queued behind it within the budgets, and whether no other
+        worker is running a batch (None: closed and empty)."""
         with self._cond:
             while not self._queue:
                 if self._closing:
@@ -176,21 +178,25 @@ class MicroBatcher:
                     continue  # its caller cancelled it while it waited
                 batch.append(job)
                 tokens += job.tokens
-            return batch
+            if batch:
+                self._running += 1
+            return batch, self._running == 1
 
     def _run(self) -> None:
         while True:
-            batch = self._take_batch()
-            if batch is None:
+            taken = self._take_batch()
+            if taken is None:
                 return
+            batch, alone = taken
             if not batch:
                 continue
             started = time.perf_counter()
-            outcomes = [outcome for task, jobs in _group_by_task(batch) for outcome in _run_group(task, jobs)]
+            outcomes = [outcome for task, jobs in _group_by_task(batch) for outcome in _run_group(task, jobs, alone)]
             seconds = time.perf_counter() - started
             tokens = sum(job.tokens for job in batch)
             # Counted before the answers go out, so a caller that got its answer sees its batch counted.
             with self._cond:
+                self._running -= 1
                 stats = self._stats
                 stats.batches += 1
                 stats.requests += len(batch)
@@ -218,22 +224,23 @@ def _group_by_task(batch: list[Job]) -> list[tuple[Any, list[Job]]]:
     return list(groups.values())
 
 
-def _run_group(task: Any, jobs: list[Job]) -> list[tuple[Job, bool, Any]]:
+def _run_group(task: Any, jobs: list[Job], alone: bool) -> list[tuple[Job, bool, Any]]:
     """Run one task's jobs together: (job, failed, result or exception) each. If the merged run
-    fails, the jobs run one by one, so that one bad request fails alone."""
+    fails, the jobs run one by one, so that one bad request fails alone. ``alone``: no other
+    worker is running a batch (the task may use its solo scorer, with every core)."""
     try:
-        results = task.run([job.payload for job in jobs])
+        results = task.run([job.payload for job in jobs], alone)
     except BaseException as exc:  # handed to the callers' futures
         if len(jobs) == 1:
             return [(jobs[0], True, exc)]
-        return [outcome for job in jobs for outcome in _run_group(task, [job])]
+        return [outcome for job in jobs for outcome in _run_group(task, [job], alone)]
     return [(job, False, result) for job, result in zip(jobs, results)]
 
 
 class _CallTask:
     """``MicroBatcher.call``: a function run alone in the worker."""
 
-    def run(self, payloads: list) -> list:
+    def run(self, payloads: list, alone: bool) -> list:
         return [function(*args, **kwargs) for function, args, kwargs in payloads]
 
 
@@ -245,10 +252,12 @@ _CALL = _CallTask()
 
 class _BERTScoreTask:
     """BERTScore: plan + tokenise per request; one encoder pass over the batch's distinct
-    sentences; each request finished from its own rows (exactly what ``scorer.score`` gives)."""
+    sentences; each request finished from its own rows (exactly what ``scorer.score`` gives).
+    ``solo``: the same scorer with more runtime threads, for batches that run alone."""
 
-    def __init__(self, scorer: Any):
+    def __init__(self, scorer: Any, solo: Any = None):
         self.scorer = scorer
+        self.solo = solo
         self.encoder = scorer.encoder
 
     def prepare(self, cands: Sequence[str], refs: Any) -> tuple[Any, int]:
@@ -256,9 +265,10 @@ class _BERTScoreTask:
         ids, truncated = self.encoder.tokenizer.encode(plan.texts)
         return (plan, ids, truncated), sum(len(i) for i in ids)
 
-    def run(self, payloads: list) -> list:
+    def run(self, payloads: list, alone: bool) -> list:
         from rapidscore.encoder.store import TokenStore, row_ranges
 
+        scorer = self.solo if alone and self.solo is not None else self.scorer
         union: dict[str, int] = {}
         union_ids: list[np.ndarray] = []
         positions = []
@@ -270,7 +280,7 @@ class _BERTScoreTask:
                     union_ids.append(ids[k])
                 index[k] = slot
             positions.append(index)
-        store = self.encoder.embed_ids(union_ids)
+        store = scorer.encoder.embed_ids(union_ids)
         results = []
         for (plan, _, truncated), index in zip(payloads, positions):
             # The request's own sentences, in its plan's order: a store like a direct call's.
@@ -280,16 +290,17 @@ class _BERTScoreTask:
             rows = row_ranges(store.offsets[index], lengths)
             own = TokenStore(ids=store.ids[rows], offsets=offsets, embeddings=store.embeddings[..., rows, :],
                              order=np.arange(len(index), dtype=np.int64), truncated=truncated)
-            results.append(self.scorer.finish(plan, own))
+            results.append(scorer.finish(plan, own))
         return results
 
 
 class _SimilarityTask:
     """Sentence similarity / NRR (embedding method): one sentence-embedding pass over the batch's
-    distinct texts; each request's similarities from those vectors."""
+    distinct texts; each request's similarities from those vectors. ``solo``: as for BERTScore."""
 
-    def __init__(self, model: Any):
+    def __init__(self, model: Any, solo: Any = None):
         self.model = model
+        self.solo = solo
         self.encoder = model.encoder
 
     def prepare(self, generated: Any, references: Any, threshold: float = 0.8) -> tuple[Any, int]:
@@ -301,17 +312,17 @@ class _SimilarityTask:
         tokens = sum(len(ids) for ids in self.encoder.tokenize(texts))
         return (generated, groups, threshold, texts), tokens
 
-    def run(self, payloads: list) -> list:
-
+    def run(self, payloads: list, alone: bool) -> list:
+        model = self.solo if alone and self.solo is not None else self.model
         union = list(dict.fromkeys(text for payload in payloads for text in payload[3]))
         embed: Callable[[list[str]], np.ndarray] | None = None  # method="bertscore": each request alone
-        if self.model.method == "embedding":
-            vectors = self.encoder.pool(self.encoder.encode_unique(union))  # the union is distinct
+        if model.method == "embedding":
+            vectors = model.encoder.pool(model.encoder.encode_unique(union))  # the union is distinct
             row = {text: k for k, text in enumerate(union)}
 
             def embed(texts: list[str]) -> np.ndarray:
                 return vectors[[row[t] for t in texts]]
-        return [self.model.rejection(generated, groups, threshold, embed=embed)
+        return [model.rejection(generated, groups, threshold, embed=embed)
                 for generated, groups, threshold, _ in payloads]
 
 
@@ -327,19 +338,26 @@ class _DetectorTask:
         texts = response_texts(responses)
         return texts, max(1, sum(len(t) for t in texts) // 4)  # characters / 4 ~ tokens; not merged
 
-    def run(self, payloads: list) -> list:
+    def run(self, payloads: list, alone: bool) -> list:
         return [self.detector.detect(texts) for texts in payloads]
 
 
-def _task_for(scorer: Any) -> Any:
+def _task_for(scorer: Any, solo: Any = None) -> Any:
     from rapidscore.abstention.detectors import Detector
     from rapidscore.bertscore import BERTScore
     from rapidscore.nrr.scoring import SentenceSimilarity
 
+    if solo is not None:
+        if not isinstance(scorer, (BERTScore, SentenceSimilarity)):
+            raise ValueError(f"solo applies to BERTScore and SentenceSimilarity, not {type(scorer).__name__}")
+        if type(solo) is not type(scorer) or getattr(solo, "signature", None) != scorer.signature:
+            raise ValueError(f"solo must be a scorer of the same kind and options as scorer (signature "
+                             f"{scorer.signature!r}), got {type(solo).__name__} with signature "
+                             f"{getattr(solo, 'signature', None)!r}")
     if isinstance(scorer, BERTScore):
-        return _BERTScoreTask(scorer)
+        return _BERTScoreTask(scorer, solo)
     if isinstance(scorer, SentenceSimilarity):
-        return _SimilarityTask(scorer)
+        return _SimilarityTask(scorer, solo)
     if isinstance(scorer, Detector):
         return _DetectorTask(scorer)
     raise TypeError(f"BatchingScorer takes a BERTScore, SentenceSimilarity or refusal Detector, "
@@ -356,7 +374,13 @@ class BatchingScorer:
 
     ``batcher``: share one :class:`MicroBatcher` (one queue, one worker) between scorers;
     otherwise one is made from ``batcher_options`` (``batch_tokens``, ``max_batch_requests``,
-    ``max_queue``, ``on_batch``) and closed by :meth:`close`.
+    ``max_queue``, ``workers``, ``on_batch``) and closed by :meth:`close`.
+
+    ``solo``: the same scorer built with more runtime threads (``num_threads``), used for a batch
+    that runs while no other worker is busy. With several workers on a CPU, each worker's scorer
+    runs on ``cores / workers`` threads, which is best under load; a lone request then gets
+    every core, as a direct call would. Costs a second copy of the model's session. Must have
+    the scorer's type and signature (ValueError otherwise); results are the same either way.
 
     Inputs are validated and tokenised in the caller's thread: a bad request raises there
     (ValueError / TypeError naming the argument), before it is queued. A full queue raises
@@ -365,9 +389,10 @@ class BatchingScorer:
     Thread-safe: many threads and event loops may submit at once.
     """
 
-    def __init__(self, scorer: Any, *, batcher: MicroBatcher | None = None, **batcher_options: Any):
+    def __init__(self, scorer: Any, *, solo: Any = None, batcher: MicroBatcher | None = None,
+                 **batcher_options: Any):
         self.scorer = scorer
-        self._task = _task_for(scorer)
+        self._task = _task_for(scorer, solo)
         self._owns_batcher = batcher is None
         self.batcher = batcher if batcher is not None else MicroBatcher(**batcher_options)
 

@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="requests waiting before new ones get 503 (default 1024)")
     parser.add_argument("--workers", type=int, default=None,
                         help="batches encoded at once (default 2; on a CPU each gets threads / workers)")
+    parser.add_argument("--solo-threads", type=int, default=None,
+                        help="runtime threads of a batch that runs while the other workers are idle (default: "
+                             "every core, on a CPU with 2+ workers; 0: off)")
     parser.add_argument("--max-items", type=int, default=None, help="items per request at most (default 1024)")
     parser.add_argument("--max-body-bytes", type=int, default=None, help="request body size at most (default 1000000)")
     parser.add_argument("--no-warmup", dest="warmup", action="store_const", const=False, default=None,
@@ -50,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         similarity_method=args.similarity_method, similarity_threshold=args.similarity_threshold,
         refusal_method=args.refusal_method, ner_label_similarity=args.ner_label_similarity,
         batch_tokens=args.batch_tokens, max_batch_requests=args.max_batch_requests, max_queue=args.max_queue,
-        workers=args.workers, max_items=args.max_items, max_body_bytes=args.max_body_bytes, warmup=args.warmup,
+        workers=args.workers, solo_threads=args.solo_threads, max_items=args.max_items,
+        max_body_bytes=args.max_body_bytes, warmup=args.warmup,
         log_level=args.log_level)
     serve(config, announce="json" if args.json else ("none" if args.quiet else "text"))
     return 0

@@ -23,7 +23,10 @@ class ServeConfig:
     ``max_queue`` (requests waiting before new ones get 503), ``workers`` (batches encoded at
     once; on a CPU each gets ``thread budget / workers`` runtime threads unless ``num_threads``
     is given: two single-threaded passes of small batches use two cores better than one pass
-    over two threads).
+    over two threads), ``solo_threads`` (runtime threads of a batch that runs while the other
+    workers are idle, so that a lone request gets every core; a second copy of the model's
+    session. Default: the thread budget, on a CPU with 2+ workers and ``num_threads`` unset;
+    0 turns it off).
     Limits per request: ``max_items`` (candidates, answers, responses or records; more: 413),
     ``max_body_bytes`` (more: 413).
     """
@@ -44,6 +47,7 @@ class ServeConfig:
     max_batch_requests: int = 256
     max_queue: int = 1024
     workers: int = 2
+    solo_threads: int | None = None
     max_items: int = 1024
     max_body_bytes: int = 1_000_000
     warmup: bool = True
@@ -54,6 +58,8 @@ class ServeConfig:
 
         for name in ("batch_tokens", "max_batch_requests", "max_queue", "workers", "max_items", "max_body_bytes"):
             check_positive_int(getattr(self, name), name)
+        if self.solo_threads is not None and self.solo_threads != 0:
+            check_positive_int(self.solo_threads, "solo_threads")
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ValueError(f"port must be an int in [0, 65535], got {self.port!r}")
         if not -1.0 <= float(self.similarity_threshold) <= 1.0:
@@ -67,6 +73,20 @@ class ServeConfig:
 
             num_threads = max(1, thread_budget() // self.workers)
         return dict(backend=self.backend, device=self.device, precision=self.precision, num_threads=num_threads)
+
+    @property
+    def solo_encoder_options(self) -> dict | None:
+        """``encoder_options`` for the scorers of lone batches, or None when there are none."""
+        solo = self.solo_threads
+        if solo is None:
+            if self.device != "cpu" or self.workers < 2 or self.num_threads is not None:
+                return None
+            from rapidscore.threads import thread_budget
+
+            solo = thread_budget()
+        if solo == 0 or solo == self.encoder_options["num_threads"]:
+            return None
+        return dict(self.encoder_options, num_threads=solo)
 
 
 def load_config(path: str | os.PathLike | None = None, **overrides: Any) -> ServeConfig:

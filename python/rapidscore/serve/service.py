@@ -48,10 +48,18 @@ class ScoringService:
         config = self.config
         try:
             model = config.model or DEFAULT_MODEL
-            self.bertscore = BatchingScorer(BERTScore(model, config.layer, **config.encoder_options),
+            solo_options = config.solo_encoder_options
+
+            def bertscore(options: dict | None) -> BERTScore | None:
+                return None if options is None else BERTScore(model, config.layer, **options)
+
+            def similarity(options: dict | None) -> SentenceSimilarity | None:
+                return None if options is None else SentenceSimilarity(model, config.similarity_method, **options)
+
+            self.bertscore = BatchingScorer(bertscore(config.encoder_options), solo=bertscore(solo_options),
                                             batcher=self.batcher)
-            self.similarity = BatchingScorer(SentenceSimilarity(model, config.similarity_method,
-                                                                **config.encoder_options), batcher=self.batcher)
+            self.similarity = BatchingScorer(similarity(config.encoder_options), solo=similarity(solo_options),
+                                             batcher=self.batcher)
             detector_options = {}
             if config.refusal_method == "embedding":
                 detector_options = dict(model=config.model, encoder_options=config.encoder_options)

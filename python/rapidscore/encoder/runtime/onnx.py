@@ -1,23 +1,81 @@
-"""ONNX Runtime: the exported graph on the CPU (or CUDA with onnxruntime-gpu)."""
+"""ONNX Runtime: the exported graph on the CPU, or on CUDA with onnxruntime-gpu.
+
+ONNX Runtime ships as two PyPI packages that share the ``onnxruntime`` import and must not be
+installed together: ``onnxruntime`` (CPU; the ``[cpu]`` extra) and ``onnxruntime-gpu`` (CUDA and
+CPU; the ``[gpu]`` extra). See docs/gpu.md.
+
+On CUDA the runner binds its inputs and output with IOBinding: the hidden states are written
+straight into a torch tensor on the GPU (no copy to the host), so the encoder's token store stays
+on the device like the torch backend's. On the CPU the plain ``InferenceSession.run`` is the
+default (measured as fast as IOBinding there, docs/gpu.md); ``io_binding=True`` runs the same
+binding path on the CPU, which is how the tests exercise it without a GPU.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from rapidscore.threads import thread_budget
 
+CPU_PACKAGE, GPU_PACKAGE = "onnxruntime", "onnxruntime-gpu"
+
+
+def import_onnxruntime(purpose: str) -> Any:
+    """``import onnxruntime``, or an ImportError that names the extras providing it."""
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise ImportError(
+            f"{purpose} needs ONNX Runtime, which is not installed: pip install 'rapidscore[cpu]' "
+            f"({CPU_PACKAGE}) or, for CUDA, 'rapidscore[gpu]' ({GPU_PACKAGE}); install exactly one of the two",
+            name="onnxruntime")
+    import onnxruntime
+
+    return onnxruntime
+
+
+def installed_onnxruntime_packages() -> list[str]:
+    """The ONNX Runtime distributions installed here (both names share one import)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in (CPU_PACKAGE, GPU_PACKAGE):
+        with contextlib.suppress(PackageNotFoundError):
+            found.append(f"{name} {version(name)}")
+    return found
+
+
+def missing_cuda_provider_message(available: list[str], installed: list[str]) -> str:
+    """Why device='cuda' cannot run on this ONNX Runtime, and what to install instead."""
+    message = (f"device='cuda' with backend='onnx' needs ONNX Runtime's CUDAExecutionProvider, which this "
+               f"installation lacks (installed: {', '.join(installed) or 'unknown'}; providers: {available}). ")
+    if len(installed) > 1:
+        message += (f"{CPU_PACKAGE} and {GPU_PACKAGE} are both installed and overwrite each other's files: "
+                    f"pip uninstall -y {CPU_PACKAGE} {GPU_PACKAGE} && pip install 'rapidscore[gpu]'. ")
+    else:
+        message += (f"Install {GPU_PACKAGE} in place of {CPU_PACKAGE}: pip uninstall -y {CPU_PACKAGE} && "
+                    "pip install 'rapidscore[gpu]'. ")
+    return message + "Or use backend='torch' with a CUDA build of torch (docs/gpu.md)."
+
 
 class OnnxRunner:
     """An ONNX Runtime session. Thread-safe: ``InferenceSession.run`` may be called from many
-    threads at once; they share the session's intra-op pool (sized to the thread budget)."""
+    threads at once; they share the session's intra-op pool (sized to the thread budget). The
+    IOBinding path makes a binding per call (bindings are not shared between threads).
+
+    ``io_binding``: None (default) binds on CUDA and runs plainly on the CPU; True / False force
+    either path. On CUDA with a CUDA build of torch the call returns a torch tensor on the GPU
+    (``returns == "torch"``); without torch the output is copied to a host array.
+    """
 
     returns = "numpy"
     thread_safe = True
 
-    def __init__(self, onnx_path: Path, device: str, num_threads: int | None):
-        import onnxruntime as ort
+    def __init__(self, onnx_path: Path, device: str, num_threads: int | None, *, io_binding: bool | None = None):
+        ort = import_onnxruntime("backend='onnx'")
 
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -25,20 +83,80 @@ class OnnxRunner:
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3
+        self._torch: Any = None
+        self._device_id = 0
         if device == "cuda":
-            if "CUDAExecutionProvider" not in ort.get_available_providers():
-                raise RuntimeError(
-                    "device='cuda' needs onnxruntime-gpu with the CUDA provider "
-                    f"(available providers: {ort.get_available_providers()}); install "
-                    "'rapidscore[gpu]', or use backend='torch' with a CUDA build of torch")
-            providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+            available = ort.get_available_providers()
+            if "CUDAExecutionProvider" not in available:
+                raise RuntimeError(missing_cuda_provider_message(available, installed_onnxruntime_packages()))
+            self._torch = _torch_with_cuda()
+            if self._torch is not None:
+                # The GPU torch works on, so that the output tensor and the session share a device.
+                self._device_id = self._torch.cuda.current_device()
+            providers: list[Any] = [("CUDAExecutionProvider", {"device_id": self._device_id}),
+                                    "CPUExecutionProvider"]
         else:
             providers = ["CPUExecutionProvider"]
         self.session = ort.InferenceSession(str(onnx_path), options, providers=providers)
         self.provider = self.session.get_providers()[0]
+        self.device = device
+        self.io_binding = device == "cuda" if io_binding is None else bool(io_binding)
+        if self.io_binding and self._torch is not None:
+            self.returns = "torch"  # instance attribute: this runner's output stays on the GPU
         # The exporter drops inputs a graph does not use (layer 0 ignores the attention mask).
         self._inputs = {i.name for i in self.session.get_inputs()}
+        output = self.session.get_outputs()[0]
+        self._output_name = output.name
+        # (batch, sequence, dim) or (layers + 1, batch, sequence, dim): the symbolic axes are
+        # batch then sequence, in that order; the others are fixed by the export.
+        self._output_dims = list(output.shape)
 
-    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> Any:
         feed = {"input_ids": input_ids, "attention_mask": attention_mask}
-        return self.session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+        feed = {k: v for k, v in feed.items() if k in self._inputs}
+        if not self.io_binding:
+            return self.session.run(None, feed)[0]
+        return self._run_bound(feed, input_ids.shape)
+
+    def output_shape(self, batch: int, sequence: int) -> tuple[int, ...]:
+        """Shape of the hidden states for a (batch, sequence) input."""
+        symbolic = iter((batch, sequence))
+        return tuple(dim if isinstance(dim, int) else next(symbolic) for dim in self._output_dims)
+
+    def _run_bound(self, feed: dict[str, np.ndarray], input_shape: tuple[int, ...]) -> Any:
+        binding = self.session.io_binding()
+        for name, array in feed.items():
+            # Host inputs; ONNX Runtime copies them to the device the graph runs on.
+            binding.bind_cpu_input(name, np.ascontiguousarray(array))
+        shape = self.output_shape(*input_shape)
+        out: Any
+        if self._torch is not None:
+            torch = self._torch
+            out = torch.empty(shape, dtype=torch.float32, device=f"cuda:{self._device_id}")
+            # ONNX Runtime writes from its own stream: torch's pending work on this memory (the
+            # caching allocator may hand back a block that queued kernels still use) ends first.
+            torch.cuda.current_stream(out.device).synchronize()
+            pointer, device_type = out.data_ptr(), "cuda"
+        elif self.device == "cuda":
+            # No torch to hold device memory: let ONNX Runtime allocate it, then copy to the host.
+            binding.bind_output(self._output_name, "cuda", self._device_id)
+            self.session.run_with_iobinding(binding)
+            return binding.copy_outputs_to_cpu()[0]
+        else:
+            out = np.empty(shape, dtype=np.float32)
+            pointer, device_type = out.ctypes.data, "cpu"
+        # The output is written in place into ``out``: no allocation by ONNX Runtime, no copy.
+        binding.bind_output(self._output_name, device_type, self._device_id, np.float32, list(shape), pointer)
+        # run_with_iobinding returns after the CUDA provider synchronised its stream (the
+        # session's default), so the tensor is complete when torch reads it.
+        self.session.run_with_iobinding(binding)
+        return out
+
+
+def _torch_with_cuda() -> Any:
+    """torch when it is installed with CUDA and a GPU is visible, else None."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    return torch if torch.cuda.is_available() else None
