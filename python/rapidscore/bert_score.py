@@ -113,7 +113,7 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
                        rescale_with_baseline=rescale, baseline_path=baseline_path if rescale else None,
                        use_fast_tokenizer=use_fast_tokenizer, progress=verbose,
                        encoder=_shared_encoder(model_type, num_layers, all_layers, device, engine_options))
-    out = _as_tensors(engine.finish(plan, engine.encode(plan), reference_batch_size=padding_batch))
+    out = _as_tensors(engine.score_plan(plan, reference_batch_size=padding_batch))
     if return_hash:
         return out, reference_hash(model_type, engine.layer, bool(idf), rescale_with_baseline,
                                    baseline_path is not None, use_fast_tokenizer)

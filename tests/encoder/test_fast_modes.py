@@ -61,5 +61,5 @@ def test_bad_fast_mode_combinations(minilm_path):
         Encoder(str(minilm_path), layer=2, backend="onnx", precision="bf16")
     with pytest.raises(ValueError, match="device='cpu'"):
         Encoder(str(minilm_path), layer=2, backend="openvino", device="cuda")
-    with pytest.raises(ValueError, match="got backend='torch'"):
-        Encoder(str(minilm_path), layer=2, backend="torch", precision="bf16")
+    with pytest.raises(ValueError, match="precision='fp16' runs on backend='torch'"):
+        Encoder(str(minilm_path), layer=2, backend="onnx", precision="fp16")

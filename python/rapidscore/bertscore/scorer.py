@@ -36,6 +36,10 @@ from rapidscore.errors import RapidscoreWarning, check_positive_int
 
 __all__ = ["BERTScore", "BERTScoreResult", "ScoringPlan", "score", "normalize_inputs"]
 
+# Whether device_engine=None picks the device engine for backend="torch" on the CPU: no, the
+# C++ kernel on host arrays measured faster there (docs/architecture.md, "The device engine").
+DEVICE_ENGINE_ON_CPU = False
+
 
 @dataclass(frozen=True)
 class ScoringPlan:
@@ -73,7 +77,14 @@ class BERTScore:
     reference's ``num_layers``; default its tuned layer, or the model's last layer for models the
     table does not list), ``idf`` (False, True, or a dict token id -> weight), ``idf_sents``,
     ``rescale_with_baseline`` + ``lang`` or ``baseline_path``, ``all_layers``. Engine options:
-    ``backend``, ``device``, ``precision``, ``batch_tokens``, ``num_threads``, ``progress``.
+    ``backend``, ``device``, ``precision``, ``batch_tokens``, ``num_threads``, ``progress``, and
+    ``device_engine``: with ``backend="torch"``, True keeps the token embeddings on the model's
+    device from the model's output to P/R/F and scores the call in chunks under a token budget
+    (``rapidscore.bertscore.device_engine``); False copies them to the host for the C++ kernel.
+    None (default): the device engine on a GPU, the C++ kernel on the CPU (faster there,
+    measured in docs/architecture.md). ONNX Runtime on CUDA with torch installed hands over torch
+    tensors too (IOBinding) and takes the same engine; True where the runner returns host arrays
+    is a ValueError.
 
     The encoder comes from ``rapidscore.get_encoder``: scorers of the same model and settings
     share one loaded model. Thread-safe: many threads may call ``score`` (or the phases) on one
@@ -86,7 +97,8 @@ class BERTScore:
                  rescale_with_baseline: bool = False, baseline_path: str | os.PathLike | None = None,
                  all_layers: bool = False, use_fast_tokenizer: bool = False, backend: str | None = None,
                  device: str = "cpu", precision: str = "fp32", batch_tokens: int | None = None,
-                 num_threads: int | None = None, progress: bool = False, cache_dir=None, encoder=None):
+                 num_threads: int | None = None, progress: bool = False, cache_dir=None, encoder=None,
+                 device_engine: bool | None = None):
         from rapidscore.encoder import get_encoder
 
         if model is None and encoder is not None:
@@ -105,6 +117,7 @@ class BERTScore:
                                   precision=precision, batch_tokens=batch_tokens, num_threads=num_threads,
                                   cache_dir=cache_dir)
         self.encoder = encoder
+        self.device_engine = self._choose_engine(device_engine)
         self.progress = progress
         self.layer = self.encoder.num_layers if all_layers else self.encoder.layer
         self.all_layers = all_layers
@@ -135,6 +148,23 @@ class BERTScore:
                               if all_layers else _baselines.baseline_for_layer(table, self.layer, path))
         else:
             self.baseline_path = Path(baseline_path) if baseline_path is not None else None
+
+    def _choose_engine(self, requested: bool | None) -> bool:
+        runs_torch = getattr(self.encoder, "runs_torch", False)
+        if requested is None:
+            return runs_torch and (self.encoder.device != "cpu" or DEVICE_ENGINE_ON_CPU)
+        if not isinstance(requested, bool):
+            raise TypeError(f"device_engine must be True, False or None, got {requested!r}")
+        if requested and not runs_torch:
+            raise ValueError("device_engine=True needs a runner that returns torch tensors (backend='torch', "
+                             f"or 'onnx' on CUDA with torch installed), got backend={self.encoder.backend!r} "
+                             f"on {self.encoder.device!r}")
+        return requested
+
+    def warm_up(self) -> None:
+        """Run one short pair through every stage (model, kernels, allocator; on a GPU the CUDA
+        context and its kernels), so that the first real call is not the slow one."""
+        self.score(["warm up"], ["warming up"])
 
     # -- idf ----------------------------------------------------------------------------------
 
@@ -192,8 +222,19 @@ class BERTScore:
         """
         if reference_batch_size is not None:
             reference_batch_size = check_positive_int(reference_batch_size, "reference_batch_size")
-        plan = self.plan(cands, refs)
-        return self.finish(plan, self.encode(plan), rescale=rescale, reference_batch_size=reference_batch_size)
+        return self.score_plan(self.plan(cands, refs), rescale=rescale, reference_batch_size=reference_batch_size)
+
+    def score_plan(self, plan: ScoringPlan, *, rescale: bool | None = None,
+                   reference_batch_size: int | None = None) -> BERTScoreResult:
+        """Encode and finish a plan: ``finish(plan, encode(plan))``, or, with the device engine,
+        the same scores computed on the model's device chunk by chunk."""
+        if not self.device_engine:
+            return self.finish(plan, self.encode(plan), rescale=rescale, reference_batch_size=reference_batch_size)
+        from rapidscore.bertscore.device_engine import score_on_device
+
+        if reference_batch_size is not None:
+            reference_batch_size = check_positive_int(reference_batch_size, "reference_batch_size")
+        return score_on_device(self, plan, rescale=rescale, reference_batch_size=reference_batch_size)
 
     # -- streaming ----------------------------------------------------------------------------
 
@@ -258,20 +299,39 @@ class BERTScore:
             reference_batch_size = check_positive_int(reference_batch_size, "reference_batch_size")
         if len(store) != len(plan.texts):
             raise ValueError(f"the store holds {len(store)} texts, the plan {len(plan.texts)}")
-        # a stream's weights, a user dict, or computed from idf_sents / compute_idf
-        idf_dict = self._idf_dict if idf_weights is None else idf_weights
-        if self.idf is True and idf_dict is None:
-            # Like the reference's score(): idf from this call's references (duplicates count).
-            idf_dict = idf_from_ids([store.token_ids(k) for k in plan.pairs[:, 1]])
-        elif self.idf is False:
-            idf_dict = None
-        weights = token_weights(store.ids, idf_dict, self._cls_sep)
-        real_tokens = self._real_token_counts(store)
-        self._uniform_fallback(weights, store, real_tokens)
+        idf_dict = self._idf_of_call(idf_weights, lambda: [store.token_ids(k) for k in plan.pairs[:, 1]])
+        weights, real_tokens, _ = self._weights(store, idf_dict)
 
         pairs = store.order[plan.pairs]  # stored sentence of each side
         scores = self._match(store, weights, pairs, reference_batch_size)  # (layers?, pairs, 3)
         empty = (real_tokens[pairs[:, 0]] == 0) | (real_tokens[pairs[:, 1]] == 0)
+        return self._result(plan, scores, empty, rescale, store.truncated)
+
+    def _idf_of_call(self, idf_weights: dict | None, reference_ids) -> dict | None:
+        """The idf weights a call scores with: a stream's (``idf_weights``), a user dict, those of
+        idf_sents / compute_idf, or, like the reference's score(), idf from this call's
+        references (``reference_ids()``, duplicates counted); None without idf."""
+        if self.idf is False:
+            return None
+        idf_dict = self._idf_dict if idf_weights is None else idf_weights
+        if self.idf is True and idf_dict is None:
+            idf_dict = idf_from_ids(reference_ids())
+        return idf_dict
+
+    def _weights(self, store: TokenStore, idf_dict: dict | None, *,
+                 warn: bool = True) -> tuple[np.ndarray, np.ndarray, int]:
+        """Token weights of the store's rows, the real (non-special) tokens per stored sentence,
+        and how many sentences fell back to uniform weights."""
+        weights = token_weights(store.ids, idf_dict, self._cls_sep)
+        real_tokens = self._real_token_counts(store)
+        degenerate = self._uniform_fallback(weights, store, real_tokens)
+        if degenerate and warn:
+            self._warn_uniform(degenerate, stacklevel=5)
+        return weights, real_tokens, degenerate
+
+    def _result(self, plan: ScoringPlan, scores: np.ndarray, empty: np.ndarray, rescale: bool | None,
+                truncated: int) -> BERTScoreResult:
+        """Empty pairs to 0, the best reference per candidate, rescaling: the result."""
         scores[..., empty, :] = 0.0
         best = _group_max(scores, plan.owners, plan.n_candidates)
         do_rescale = self.rescale_with_baseline if rescale is None else rescale
@@ -283,7 +343,7 @@ class BERTScore:
         best = best.astype(np.float32)
         return BERTScoreResult(precision=best[..., 0], recall=best[..., 1], f1=best[..., 2],
                                signature=self.signature,
-                               details={"truncated": store.truncated, "empty_pairs": int(empty.sum()),
+                               details={"truncated": truncated, "empty_pairs": int(empty.sum()),
                                         "unique_sentences": len(plan.texts)})
 
     def _real_token_counts(self, store: TokenStore) -> np.ndarray:
@@ -294,20 +354,22 @@ class BERTScore:
         counts[store.lengths() == 0] = 0
         return counts
 
-    def _uniform_fallback(self, weights: np.ndarray, store: TokenStore, real_tokens: np.ndarray) -> None:
+    def _uniform_fallback(self, weights: np.ndarray, store: TokenStore, real_tokens: np.ndarray) -> int:
         """Sentences whose weights sum to 0 despite real tokens (idf of one or identical
-        references) get uniform weights instead of the reference's NaN."""
+        references) get uniform weights instead of the reference's NaN; returns their count."""
         sums = np.add.reduceat(weights.astype(np.float64), store.offsets[:-1]) if len(weights) else np.zeros(0)
         lengths = store.lengths()
         degenerate = np.flatnonzero((sums == 0) & (real_tokens > 0) & (lengths > 0))
-        if len(degenerate) == 0:
-            return
         for k in degenerate:
             start, end = store.offsets[k], store.offsets[k + 1]
             weights[start:end] = token_weights(store.ids[start:end], None, self._cls_sep)
+        return len(degenerate)
+
+    @staticmethod
+    def _warn_uniform(count: int, stacklevel: int) -> None:
         warnings.warn(
-            f"idf weights of {len(degenerate)} sentence(s) sum to 0 (idf from a single or identical "
-            "references); they use uniform weights instead of giving NaN", RapidscoreWarning, stacklevel=4)
+            f"idf weights of {count} sentence(s) sum to 0 (idf from a single or identical "
+            "references); they use uniform weights instead of giving NaN", RapidscoreWarning, stacklevel=stacklevel)
 
     def _match(self, store: TokenStore, weights: np.ndarray, pairs: np.ndarray,
                reference_batch_size=None) -> np.ndarray:
@@ -322,9 +384,17 @@ class BERTScore:
                                    num_threads=self.num_threads, bert_score_batch_size=reference_batch_size)
             return np.stack([p, r, f], axis=-1).astype(np.float64)
 
-        if self.all_layers:
-            return np.stack([one_layer(layer) for layer in store.embeddings])
-        return one_layer(store.embeddings)
+        def all_of_them():
+            if self.all_layers:
+                return np.stack([one_layer(layer) for layer in store.embeddings])
+            return one_layer(store.embeddings)
+
+        if not store.on_host:  # torch matching where the tensor lives, without TF32
+            from rapidscore.encoder.runtime.torch import exact_fp32
+
+            with exact_fp32(store.device):
+                return all_of_them()
+        return all_of_them()
 
 
 def _scale_to_unit_rows(embeddings) -> None:
@@ -333,10 +403,9 @@ def _scale_to_unit_rows(embeddings) -> None:
     In place and without temporaries: np.linalg.norm and a division into a new array cost as much
     as 5% of a W1-sized call in page faults on fresh 100+ MB buffers."""
     if is_torch_tensor(embeddings):
-        import torch
+        from rapidscore.bertscore.device_engine import unit_rows
 
-        norms = torch.linalg.vector_norm(embeddings, dim=-1, keepdim=True)
-        embeddings.div_(torch.where(norms == 0, torch.ones_like(norms), norms))
+        unit_rows(embeddings)
         return
     for layer in embeddings if embeddings.ndim == 3 else (embeddings,):
         norms = np.sqrt(np.einsum("td,td->t", layer, layer))

@@ -9,5 +9,5 @@ __all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "POOLINGS"]
 
 BACKENDS = ("onnx", "openvino", "torch")
 DEVICES = ("cpu", "cuda")
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "fp16")
 POOLINGS = ("mean", "cls")

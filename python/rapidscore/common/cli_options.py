@@ -28,10 +28,11 @@ def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
                        metavar="N", help="threads for native code and the encoder (default: all cores)")
     if model:
         group.add_argument("--backend", default=None, choices=BACKENDS,
-                           help="encoder runtime (default: onnx; openvino for bf16)")
+                           help="encoder runtime (default: onnx; openvino for bf16, torch for fp16)")
         group.add_argument("--device", default="cpu", choices=DEVICES, help="where the encoder runs (default: cpu)")
         group.add_argument("--precision", default="fp32", choices=PRECISIONS,
-                           help="fp32 = exact; bf16 = fast mode on CPUs with bf16 instructions")
+                           help="fp32 = exact; bf16 = fast mode on CPUs with bf16 instructions (or torch); "
+                                "fp16 = GPU fast mode (--backend torch --device cuda)")
     group.add_argument("--json", action="store_true", help=json_help)
     group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="show progress bars on stderr (default: "

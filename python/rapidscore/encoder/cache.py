@@ -117,5 +117,6 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
 
     hf_tokenizer, hf_config = load_tokenizer(model_dir, add_prefix_space)
     spec = tokenizer_spec(hf_tokenizer, hf_config)
-    runner = make_runner("torch", model_dir=model_dir, layer=layer, device=device, num_threads=num_threads)
+    runner = make_runner("torch", model_dir=model_dir, layer=layer, device=device, precision=precision,
+                         num_threads=num_threads)
     return LoadedModel(runner, spec, hf_tokenizer.backend_tokenizer.to_str(), None, False)

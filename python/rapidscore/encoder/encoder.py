@@ -33,9 +33,10 @@ EncodedTexts = TokenStore
 
 
 def default_backend(backend: str | None, precision: str) -> str:
-    """The backend for ``precision`` when none is named: OpenVINO for bf16, ONNX Runtime else."""
+    """The backend for ``precision`` when none is named: OpenVINO for bf16, torch for fp16 (a
+    GPU mode), ONNX Runtime else."""
     if backend is None:
-        return "openvino" if precision == "bf16" else "onnx"
+        return {"bf16": "openvino", "fp16": "torch"}.get(precision, "onnx")
     return backend
 
 
@@ -77,8 +78,11 @@ class Encoder:
         "openvino" for bf16.
     device: "cpu" or "cuda". With backend="torch" on "cuda", token embeddings stay on the GPU
         (the TokenStore holds a torch tensor) and matching runs there.
-    precision: "fp32" (exact) or "bf16" (fast mode: OpenVINO on CPUs with bf16 instructions;
-        BERTScore within about 1e-4 of fp32, see docs/performance.md).
+    precision: "fp32" (exact), "bf16" (fast mode: OpenVINO on CPUs with bf16 instructions,
+        BERTScore within about 1e-4 of fp32, see docs/performance.md; or torch on a GPU or a CPU
+        with native bf16) or "fp16" (the GPU fast mode: backend="torch", device="cuda"; the model
+        in half precision, similarities and sums in float32). A mode the device cannot run is a
+        ValueError naming it.
     max_length: truncation length in tokens, special tokens included (default: the model's maximum).
     batch_tokens: padded tokens per batch (batch size x longest sequence). The default depends on
         where the model runs: on CPUs small batches keep activations in cache and run faster per
@@ -109,8 +113,15 @@ class Encoder:
             raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        if precision == "bf16" and backend != "openvino":
-            raise ValueError(f"precision='bf16' runs on backend='openvino' (CPU), got backend={backend!r}")
+        if precision == "bf16" and backend not in ("openvino", "torch"):
+            raise ValueError(f"precision='bf16' runs on backend='openvino' (CPU) or backend='torch', "
+                             f"got backend={backend!r}")
+        if precision == "fp16" and backend != "torch":
+            raise ValueError(f"precision='fp16' runs on backend='torch' with device='cuda', got backend={backend!r}")
+        if backend == "torch" and precision != "fp32":
+            from rapidscore.encoder.runtime.torch import check_torch_precision
+
+            check_torch_precision(precision, device)
         if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int)
                                        or max_length < 2):
             raise ValueError(f"max_length must be an int >= 2, got {max_length!r}")
@@ -181,7 +192,7 @@ class Encoder:
     @property
     def returns_tensors(self) -> bool:
         """Token embeddings stay on the model's device as torch tensors (torch on a GPU)."""
-        return getattr(self._runner, "returns", "numpy") == "torch" and self.device != "cpu"
+        return self.runs_torch and self.device != "cpu"
 
     def __repr__(self) -> str:
         return (f"Encoder(model={self.model_name!r}, layer={self.layer!r}, backend={self.backend!r}, "
@@ -222,51 +233,81 @@ class Encoder:
                 f"tokens and were truncated", TruncationWarning, stacklevel=stacklevel + 1)
         return self.embed_ids(ids, truncated=truncated, progress=progress)
 
-    def embed_ids(self, ids: list[np.ndarray], *, truncated: int = 0, progress: bool | None = None) -> TokenStore:
+    def embed_ids(self, ids: list[np.ndarray], *, truncated: int = 0, progress: bool | None = None,
+                  on_device: bool | None = None) -> TokenStore:
         """Run the model over token id sequences (already tokenised) into a TokenStore.
 
         Sentences are stored in the order of ``ids``; each batch's real tokens are gathered and
         scattered to their sentences' rows in one vectorised copy (no per-row Python loop).
+        ``on_device``: keep the embeddings a torch tensor on the model's device (the torch
+        backend's device engine, also on the CPU); None: only off the CPU (``returns_tensors``).
         """
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
         batches = plan_batches(lengths, self.batch_tokens, self.max_batch_size)
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         flat_ids = np.concatenate(ids) if len(ids) else np.zeros(0, dtype=np.int64)
+        keep = self.returns_tensors if on_device is None else bool(on_device)
+        if keep and not self.runs_torch:
+            raise ValueError(f"on_device=True needs a runner that returns torch tensors (backend='torch'), "
+                             f"got backend={self.backend!r} on {self.device!r}")
         embeddings = self._run_batches(ids, lengths, offsets, batches,
-                                       self.progress if progress is None else progress)
+                                       self.progress if progress is None else progress, keep)
         return TokenStore(ids=flat_ids, offsets=offsets, embeddings=embeddings,
                           order=np.arange(len(ids), dtype=np.int64), truncated=truncated)
 
-    def _run_batches(self, ids, lengths, offsets, batches, progress: bool):
-        tensors = getattr(self._runner, "returns", "numpy") == "torch"
-        out: Any = None  # np.ndarray, or a torch tensor when the runner returns tensors
+    @property
+    def runs_torch(self) -> bool:
+        """The runner returns torch tensors (the torch backend; ONNX Runtime's IOBinding on CUDA)."""
+        return getattr(self._runner, "returns", "numpy") == "torch"
+
+    def _batches(self, ids, batches, progress: bool):
+        """(batch, hidden states) per batch, the inputs padded and, for torch, moved to the device
+        (pinned memory and non-blocking copies on CUDA: the runner's ``to_device``)."""
         if progress and len(batches) > 1:
             from tqdm.auto import tqdm
 
             batches = tqdm(batches, desc="encoding", unit="batch", leave=False)
         for batch in batches:
             input_ids, attention_mask = pad_batch([ids[k] for k in batch], self.spec.pad_id)
-            hidden = self._call_runner(input_ids, attention_mask)
+            yield batch, attention_mask, self._call_runner(input_ids, attention_mask)
+
+    def _run_batches(self, ids, lengths, offsets, batches, progress: bool, keep_on_device: bool):
+        tensors = self.runs_torch
+        out: Any = None  # np.ndarray, or a torch tensor when the runner returns tensors
+        for batch, attention_mask, hidden in self._batches(ids, batches, progress):
             # Destination rows of the batch's real tokens, row after row. Scattered writes in the
             # caller's order also fault a fresh buffer in faster than one sequential sweep: on
             # Linux with transparent huge pages, sequential first touches stalled in compaction
             # (W1: 0.35 s against 0.05 s).
             rows: Any = row_ranges(offsets[batch], lengths[batch])
-            mask: Any = attention_mask.astype(bool)
-            if tensors:
-                import torch
-
-                mask = torch.from_numpy(mask).to(hidden.device)
-                rows = torch.from_numpy(rows).to(hidden.device)
             if out is None:
                 out = _empty_like(hidden, hidden.shape[:-3] + (int(offsets[-1]), hidden.shape[-1]))
-            out[..., rows, :] = hidden[..., mask, :]
+            if tensors:
+                # An index gather, not a boolean mask: a mask's size is data-dependent, so on a GPU
+                # it would wait for the device on every batch.
+                real = self._to_device(np.flatnonzero(attention_mask.ravel()))
+                flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
+                out[..., self._to_device(rows), :] = flat.index_select(-2, real)
+            else:
+                out[..., rows, :] = hidden[..., attention_mask.astype(bool), :]
         if out is None:  # no texts
             out = np.zeros((0, self.hidden_size), dtype=np.float32)
-        if tensors and self.device == "cpu":
-            out = out.numpy()  # the CPU kernels take host arrays; no copy
+            if keep_on_device:
+                import torch
+
+                out = torch.from_numpy(out).to(self.device)
+        elif tensors and not keep_on_device:
+            out = out.cpu().numpy()  # the CPU kernels take host arrays (no copy on the CPU)
         return out
+
+    def _to_device(self, array: np.ndarray):
+        to_device = getattr(self._runner, "to_device", None)
+        if to_device is not None:
+            return to_device(array)
+        import torch
+
+        return torch.from_numpy(array).to(self.device)
 
     def _call_runner(self, input_ids: np.ndarray, attention_mask: np.ndarray):
         if self._runner_lock is None:
@@ -290,10 +331,54 @@ class Encoder:
 
         ``pooling="mean"`` averages the token vectors over the attention mask (special tokens
         included), as sentence-transformers does; ``"cls"`` takes the first token. ``normalize``
-        scales each vector to unit L2 norm (a zero vector stays zero).
+        scales each vector to unit L2 norm (a zero vector stays zero). With the torch backend
+        the vectors are pooled and normalised on the model's device, batch by batch: only the
+        pooled vectors cross to the host.
         """
         self._check_pooling(pooling)
-        return self.pool(self.encode(texts, progress=progress), pooling, normalize)
+        texts = check_texts(texts)
+        index: dict[str, int] = {}
+        inverse = np.fromiter((index.setdefault(text, len(index)) for text in texts), dtype=np.int64,
+                              count=len(texts))
+        return self.sentence_vectors_unique(list(index), pooling, normalize, progress=progress)[inverse]
+
+    def sentence_vectors_unique(self, texts: list[str], pooling: str = "mean", normalize: bool = True, *,
+                                progress: bool | None = None) -> np.ndarray:
+        """``sentence_embeddings`` of validated, distinct texts (a scorer's plan): (n, dim) float32."""
+        self._check_pooling(pooling)
+        if not self.runs_torch:
+            return self.pool(self.encode_unique(texts, progress=progress), pooling, normalize)
+        ids, truncated = self.tokenizer.encode(texts)
+        if truncated:
+            warnings.warn(f"{truncated} of {len(texts)} distinct texts were longer than {self.max_length} "
+                          f"tokens and were truncated", TruncationWarning, stacklevel=3)
+        return self._pool_batches(ids, pooling, normalize, self.progress if progress is None else progress)
+
+    def _pool_batches(self, ids: list[np.ndarray], pooling: str, normalize: bool, progress: bool) -> np.ndarray:
+        """Sentence vectors pooled per batch on the model's device (memory: one batch of hidden
+        states plus the (n, dim) result); one copy to the host at the end."""
+        import torch
+
+        lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
+        batches = plan_batches(lengths, self.batch_tokens, self.max_batch_size)
+        out = None
+        for batch, attention_mask, hidden in self._batches(ids, batches, progress):
+            if out is None:
+                out = torch.zeros((len(ids), hidden.shape[-1]), dtype=torch.float32, device=hidden.device)
+            rows = self._to_device(np.ascontiguousarray(batch))
+            if pooling == "mean":
+                mask = self._to_device(attention_mask).to(hidden.dtype)
+                counts = mask.sum(dim=1, keepdim=True)
+                pooled = (hidden * mask[..., None]).sum(dim=1) / counts.clamp_min(1.0)
+            else:
+                pooled = hidden[:, 0]
+            # a sentence with no token at all (a tokenizer without special tokens, "") stays zero
+            out[rows] = torch.where(self._to_device(lengths[batch] > 0)[:, None], pooled, 0.0)
+        if out is None:
+            return np.zeros((0, self.hidden_size), dtype=np.float32)
+        if normalize:
+            out = out / torch.linalg.vector_norm(out, dim=1, keepdim=True).clamp_min(1e-12)
+        return out.cpu().numpy()
 
     def _check_pooling(self, pooling: str) -> None:
         if pooling not in POOLINGS:
@@ -305,7 +390,7 @@ class Encoder:
         """Sentence vectors (n, dim) float32 of an encoded store, text k in row k (``store.order``):
         ``sentence_embeddings`` for callers that encoded deduplicated texts themselves."""
         self._check_pooling(pooling)
-        store = store.to_host()
+        store = store.to_host()  # the device path pools per batch instead (sentence_vectors_unique)
         if len(store) == 0:
             return np.zeros((0, self.hidden_size), dtype=np.float32)
         starts, counts = store.offsets[:-1], store.lengths()

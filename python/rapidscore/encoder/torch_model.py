@@ -27,19 +27,35 @@ def _layer_list_owner(model):
     raise ValueError(f"do not know how to truncate the layers of {type(model).__name__}")
 
 
-def load_truncated_model(model_dir: Path, layer: int | None, all_layers: bool = False) -> torch.nn.Module:
-    """The model in eval mode, cut to ``layer`` transformer layers (all when None or all_layers)."""
+def load_truncated_model(model_dir: Path, layer: int | None, all_layers: bool = False,
+                         attention: str = "eager") -> torch.nn.Module:
+    """The model in eval mode, cut to ``layer`` transformer layers (all when None or all_layers).
+
+    ``attention``: "eager" (what the ONNX export traces) or "sdpa" (PyTorch's fused
+    scaled-dot-product attention, for the torch runner); a family without SDPA support loads
+    with eager attention instead (``model.config._attn_implementation`` says which ran)."""
     import torch
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 
+    if attention not in ("eager", "sdpa"):
+        raise ValueError(f"attention must be 'eager' or 'sdpa', got {attention!r}")
     hf_logging.disable_progress_bar()  # a library call should not draw transformers' load bars
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = AutoModel.from_pretrained(
-            str(model_dir), trust_remote_code=False, use_safetensors=_has_safetensors(model_dir),
-            attn_implementation="eager",
-        )
+        try:
+            model = AutoModel.from_pretrained(
+                str(model_dir), trust_remote_code=False, use_safetensors=_has_safetensors(model_dir),
+                attn_implementation=attention,
+            )
+        except (ValueError, ImportError):
+            if attention == "eager":
+                raise
+            # transformers refuses SDPA for families that do not implement it: load them eagerly
+            model = AutoModel.from_pretrained(
+                str(model_dir), trust_remote_code=False, use_safetensors=_has_safetensors(model_dir),
+                attn_implementation="eager",
+            )
     if hasattr(model, "get_encoder") and getattr(model.config, "is_encoder_decoder", False):
         model = model.get_encoder()
     if layer is not None and not all_layers:

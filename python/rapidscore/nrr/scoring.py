@@ -165,9 +165,8 @@ class SentenceSimilarity:
             index = {t: i for i, t in enumerate(texts)}
             if embed is not None:
                 vectors = embed(texts).astype(np.float64)
-            else:  # the texts are validated and distinct already: encode_unique skips a second dedupe
-                store = self.encoder.encode_unique(texts, progress=self.progress)
-                vectors = self.encoder.pool(store).astype(np.float64)
+            else:  # the texts are validated and distinct already: no second dedupe
+                vectors = self.encoder.sentence_vectors_unique(texts, progress=self.progress).astype(np.float64)
             gen = vectors[[index[generated[o]] for o in owners]]
             ref = vectors[[index[r] for r in flat]]
             sims = np.einsum("ij,ij->i", gen, ref)

@@ -54,5 +54,5 @@ def make_runner(backend: str, *, onnx_path: Path | None = None, model_dir: Path 
 
         if model_dir is None or layer is None:
             raise ValueError("the torch backend needs model_dir and layer")
-        return TorchRunner(model_dir, layer, device, num_threads)
+        return TorchRunner(model_dir, layer, device, num_threads, precision)
     raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")

@@ -1,0 +1,214 @@
+"""BERTScore with the token embeddings kept on the model's device (the torch backend).
+
+From the model's output to P, R and F the embeddings stay torch tensors where the model runs
+(a GPU, or the CPU for tests and CPU users who ask for it): rows are scaled to unit length, the
+pairs matched in length-bucketed batched matrix products with masks
+(:func:`rapidscore.kernels.matching_torch.match_rows`: similarities in float32, weighted sums in
+float64), and only P, R and F cross to the host.
+
+Memory is bounded by a token budget, never by the corpus: the plan's pairs are cut into chunks of
+whole candidates (with all their references) whose distinct sentences hold at most
+``chunk_tokens`` tokens; each chunk is encoded, matched and dropped before the next. A sentence
+used by two chunks is encoded twice.
+
+Tokenisation overlaps the model: a background thread tokenises the plan's sentences slice by
+slice (the Rust tokenizer on all cores) while the main thread encodes and matches the chunks
+whose sentences are ready.
+
+bert-score's padding artefact (``reference_batch_size``) depends on the pairs' global positions:
+a chunk's floors are computed from the lengths of every pair of the reference's batches that
+overlap it, so chunking never changes a score.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from rapidscore.bertscore.result import BERTScoreResult
+from rapidscore.errors import TruncationWarning
+from rapidscore.kernels.padding import padding_floors
+
+# The scorer is passed in, not imported: scorer.py imports this module (no import cycle).
+BERTScore = Any
+
+__all__ = ["DEFAULT_CHUNK_TOKENS", "TOKENIZE_SLICE", "score_on_device"]
+
+# Token embeddings of one chunk: 2**18 tokens = 384 MiB of float32 for a 384-wide model, 1 GiB
+# for a 1024-wide one (CUDA), a quarter of that on the CPU (where 2**16 tokens of MiniLM are
+# 96 MiB). Large enough that a chunk keeps a GPU busy for many batches.
+DEFAULT_CHUNK_TOKENS = {"cuda": 2**18, "cpu": 2**16}
+# float32 elements of one batch of matched pairs (similarities and gathered embeddings).
+BLOCK_ELEMENTS = {"cuda": 2**26, "cpu": 2**24}
+# Sentences per tokeniser call of the background thread: large enough for the Rust tokenizer's
+# thread pool, small enough that the first chunk starts early.
+TOKENIZE_SLICE = 2048
+
+
+class _BackgroundTokens:
+    """Token ids of ``texts``, produced slice by slice by a background thread (in the caller's
+    thread when they fit one slice).
+
+    ``wait(n)`` blocks until the first ``n`` texts are tokenised (an exception of the thread is
+    raised there). The thread stops early when ``close`` is called.
+    """
+
+    def __init__(self, tokenizer, texts: list[str], slice_size: int | None = None):
+        slice_size = TOKENIZE_SLICE if slice_size is None else slice_size
+        self.ids: list[np.ndarray] = []
+        self.lengths = np.zeros(len(texts), dtype=np.int64)
+        self.truncated = 0
+        self._texts, self._tokenizer, self._slice = texts, tokenizer, slice_size
+        self._done = 0
+        self._error: BaseException | None = None
+        self._closed = False
+        self._ready = threading.Condition()
+        self._thread: threading.Thread | None = None
+        if len(texts) <= slice_size:  # one slice (a few pairs: the latency path): no thread
+            self._run()
+        else:
+            self._thread = threading.Thread(target=self._run, name="rapidscore-tokenize", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for start in range(0, len(self._texts), self._slice):
+                if self._closed:
+                    return
+                ids, truncated = self._tokenizer.encode(self._texts[start:start + self._slice])
+                with self._ready:
+                    self.ids.extend(ids)
+                    self.lengths[start:start + len(ids)] = [len(i) for i in ids]
+                    self.truncated += truncated
+                    self._done = start + len(ids)
+                    self._ready.notify_all()
+        except BaseException as exc:  # handed to the waiting thread
+            with self._ready:
+                self._error = exc
+                self._ready.notify_all()
+
+    def wait(self, n: int) -> None:
+        with self._ready:
+            while self._done < n and self._error is None:
+                self._ready.wait()
+            if self._error is not None:
+                raise self._error
+
+    @property
+    def done(self) -> int:
+        with self._ready:
+            return self._done
+
+    def close(self) -> None:
+        self._closed = True
+        if self._thread is not None:
+            self._thread.join()
+
+
+def _chunks(plan, tokens: _BackgroundTokens, chunk_tokens: int) -> Iterator[tuple[int, int]]:
+    """Pair ranges [a, b) of whole candidates whose sentences hold at most ``chunk_tokens``
+    tokens (counted per pair side, an overestimate where sentences repeat; one candidate with
+    more still gets a chunk of its own), as soon as their sentences are tokenised."""
+    pairs, owners = plan.pairs, plan.owners
+    m = len(pairs)
+    # Texts are numbered in order of first appearance along the pairs: the texts of pairs [0, k)
+    # are all tokenised once the first reach[k - 1] + 1 texts are.
+    reach = np.maximum.accumulate(pairs.max(axis=1)) if m else np.zeros(0, np.int64)
+    group_start = np.r_[True, owners[1:] != owners[:-1]] if m else np.zeros(0, bool)
+    start, ready = 0, 0
+    while start < m:
+        used, end, boundary = 0, start, start  # boundary: the last candidate start seen
+        while end < m:
+            if reach[end] >= ready:
+                tokens.wait(int(reach[end]) + 1)
+                ready = tokens.done
+            cost = int(tokens.lengths[pairs[end, 1]]) + (int(tokens.lengths[pairs[end, 0]]) if group_start[end] else 0)
+            if group_start[end]:
+                boundary = end
+            if used + cost > chunk_tokens and boundary > start:
+                break
+            used += cost
+            end += 1
+        end = boundary if end < m and boundary > start else end
+        yield start, end
+        start = end
+
+
+def _chunk_floors(plan, lengths: np.ndarray, tokens: _BackgroundTokens, a: int, b: int,
+                  batch_size: int) -> np.ndarray | None:
+    """bert-score's padding floors of pairs [a, b): computed over the reference's whole batches
+    that overlap the range (their sentences are tokenised first)."""
+    m = len(plan.pairs)
+    lo, hi = (a // batch_size) * batch_size, min(m, -(-b // batch_size) * batch_size)
+    if hi > 0:
+        tokens.wait(int(plan.pairs[lo:hi].max()) + 1)
+    pseudo_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=pseudo_offsets[1:])
+    floors = padding_floors(pseudo_offsets, plan.pairs[lo:hi], batch_size)
+    return None if floors is None else floors[a - lo:b - lo]
+
+
+def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
+                    reference_batch_size: int | None = None, idf_weights: dict | None = None,
+                    chunk_tokens: int | None = None) -> BERTScoreResult:
+    """``BERTScore.finish(plan, encode(plan))`` computed on the model's device, chunk by chunk."""
+    import torch
+
+    from rapidscore.encoder.runtime.torch import exact_fp32
+    from rapidscore.kernels.matching_torch import match_rows
+
+    encoder = scorer.encoder
+    where = "cuda" if encoder.device == "cuda" else "cpu"
+    layers_count = encoder.num_layers + 1 if scorer.all_layers else 1
+    if chunk_tokens is None:  # all_layers stores every hidden state: the budget is in embeddings
+        chunk_tokens = max(1, DEFAULT_CHUNK_TOKENS[where] // layers_count)
+    m = len(plan.pairs)
+    scores = np.zeros((layers_count, m, 3), dtype=np.float64)
+    empty = np.zeros(m, dtype=bool)
+    tokens = _BackgroundTokens(encoder.tokenizer, plan.texts)
+    degenerate = 0
+    try:
+        def reference_ids():  # idf from this call's references: every text tokenised first
+            tokens.wait(len(plan.texts))
+            return [tokens.ids[k] for k in plan.pairs[:, 1]]
+
+        idf_dict = scorer._idf_of_call(idf_weights, reference_ids)
+        for a, b in _chunks(plan, tokens, chunk_tokens):
+            chunk_pairs = plan.pairs[a:b]
+            texts, local = np.unique(chunk_pairs, return_inverse=True)
+            local = local.reshape(chunk_pairs.shape)
+            store = encoder.embed_ids([tokens.ids[t] for t in texts], progress=False, on_device=True)
+            weights, real_tokens, bad = scorer._weights(store, idf_dict, warn=False)
+            degenerate += bad
+            floors = None
+            if reference_batch_size is not None:
+                floors = _chunk_floors(plan, tokens.lengths, tokens, a, b, reference_batch_size)
+            embeddings = store.embeddings if scorer.all_layers else store.embeddings.unsqueeze(0)
+            with torch.inference_mode(), exact_fp32(embeddings.device):
+                unit_rows(embeddings)
+                P, R, F = match_rows(embeddings, store.offsets, weights, local[:, 0], local[:, 1], floors,
+                                     block_elements=BLOCK_ELEMENTS[where])
+            scores[:, a:b] = np.stack([P, R, F], axis=-1)
+            empty[a:b] = (real_tokens[local[:, 0]] == 0) | (real_tokens[local[:, 1]] == 0)
+            del store, embeddings  # the chunk's device memory is free before the next one
+    finally:
+        tokens.close()
+    if tokens.truncated:
+        warnings.warn(f"{tokens.truncated} of {len(plan.texts)} distinct texts were longer than "
+                      f"{encoder.max_length} tokens and were truncated", TruncationWarning, stacklevel=4)
+    if degenerate:
+        scorer._warn_uniform(degenerate, stacklevel=5)  # the caller of BERTScore.score
+    return scorer._result(plan, scores if scorer.all_layers else scores[0], empty, rescale, tokens.truncated)
+
+
+def unit_rows(embeddings) -> None:
+    """Scale rows to unit L2 norm in place (zero rows stay zero)."""
+    import torch
+
+    norms = torch.linalg.vector_norm(embeddings, dim=-1, keepdim=True)
+    embeddings.div_(torch.where(norms == 0, torch.ones_like(norms), norms))
+
