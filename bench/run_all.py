@@ -27,9 +27,10 @@ import common  # noqa: E402
 
 # Section order in RESULTS.md; scripts not listed run and merge after these, alphabetically.
 ORDER = ("bertscore", "sentence", "matching", "ner", "abstention")
-# Scripts run on their own, never by this one: bench_gpu.py needs a CUDA GPU and writes
-# RESULTS_GPU.md; bench_onnx_binding.py prints a CPU comparison quoted in docs/gpu.md.
-STANDALONE = ("gpu", "onnx_binding")
+# Scripts run on their own, never by this one (bench/README.md): bench_gpu.py needs a CUDA GPU and
+# writes RESULTS_GPU.md; bench_onnx_binding.py and bench_device_engine_cpu.py check one code path;
+# bench_scale.py and bench_serving.py take long runs and start servers.
+STANDALONE = ("gpu", "onnx_binding", "scale", "serving", "device_engine_cpu")
 
 # Sizes for a 2-core machine (each script's own defaults otherwise).
 DEFAULT_ARGS = {
