@@ -315,3 +315,29 @@ def test_the_server_builds_solo_scorers_only_where_they_help():
     assert ServeConfig(solo_threads=3).solo_encoder_options["num_threads"] == 3
     with pytest.raises(ValueError, match="solo_threads"):
         ServeConfig(solo_threads=-1)
+
+
+@pytest.mark.filterwarnings("ignore::rapidscore.RapidscoreWarning")  # idf of one reference: uniform weights
+@pytest.mark.parametrize("options", [dict(idf=True), dict(idf=True, idf_sents=["the cat sat", "a dog ran"])])
+def test_idf_scorers_batched_equal_direct_calls(minilm_path, options):
+    """idf from each call's references cannot share a matching pass (each request is finished on
+    its own rows); idf weights fixed at construction can (one pass for the batch)."""
+    from rapidscore.bertscore import BERTScore
+
+    scorer = BERTScore(str(minilm_path), **options)
+    assert scorer.weights_fixed == ("idf_sents" in options)
+    requests = make_requests(60, seed=7)
+    direct = [scorer.score(c, r) for c, r in requests]
+    with BatchingScorer(scorer) as batching, ThreadPoolExecutor(12) as pool:
+        results = list(pool.map(lambda req: batching.score(*req), requests))
+    for result, expected in zip(results, direct):
+        assert_same_bertscore(result, expected)
+
+
+def test_finish_plans_refuses_weights_of_the_call(minilm_path):
+    from rapidscore.bertscore import BERTScore
+
+    scorer = BERTScore(str(minilm_path), idf=True)
+    plan = scorer.plan(["a cat"], ["the cat"])
+    with pytest.raises(ValueError, match="finish_plans needs weights that do not depend on the call"):
+        scorer.finish_plans([plan], scorer.encode(plan), [np.arange(len(plan.texts))], [0])

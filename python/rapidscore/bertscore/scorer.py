@@ -307,6 +307,34 @@ class BERTScore:
         empty = (real_tokens[pairs[:, 0]] == 0) | (real_tokens[pairs[:, 1]] == 0)
         return self._result(plan, scores, empty, rescale, store.truncated)
 
+    @property
+    def weights_fixed(self) -> bool:
+        """Whether token weights are the same in every call (no idf, or idf weights given or
+        computed once): then several plans can share one weighting and matching pass."""
+        return self.idf is False or self._idf_dict is not None
+
+    def finish_plans(self, plans: Sequence[ScoringPlan], store: TokenStore, rows: Sequence[np.ndarray],
+                     truncated: Sequence[int], *, rescale: bool | None = None) -> list[BERTScoreResult]:
+        """Phase 3 for several plans over one shared store (a micro-batch): one weighting pass and
+        one matching call, then each plan's result, exactly what ``finish(plan, its own store)``
+        gives. ``rows[k]``: the store row of each of plan k's texts; ``truncated[k]``: how many
+        of them were truncated. Needs ``weights_fixed`` (ValueError otherwise: idf from each
+        call's references depends on the call)."""
+        if not self.weights_fixed:
+            raise ValueError("finish_plans needs weights that do not depend on the call (idf=False, or idf "
+                             "weights from idf_sents or a dict); use finish per plan")
+        weights, real_tokens, _ = self._weights(store, self._idf_of_call(None, list))  # fixed: never called
+        pairs = np.concatenate([np.asarray(row)[plan.pairs] for plan, row in zip(plans, rows)]) \
+            if plans else np.zeros((0, 2), dtype=np.int64)
+        scores = self._match(store, weights, store.order[pairs], None)  # (layers?, pairs, 3)
+        empty = (real_tokens[store.order[pairs[:, 0]]] == 0) | (real_tokens[store.order[pairs[:, 1]]] == 0)
+        results, start = [], 0
+        for plan, count in zip(plans, truncated):
+            end = start + len(plan.pairs)
+            results.append(self._result(plan, scores[..., start:end, :], empty[start:end], rescale, count))
+            start = end
+        return results
+
     def _idf_of_call(self, idf_weights: dict | None, reference_ids) -> dict | None:
         """The idf weights a call scores with: a stream's (``idf_weights``), a user dict, those of
         idf_sents / compute_idf, or, like the reference's score(), idf from this call's

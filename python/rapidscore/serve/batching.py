@@ -254,7 +254,9 @@ _CALL = _CallTask()
 
 class _BERTScoreTask:
     """BERTScore: plan + tokenise per request; one encoder pass over the batch's distinct
-    sentences; each request finished from its own rows (exactly what ``scorer.score`` gives).
+    sentences; one matching pass over every request's pairs when the token weights do not
+    depend on the call (``finish_plans``), else each request finished from its own rows (idf
+    from its own references). Either way exactly what ``scorer.score`` gives.
     ``solo``: the same scorer with more runtime threads, for batches that run alone."""
 
     def __init__(self, scorer: Any, solo: Any = None):
@@ -283,6 +285,9 @@ class _BERTScoreTask:
                 index[k] = slot
             positions.append(index)
         store = scorer.encoder.embed_ids(union_ids)
+        if scorer.weights_fixed:
+            return scorer.finish_plans([plan for plan, _, _ in payloads], store, positions,
+                                       [truncated for _, _, truncated in payloads])
         results = []
         for (plan, _, truncated), index in zip(payloads, positions):
             # The request's own sentences, in its plan's order: a store like a direct call's.
