@@ -40,7 +40,7 @@ def test_config_from_json_and_toml_with_flags_on_top(tmp_path):
 @pytest.mark.parametrize("content, message", [
     ('{"prot": 1}', r"unknown setting\(s\) \['prot'\]"),
     ("[1, 2]", "expected a table of settings"),
-    ("{not json", "not valid JSON"),
+    ("{not json", r"serve.json:1: invalid JSON"),
     ('{"max_queue": 0}', "max_queue must be a positive int"),
     ('{"port": 70000}', "port must be an int"),
     ('{"similarity_threshold": 3}', "similarity_threshold must be in"),
@@ -49,6 +49,16 @@ def test_bad_config_names_the_problem(tmp_path, content, message):
     path = tmp_path / "serve.json"
     path.write_text(content)
     with pytest.raises(ValueError, match=message):
+        load_config(path)
+
+
+def test_bad_toml_config_names_the_file(tmp_path):
+    path = tmp_path / "serve.toml"
+    path.write_text("port = = 1\n")
+    with pytest.raises(ValueError, match=r"serve.toml: not valid TOML"):
+        load_config(path)
+    path.write_bytes(b"model = 'caf\xe9'\n")
+    with pytest.raises(ValueError, match=r"serve.toml:1: not valid UTF-8 text"):
         load_config(path)
 
 

@@ -177,12 +177,11 @@ class _Reiterable:
 
 
 def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
-    from collections import deque
 
     from rapidscore.bertscore import BERTScore
     from rapidscore.bertscore.idf import DocumentFrequencies
     from rapidscore.bertscore.streaming import DEFAULT_CHUNK_PAIRS, chunk_results
-    from rapidscore.common.stream_io import count_rows, run_stream
+    from rapidscore.common.stream_io import RowIds, count_rows, run_stream
 
     if args.make_baseline or args.show:
         raise ValueError("--make-baseline and --show do not stream: leave out --input/--output")
@@ -214,27 +213,17 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
                   file=sys.stderr)
         if not args.output:
             return 0
-    ids: deque = deque()
-
-    def validated(items):
-        for cand, refs, row_id in items:
-            if args.id_column:  # ids of rows read ahead of their chunk's scores
-                ids.append(row_id)
-            yield cand, refs
+    ids = RowIds(args.id_column)
 
     def score_chunks(items, first_index: int):
         index = first_index
         budget = None if args.memory_budget is None else int(args.memory_budget * 2**20)
-        for chunk, result in chunk_results(scorer, validated(items), chunk_size=args.chunk_size or DEFAULT_CHUNK_PAIRS,
+        for chunk, result in chunk_results(scorer, ids.strip(items), chunk_size=args.chunk_size or DEFAULT_CHUNK_PAIRS,
                                            memory_budget=budget, cache_tokens=args.cache_tokens, idf=counts,
                                            reference_batch_size=args.batch_size or None):
-            rows = []
-            for p, r, f in zip(result.precision.tolist(), result.recall.tolist(), result.f1.tolist()):
-                row = {"index": index, "precision": p, "recall": r, "f1": f}
-                if args.id_column:
-                    row["id"] = ids.popleft()
-                rows.append(row)
-                index += 1
+            scores = zip(result.precision.tolist(), result.recall.tolist(), result.f1.tolist())
+            rows = ids.rows(index, ({"precision": p, "recall": r, "f1": f} for p, r, f in scores))
+            index += len(rows)
             yield chunk, rows
 
     columns = ["index", *(["id"] if args.id_column else []), "precision", "recall", "f1"]

@@ -26,6 +26,7 @@ import json
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -398,6 +399,32 @@ class StreamWriter:
 
 
 # -- the loop ---------------------------------------------------------------------------------
+
+class RowIds:
+    """The id column's values of rows read ahead of their chunk's scores (``column`` None: no id
+    column), handed back in order to the output rows. One per stream; not thread-safe."""
+
+    def __init__(self, column: str | None):
+        self.column = column
+        self._pending: deque = deque()
+
+    def strip(self, items: Iterable[tuple]) -> Iterator[tuple]:
+        """``(..., row_id)`` items without their id, which is kept for :meth:`rows`."""
+        for *fields, row_id in items:
+            if self.column:
+                self._pending.append(row_id)
+            yield tuple(fields)
+
+    def rows(self, first_index: int, values: Iterable[dict]) -> list[dict]:
+        """Output rows: the input index, the values, and the id when there is an id column."""
+        rows = []
+        for index, value in enumerate(values, first_index):
+            row = {"index": index, **value}
+            if self.column:
+                row["id"] = self._pending.popleft()
+            rows.append(row)
+        return rows
+
 
 class _Progress:
     """Rows written, rate and ETA on stderr (tqdm)."""

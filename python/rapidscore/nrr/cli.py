@@ -58,12 +58,11 @@ def run(args: argparse.Namespace) -> int:
 def _run_streaming(args: argparse.Namespace) -> int:
     """``--output``: similarity and decision per answer, written as they are computed (see
     docs/scale.md; the same resume contract as ``rapidscore bertscore --output``)."""
-    from collections import deque
 
     import numpy as np
 
     from rapidscore.common.stream import chunks
-    from rapidscore.common.stream_io import count_rows, file_items, row_items, run_stream
+    from rapidscore.common.stream_io import RowIds, count_rows, file_items, row_items, run_stream
     from rapidscore.encoder.model_source import DEFAULT_MODEL
     from rapidscore.nrr.scoring import SentenceSimilarity, check_threshold
 
@@ -86,29 +85,19 @@ def _run_streaming(args: argparse.Namespace) -> int:
     else:
         raise ValueError("streaming needs --input FILE (or '-'), or --generated and --references files")
     model = SentenceSimilarity(args.model or DEFAULT_MODEL, args.method, **encoder_options(args))
-    ids: deque = deque()
+    ids = RowIds(args.id_column)
     counts = {"rejected": 0, "evaluated": 0}
-
-    def texts(rows):
-        for text, refs, row_id in rows:
-            if args.id_column:
-                ids.append(row_id)
-            yield text, refs
 
     def score_chunks(rows, first_index: int):
         index = first_index
-        for chunk in chunks(texts(rows), args.chunk_size or 4096):
+        for chunk in chunks(ids.strip(rows), args.chunk_size or 4096):
             sims, best = model.pairs([g for g, _refs in chunk], [refs for _g, refs in chunk])
-            out = []
-            for sim, ref in zip(sims.tolist(), best.tolist()):
-                rejected = bool(np.float32(sim) < np.float32(threshold))
-                counts["rejected"] += rejected
-                counts["evaluated"] += 1
-                row = {"index": index, "similarity": sim, "rejected": rejected, "best_reference": ref}
-                if args.id_column:
-                    row["id"] = ids.popleft()
-                out.append(row)
-                index += 1
+            rejected = (sims.astype(np.float32) < np.float32(threshold)).tolist()
+            counts["rejected"] += sum(rejected)
+            counts["evaluated"] += len(rejected)
+            out = ids.rows(index, ({"similarity": sim, "rejected": no, "best_reference": ref}
+                                   for sim, no, ref in zip(sims.tolist(), rejected, best.tolist())))
+            index += len(out)
             yield chunk, out
 
     columns = ["index", *(["id"] if args.id_column else []), "similarity", "rejected", "best_reference"]

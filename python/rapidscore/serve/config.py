@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
+
+from rapidscore.common.io import iter_lines, load_json
 
 __all__ = ["ServeConfig", "load_config"]
 
@@ -97,16 +98,15 @@ def load_config(path: str | os.PathLike | None = None, **overrides: Any) -> Serv
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"config file not found: {path}")
-        text = path.read_text(encoding="utf-8")
         if path.suffix.lower() == ".toml":
             import tomllib  # Python 3.11+
 
-            values = tomllib.loads(text)
-        else:
             try:
-                values = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: not valid JSON: {exc}") from None
+                values = tomllib.loads("".join(iter_lines(str(path))))
+            except tomllib.TOMLDecodeError as exc:
+                raise ValueError(f"{path}: not valid TOML: {exc}") from None
+        else:
+            values = load_json(path)
         if not isinstance(values, dict):
             raise ValueError(f"{path}: expected a table of settings, got {type(values).__name__}")
         known = {f.name for f in fields(ServeConfig)}
