@@ -236,6 +236,33 @@ def test_one_failing_request_fails_alone(hold_worker):
             futures[1].result(30)
 
 
+class _RecordsBatches:
+    """A task that records the size of each merged run."""
+
+    def __init__(self):
+        self.sizes: list[int] = []
+
+    def run(self, payloads, alone):
+        self.sizes.append(len(payloads))
+        return payloads
+
+
+def test_while_another_worker_is_busy_a_worker_takes_a_fair_share(hold_worker):
+    """Two workers: with one busy on a batch of r requests and q queued, the other takes
+    ceil((q + r) / 2), so that batch sizes stay alike instead of one worker taking everything."""
+    from rapidscore.serve.batching import Job
+
+    with MicroBatcher(workers=2) as batcher:
+        busy = hold_worker(batcher)  # one worker runs a batch of 1 request
+        other = hold_worker(batcher)  # the other worker, held too while the queue fills
+        task = _RecordsBatches()
+        futures = [batcher.put(Job(task=task, payload=k, tokens=1)) for k in range(12)]
+        other.open()
+        assert [f.result(30) for f in futures] == list(range(12))
+        assert task.sizes == [7, 3, 2]  # ceil((12 + 1) / 2), ceil((5 + 1) / 2), ceil((2 + 1) / 2)
+        busy.open()
+
+
 def test_batcher_arguments_are_checked():
     with pytest.raises(ValueError, match="max_queue must be a positive int"):
         MicroBatcher(max_queue=0)

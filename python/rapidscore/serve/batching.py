@@ -65,7 +65,8 @@ class MicroBatcher:
     a submit beyond it raises :class:`~rapidscore.errors.OverloadedError` at once.
     ``workers``: worker threads (default 1). With 2 or more, a batch is formed and encoded while
     another one runs: more throughput where one encoder call does not fill the cores (small
-    batches on CPUs), at the cost of smaller batches.
+    batches on CPUs), at the cost of smaller batches. While other workers are busy, a worker
+    takes a fair share of the queued and running requests (alike batch sizes, a shorter tail).
     ``on_batch(n_requests, n_tokens, seconds)``: called by the worker after each batch (metrics).
 
     Thread-safe: any number of threads and event loops may submit at once. ``close`` drains the
@@ -86,6 +87,7 @@ class MicroBatcher:
         self._stats = BatchStats()
         self._tokens_per_second = 0.0  # moving average, for Retry-After
         self._running = 0  # workers running a batch
+        self._running_requests = 0  # requests in those batches
         self.workers = check_positive_int(workers, "workers")
         self._workers = [threading.Thread(target=self._run, name=f"{name}-{k}", daemon=True) for k in range(workers)]
         for worker in self._workers:
@@ -168,7 +170,13 @@ class MicroBatcher:
                 self._cond.wait()
             batch: list[Job] = []
             tokens = 0
-            while self._queue and len(batch) < self.max_batch_requests:
+            limit = self.max_batch_requests
+            if self._running:
+                # Other workers are busy: take a fair share of what is queued and running, so that
+                # batches stay alike in size. Taking everything let one worker's batch grow while
+                # the other's shrank (32 clients on 2 workers: 4 to 24 requests, p99 171 ms).
+                limit = min(limit, -(-(len(self._queue) + self._running_requests) // self.workers))
+            while self._queue and len(batch) < limit:
                 job = self._queue[0]
                 if batch and tokens + job.tokens > self.batch_tokens:
                     break
@@ -180,6 +188,9 @@ class MicroBatcher:
                 tokens += job.tokens
             if batch:
                 self._running += 1
+                self._running_requests += len(batch)
+            if self._queue:
+                self._cond.notify()  # what this batch left is for another idle worker
             return batch, self._running == 1
 
     def _run(self) -> None:
@@ -216,6 +227,7 @@ class MicroBatcher:
             with self._cond:
                 # Busy until its answers are out: a worker taking a batch meanwhile is not alone.
                 self._running -= 1
+                self._running_requests -= len(batch)
 
 
 def _group_by_task(batch: list[Job]) -> list[tuple[Any, list[Job]]]:
