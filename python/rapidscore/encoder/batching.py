@@ -96,3 +96,27 @@ def pad_batch(sequences: list[np.ndarray], pad_id: int) -> tuple[np.ndarray, np.
     input_ids = np.full((len(sequences), longest), pad_id, dtype=np.int64)
     input_ids[attention_mask.astype(bool)] = np.concatenate(sequences)  # row-major: row after row
     return input_ids, attention_mask
+
+
+def unpadded_inputs(ids: list, pad_id: int, roberta_positions: bool) -> dict[str, np.ndarray]:
+    """The unpadded graph's inputs (see ``torch_model.UnpaddedLayerOutput``) for non-empty token id
+    sequences, int64. RoBERTa-style positions count the real (non-pad) tokens of a sentence from
+    ``pad_id + 1``, as the model itself numbers them."""
+    lengths = np.fromiter((len(seq) for seq in ids), dtype=np.int64, count=len(ids))
+    if len(ids) == 0 or lengths.min() < 1:
+        raise ValueError("unpadded_inputs takes one or more non-empty sequences")
+    total, longest = int(lengths.sum()), int(lengths.max())
+    input_ids = np.concatenate(ids).astype(np.int64, copy=False)
+    starts = np.cumsum(lengths) - lengths
+    positions = np.arange(total, dtype=np.int64) - np.repeat(starts, lengths)
+    if roberta_positions:
+        real = (input_ids != pad_id).astype(np.int64)
+        counts = np.cumsum(real)  # real tokens so far, over the whole batch
+        before = np.repeat(counts[starts] - real[starts], lengths)  # ... before each sentence
+        positions = (counts - before) * real + pad_id
+    attention_mask = (np.arange(longest) < lengths[:, None]).astype(np.int64)
+    gather = np.full((len(ids), longest), total, dtype=np.int64)
+    slots = np.flatnonzero(attention_mask.ravel())
+    gather.ravel()[slots] = np.arange(total, dtype=np.int64)
+    return {"input_ids": input_ids, "position_ids": positions, "gather": gather, "scatter": slots,
+            "attention_mask": attention_mask}

@@ -91,21 +91,25 @@ MODELS = KeyedCache(MAX_MODELS)
 
 def load_model(model_dir: Path, layer: int | str, backend: str, device: str, precision: str,
                num_threads: int | None = None, cache_dir: Path | None = None,
-               add_prefix_space: bool | None = None) -> tuple[LoadedModel, bool]:
+               add_prefix_space: bool | None = None, unpadded: bool = False) -> tuple[LoadedModel, bool]:
     """The loaded model for these settings, loading it on first request (thread-safe), and
-    whether this call loaded it."""
+    whether this call loaded it. ``unpadded``: the ONNX graph over real tokens only (onnx backend)."""
+    if unpadded and backend != "onnx":
+        raise ValueError(f"the unpadded graph runs on backend='onnx', got {backend!r}")
     key = (str(model_dir), layer, backend, device, precision, num_threads,
-           None if cache_dir is None else str(cache_dir), add_prefix_space)
+           None if cache_dir is None else str(cache_dir), add_prefix_space, unpadded)
     return MODELS.get_or_build(key, lambda: _load(model_dir, layer, backend, device, precision, num_threads,
-                                          cache_dir, add_prefix_space))
+                                          cache_dir, add_prefix_space, unpadded))
 
 
-def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, add_prefix_space) -> LoadedModel:
+def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, add_prefix_space,
+          unpadded) -> LoadedModel:
     if backend in ("onnx", "openvino"):
         from rapidscore.encoder.onnx_export import cached_export
 
         # One fp32 graph serves every precision: the runtime decides how to execute it.
-        entry, exported = cached_export(model_dir, layer, "fp32", add_prefix_space, cache_dir=cache_dir)
+        entry, exported = cached_export(model_dir, layer, "fp32", add_prefix_space, cache_dir=cache_dir,
+                                        unpadded=unpadded)
         spec = load_spec(entry / "tokenizer_spec.json")
         runner = make_runner(backend, onnx_path=entry / "model.onnx", device=device, precision=precision,
                              num_threads=num_threads, compile_cache=entry.parent.parent / "openvino")

@@ -17,9 +17,10 @@ import numpy as np
 
 from rapidscore.common.choices import BACKENDS, DEVICES, POOLINGS, PRECISIONS
 from rapidscore.common.inputs import check_encodable
-from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches
+from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches, unpadded_inputs
 from rapidscore.encoder.cache import load_model
-from rapidscore.encoder.model_source import DEFAULT_MODEL, ROBERTA_LIKE, num_layers, read_config, resolve_model
+from rapidscore.encoder.model_source import (DEFAULT_MODEL, ROBERTA_LIKE, num_layers, read_config, resolve_model,
+                                             unpadded_supported)
 from rapidscore.encoder.runtime import Runner
 from rapidscore.encoder.store import TokenStore, row_ranges
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
@@ -147,8 +148,13 @@ class Encoder:
         self.num_threads = num_threads
         self.progress = progress
 
-        loaded, loaded_here = load_model(self.model_dir, self.layer, backend, device, precision, num_threads,
-                            Path(cache_dir) if cache_dir else None, add_prefix_space)
+        load_args = (self.model_dir, self.layer, backend, device, precision, num_threads,
+                     Path(cache_dir) if cache_dir else None, add_prefix_space)
+        loaded, loaded_here = load_model(*load_args)
+        # The unpadded graph (embed_ids(unpadded=True)), loaded on first use.
+        self._unpadded_load_args = load_args if backend == "onnx" and unpadded_supported(config, self.layer) else None
+        self._unpadded_runner: Any = None
+        self._roberta_positions = self.model_type in ROBERTA_LIKE
         self.loaded = loaded
         self.cache_entry = loaded.cache_entry
         self.exported = loaded.exported and loaded_here  # whether creating this encoder ran the export
@@ -176,6 +182,8 @@ class Encoder:
 
     @runner.setter
     def runner(self, runner) -> None:
+        if getattr(self, "loaded", None) is not None and runner is not self.loaded.runner:
+            self._unpadded_load_args = None  # another graph: every call goes through it, padded
         self._runner = runner
         self.provider = runner.provider
         # Serialises calls of a runner that says it is not thread-safe (shared by its encoders).
@@ -223,27 +231,35 @@ class Encoder:
         return store
 
     def encode_unique(self, texts: list[str], *, warn_truncation: bool = True, progress: bool | None = None,
-                      stacklevel: int = 2) -> TokenStore:
+                      stacklevel: int = 2, unpadded: bool = False) -> TokenStore:
         """``encode`` for callers that validated and deduplicated ``texts`` already (the scorers'
-        plan phase): no check, no second dedupe."""
+        plan phase): no check, no second dedupe. ``unpadded``: as in ``embed_ids``."""
         ids, truncated = self.tokenizer.encode(texts)
         if truncated and warn_truncation:
             warnings.warn(
                 f"{truncated} of {len(texts)} distinct texts were longer than {self.max_length} "
                 f"tokens and were truncated", TruncationWarning, stacklevel=stacklevel + 1)
-        return self.embed_ids(ids, truncated=truncated, progress=progress)
+        return self.embed_ids(ids, truncated=truncated, progress=progress, unpadded=unpadded)
+
+    @property
+    def unpadded_available(self) -> bool:
+        """Whether ``embed_ids(unpadded=True)`` runs the unpadded graph here (ONNX Runtime on the
+        CPU, a BERT-style family at a single layer >= 1, the encoder's own runner)."""
+        return self._unpadded_load_args is not None and self.device == "cpu"
 
     def embed_ids(self, ids: list[np.ndarray], *, truncated: int = 0, progress: bool | None = None,
-                  on_device: bool | None = None) -> TokenStore:
+                  on_device: bool | None = None, unpadded: bool = False) -> TokenStore:
         """Run the model over token id sequences (already tokenised) into a TokenStore.
 
         Sentences are stored in the order of ``ids``; each batch's real tokens are gathered and
         scattered to their sentences' rows in one vectorised copy (no per-row Python loop).
         ``on_device``: keep the embeddings a torch tensor on the model's device (the torch
         backend's device engine, also on the CPU); None: only off the CPU (``returns_tensors``).
+        ``unpadded``: where ``unpadded_available``, run the unpadded graph (exported on first use):
+        linear layers over the real tokens only, so sentences of any lengths share one call
+        without padding; bit-identical to the padded graph (tests/encoder). Elsewhere ignored.
         """
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
-        batches = plan_batches(lengths, self.batch_tokens, self.max_batch_size)
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         flat_ids = np.concatenate(ids) if len(ids) else np.zeros(0, dtype=np.int64)
@@ -251,8 +267,12 @@ class Encoder:
         if keep and not self.runs_torch:
             raise ValueError(f"on_device=True needs a runner that returns torch tensors (backend='torch'), "
                              f"got backend={self.backend!r} on {self.device!r}")
-        embeddings = self._run_batches(ids, lengths, offsets, batches,
-                                       self.progress if progress is None else progress, keep)
+        if unpadded and self.unpadded_available and not keep:
+            embeddings = self._run_unpadded(ids, lengths, offsets)
+        else:
+            batches = plan_batches(lengths, self.batch_tokens, self.max_batch_size)
+            embeddings = self._run_batches(ids, lengths, offsets, batches,
+                                           self.progress if progress is None else progress, keep)
         return TokenStore(ids=flat_ids, offsets=offsets, embeddings=embeddings,
                           order=np.arange(len(ids), dtype=np.int64), truncated=truncated)
 
@@ -299,6 +319,27 @@ class Encoder:
                 out = torch.from_numpy(out).to(self.device)
         elif tensors and not keep_on_device:
             out = out.cpu().numpy()  # the CPU kernels take host arrays (no copy on the CPU)
+        return out
+
+    def _run_unpadded(self, ids, lengths: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Embeddings (total tokens, dim) through the unpadded graph: length-sorted chunks of up
+        to ``batch_tokens`` real tokens (attention, the padded part, stays small), one call each."""
+        runner = self._unpadded_runner
+        if runner is None:
+            runner = self._unpadded_runner = load_model(*self._unpadded_load_args, unpadded=True)[0].runner
+        out = np.empty((int(offsets[-1]), self.hidden_size), dtype=np.float32)
+        order = [int(k) for k in np.argsort(-lengths, kind="stable") if lengths[k] > 0]  # "" has no row
+        start = 0
+        while start < len(order):
+            end, tokens = start + 1, int(lengths[order[start]])
+            while end < len(order) and end - start < self.max_batch_size and \
+                    tokens + int(lengths[order[end]]) <= self.batch_tokens:
+                tokens += int(lengths[order[end]])
+                end += 1
+            chunk = np.asarray(order[start:end], dtype=np.int64)
+            feed = unpadded_inputs([ids[k] for k in chunk], self.spec.pad_id, self._roberta_positions)
+            out[row_ranges(offsets[chunk], lengths[chunk])] = runner.run_feed(feed)
+            start = end
         return out
 
     def _to_device(self, array: np.ndarray):

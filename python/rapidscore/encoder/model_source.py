@@ -143,3 +143,15 @@ def sentence_transformers_max_length(model_dir: Path) -> int | None:
     with open(file, encoding="utf-8") as handle:
         value = json.load(handle).get("max_seq_length")
     return int(value) if value else None
+
+
+# Families whose unpadded graph (torch_model.UnpaddedLayerOutput) is built: BERT-style layers (query / key /
+# value, attention.output, intermediate, output) after absolute position embeddings.
+UNPADDED_FAMILIES = frozenset({"bert", "roberta", "xlm-roberta", "camembert", "electra"})
+
+
+def unpadded_supported(config: dict, layer: int | str) -> bool:
+    """Whether the unpadded graph exists for this model (a config.json dict) and layer."""
+    return (config.get("model_type") in UNPADDED_FAMILIES and isinstance(layer, int) and layer >= 1
+            and config.get("position_embedding_type", "absolute") == "absolute")
+

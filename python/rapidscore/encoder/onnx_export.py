@@ -60,11 +60,14 @@ def cache_root() -> Path:
     return base / "onnx"
 
 
-def cache_key(model_dir: Path, layer: int | str, precision: str, add_prefix_space: bool | None) -> str:
+def cache_key(model_dir: Path, layer: int | str, precision: str, add_prefix_space: bool | None,
+              unpadded: bool = False) -> str:
     description = {
         "model": fingerprint(model_dir), "layer": layer, "precision": precision, "opset": OPSET,
         "add_prefix_space": add_prefix_space, "exporter": EXPORTER_VERSION,
     }
+    if unpadded:  # absent otherwise: the padded graphs' keys stay as they were
+        description["unpadded"] = True
     return hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -82,14 +85,16 @@ def _exclusive_lock(path: Path):
 
 
 def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_space: bool | None,
-                  *, cache_dir: Path | None = None) -> tuple[Path, bool]:
+                  *, cache_dir: Path | None = None, unpadded: bool = False) -> tuple[Path, bool]:
     """Directory of the ONNX export of (model, layer, precision); exports it when missing.
 
     ``layer`` is an int (hidden_states[layer]) or "all" (every hidden state, stacked).
+    ``unpadded``: the graph over a batch's real tokens only (``torch_model.UnpaddedLayerOutput``;
+    families of ``model_source.unpadded_supported``).
     Returns (entry directory, whether this call performed the export).
     """
     root = Path(cache_dir) if cache_dir is not None else cache_root()
-    key = cache_key(model_dir, layer, precision, add_prefix_space)
+    key = cache_key(model_dir, layer, precision, add_prefix_space, unpadded)
     entry = root / key
     if (entry / "meta.json").is_file():
         return entry, False
@@ -105,7 +110,7 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
         remove_stale_staging(root)
         staging = Path(tempfile.mkdtemp(prefix=f".{key}-{_staging_owner()}-", dir=root))
         try:
-            _export_into(staging, model_dir, layer, precision, add_prefix_space)
+            _export_into(staging, model_dir, layer, precision, add_prefix_space, unpadded)
             os.replace(staging, entry)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -159,28 +164,41 @@ def remove_stale_staging(root: Path, now: float | None = None) -> list[Path]:
 
 
 def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str,
-                 add_prefix_space: bool | None) -> None:
+                 add_prefix_space: bool | None, unpadded: bool = False) -> None:
     import numpy as np
     import torch
 
-    from rapidscore.encoder.torch_model import LayerOutput, load_tokenizer, load_truncated_model, tokenizer_spec
+    from rapidscore.encoder.batching import unpadded_inputs
+    from rapidscore.encoder.model_source import ROBERTA_LIKE, read_config, unpadded_supported
+    from rapidscore.encoder.torch_model import (LayerOutput, UnpaddedLayerOutput, load_tokenizer,
+                                                load_truncated_model, tokenizer_spec)
 
     if precision != "fp32":
         raise ValueError(f"ONNX export supports precision 'fp32', got {precision!r}")
+    if unpadded and not unpadded_supported(read_config(model_dir), layer):
+        raise ValueError(f"no unpadded graph for {model_dir} at layer {layer!r} (model_source.unpadded_supported)")
     all_layers = layer == "all"
     tokenizer, config = load_tokenizer(model_dir, add_prefix_space)
     spec = tokenizer_spec(tokenizer, config)
     model = load_truncated_model(model_dir, None if all_layers else int(layer), all_layers=all_layers)
     wrapped = LayerOutput.build(model, layer if all_layers else int(layer))
 
-    example = tokenizer(list(PROBE_TEXTS[:2]), padding=True, return_tensors="pt")
-    args = (example["input_ids"], example["attention_mask"])
+    def unpadded_feed(texts) -> dict:
+        ids = [np.asarray(seq, dtype=np.int64) for seq in tokenizer(list(texts))["input_ids"]]
+        return unpadded_inputs(ids, spec.pad_id, config.model_type in ROBERTA_LIKE)
+
     onnx_path = target / "model.onnx"
     started = time.perf_counter()
-    exporter = _export_graph(wrapped, args, onnx_path, all_layers)
+    if unpadded:
+        example_feed = unpadded_feed(PROBE_TEXTS[:2])
+        exporter = _export_unpadded_graph(UnpaddedLayerOutput.build(model),
+                                          tuple(torch.from_numpy(v) for v in example_feed.values()), onnx_path)
+    else:
+        example = tokenizer(list(PROBE_TEXTS[:2]), padding=True, return_tensors="pt")
+        exporter = _export_graph(wrapped, (example["input_ids"], example["attention_mask"]), onnx_path, all_layers)
     export_seconds = time.perf_counter() - started
 
-    # Verify on a batch of another shape than the tracing example.
+    # Verify on a batch of another shape than the tracing example, against the padded torch model.
     probe = tokenizer(list(PROBE_TEXTS), padding=True, return_tensors="pt")
     with torch.inference_mode():
         expected = wrapped(probe["input_ids"], probe["attention_mask"]).numpy()
@@ -188,12 +206,15 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
 
     ort = import_onnxruntime("verifying an ONNX export")
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-    feed = {"input_ids": probe["input_ids"].numpy(), "attention_mask": probe["attention_mask"].numpy()}
+    if unpadded:
+        feed = unpadded_feed(PROBE_TEXTS)
+    else:
+        feed = {"input_ids": probe["input_ids"].numpy(), "attention_mask": probe["attention_mask"].numpy()}
     declared = {i.name for i in session.get_inputs()}
     got = session.run(None, {k: v for k, v in feed.items() if k in declared})[0]
     mask = probe["attention_mask"].numpy().astype(bool)
     real_expected = expected[..., mask, :] if all_layers else expected[mask]
-    real_got = got[..., mask, :] if all_layers else got[mask]
+    real_got = got if unpadded else got[..., mask, :] if all_layers else got[mask]
     max_diff = float(np.abs(real_expected - real_got).max())
     if not max_diff <= EXPORT_TOLERANCE:
         raise RuntimeError(
@@ -209,12 +230,26 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
         "model_dir": str(model_dir), "model_type": config.model_type, "layer": layer,
         "precision": precision, "opset": OPSET, "exporter_version": EXPORTER_VERSION,
         "exporter": exporter, "torch": torch.__version__, "transformers": transformers.__version__,
-        "hidden_size": int(config.hidden_size), "verify_max_abs_diff": max_diff,
+        "hidden_size": int(config.hidden_size), "verify_max_abs_diff": max_diff, "unpadded": unpadded,
         "export_seconds": round(export_seconds, 3),
     }
     # meta.json last: its presence marks a complete entry.
     with open(target / "meta.json", "w", encoding="utf-8") as handle:
         json.dump(meta, handle, indent=1)
+
+
+def _export_unpadded_graph(module, args, path: Path) -> str:
+    """Export the unpadded graph (TorchScript exporter): T tokens, B sentences, L the longest."""
+    import torch
+
+    input_names = ["input_ids", "position_ids", "gather", "scatter", "attention_mask"]
+    dynamic_axes = {"input_ids": {0: "tokens"}, "position_ids": {0: "tokens"}, "gather": {0: "batch", 1: "sequence"},
+                    "scatter": {0: "tokens"}, "attention_mask": {0: "batch", 1: "sequence"}, "hidden": {0: "tokens"}}
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, args, str(path), dynamo=False, opset_version=OPSET, dynamic_axes=dynamic_axes,
+                          do_constant_folding=True, input_names=input_names, output_names=["hidden"])
+    return "torchscript"
 
 
 def _export_graph(module, args, path: Path, all_layers: bool) -> str:

@@ -139,3 +139,57 @@ def tokenizer_spec(tokenizer, config) -> TokenizerSpec:
         special_ids=tuple(sorted(int(i) for i in tokenizer.all_special_ids)),
         cls_id=tokenizer.cls_token_id, sep_id=tokenizer.sep_token_id,
     )
+
+
+class UnpaddedLayerOutput:
+    """Factory for the unpadded ONNX graph: the same layers as ``LayerOutput`` over the real tokens
+    of a batch only.
+
+    Inputs: ``input_ids`` and ``position_ids`` (T,) for the batch's T real tokens, sentence after
+    sentence; ``gather`` (B, L) the row of each padded slot in [0, T], T for padding; ``scatter``
+    (T,) the padded slot of each token; ``attention_mask`` (B, L). Output: (T, dim).
+
+    Every linear layer, layer norm and activation runs on the T real tokens (no padding, one call
+    for sentences of any lengths); only attention runs padded, as the padded graph runs it. Each
+    operation is the padded graph's on the same rows (3-D tensors keep linear layers a MatMul and
+    an Add, as there; a 2-D Gemm adds the bias first and rounds differently), so a token's vector
+    is bit-identical to the padded graph's under ONNX Runtime on the CPU (tests/encoder).
+    """
+
+    @staticmethod
+    def build(model) -> torch.nn.Module:
+        import torch
+
+        class _Unpadded(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, input_ids, position_ids, gather, scatter, attention_mask):
+                model = self.model
+                hidden = model.embeddings(input_ids=input_ids[None], position_ids=position_ids[None],
+                                          token_type_ids=torch.zeros_like(input_ids)[None])
+                if hasattr(model, "embeddings_project"):  # ELECTRA: embedding size != hidden size
+                    hidden = model.embeddings_project(hidden)
+                batch, longest = gather.shape
+                mask = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
+                for layer in model.encoder.layer:
+                    attention = layer.attention.self
+                    heads, size = attention.num_attention_heads, attention.attention_head_size
+
+                    def padded(x, heads=heads, size=size):
+                        rows = torch.cat([x[0], x.new_zeros(1, x.shape[-1])], 0)[gather]
+                        return rows.view(batch, longest, heads, size).transpose(1, 2)
+
+                    query, key = padded(attention.query(hidden)), padded(attention.key(hidden))
+                    value = padded(attention.value(hidden))
+                    weights = torch.matmul(query, key.transpose(2, 3)) * attention.scaling + mask
+                    weights = torch.nn.functional.softmax(weights, dim=-1)
+                    context = torch.matmul(weights, value).transpose(1, 2).contiguous()
+                    context = context.reshape(batch * longest, heads * size)[scatter][None]
+                    attended = layer.attention.output(context, hidden)
+                    hidden = layer.output(layer.intermediate(attended), attended)
+                return hidden[0]
+
+        return _Unpadded().eval()
+

@@ -296,7 +296,9 @@ class _BERTScoreTask:
                     union_ids.append(ids[k])
                 index[k] = slot
             positions.append(index)
-        store = scorer.encoder.embed_ids(union_ids)
+        # Unpadded where the encoder has that graph: the batch's sentences of every length in one
+        # call, no padding (bit-identical to the padded graph a direct call runs).
+        store = scorer.encoder.embed_ids(union_ids, unpadded=True)
         if scorer.weights_fixed:
             return scorer.finish_plans([plan for plan, _, _ in payloads], store, positions,
                                        [truncated for _, _, truncated in payloads])
@@ -336,7 +338,7 @@ class _SimilarityTask:
         union = list(dict.fromkeys(text for payload in payloads for text in payload[3]))
         embed: Callable[[list[str]], np.ndarray] | None = None  # method="bertscore": each request alone
         if model.method == "embedding":
-            vectors = model.encoder.pool(model.encoder.encode_unique(union))  # the union is distinct
+            vectors = model.encoder.pool(model.encoder.encode_unique(union, unpadded=True))  # union: distinct
             row = {text: k for k, text in enumerate(union)}
 
             def embed(texts: list[str]) -> np.ndarray:

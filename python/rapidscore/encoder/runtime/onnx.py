@@ -118,6 +118,11 @@ class OnnxRunner:
             return self.session.run(None, feed)[0]
         return self._run_bound(feed, input_ids.shape)
 
+    def run_feed(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        """Run the graph on named host inputs (those it declares) and return its output on the
+        host: the unpadded graph's call (``Encoder.embed_ids(unpadded=True)``)."""
+        return self.session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+
     def output_shape(self, batch: int, sequence: int) -> tuple[int, ...]:
         """Shape of the hidden states for a (batch, sequence) input."""
         symbolic = iter((batch, sequence))
