@@ -19,8 +19,14 @@ from rapidscore.common.choices import BACKENDS, DEVICES, POOLINGS, PRECISIONS
 from rapidscore.common.inputs import check_encodable
 from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches, unpadded_inputs
 from rapidscore.encoder.cache import load_model
-from rapidscore.encoder.model_source import (DEFAULT_MODEL, ROBERTA_LIKE, num_layers, read_config, resolve_model,
-                                             unpadded_supported)
+from rapidscore.encoder.model_source import (
+    DEFAULT_MODEL,
+    ROBERTA_LIKE,
+    num_layers,
+    read_config,
+    resolve_model,
+    unpadded_supported,
+)
 from rapidscore.encoder.runtime import Runner
 from rapidscore.encoder.store import TokenStore, row_ranges
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
@@ -148,8 +154,9 @@ class Encoder:
         self.num_threads = num_threads
         self.progress = progress
 
-        load_args = (self.model_dir, self.layer, backend, device, precision, num_threads,
-                     Path(cache_dir) if cache_dir else None, add_prefix_space)
+        load_args: tuple[Path, int | str, str, str, str, int | None, Path | None, bool | None] = (
+            self.model_dir, self.layer, backend, device, precision, num_threads,
+            Path(cache_dir) if cache_dir else None, add_prefix_space)
         loaded, loaded_here = load_model(*load_args)
         # The unpadded graph (embed_ids(unpadded=True)), loaded on first use.
         self._unpadded_load_args = load_args if backend == "onnx" and unpadded_supported(config, self.layer) else None
@@ -326,7 +333,10 @@ class Encoder:
         to ``batch_tokens`` real tokens (attention, the padded part, stays small), one call each."""
         runner = self._unpadded_runner
         if runner is None:
-            runner = self._unpadded_runner = load_model(*self._unpadded_load_args, unpadded=True)[0].runner
+            assert self._unpadded_load_args is not None  # unpadded_available
+            model_dir, layer, backend, device, precision, num_threads, cache_dir, prefix = self._unpadded_load_args
+            runner = self._unpadded_runner = load_model(model_dir, layer, backend, device, precision, num_threads,
+                                                        cache_dir, prefix, unpadded=True)[0].runner
         out = np.empty((int(offsets[-1]), self.hidden_size), dtype=np.float32)
         order = [int(k) for k in np.argsort(-lengths, kind="stable") if lengths[k] > 0]  # "" has no row
         start = 0

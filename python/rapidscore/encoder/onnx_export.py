@@ -170,8 +170,13 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
 
     from rapidscore.encoder.batching import unpadded_inputs
     from rapidscore.encoder.model_source import ROBERTA_LIKE, read_config, unpadded_supported
-    from rapidscore.encoder.torch_model import (LayerOutput, UnpaddedLayerOutput, load_tokenizer,
-                                                load_truncated_model, tokenizer_spec)
+    from rapidscore.encoder.torch_model import (
+        LayerOutput,
+        UnpaddedLayerOutput,
+        load_tokenizer,
+        load_truncated_model,
+        tokenizer_spec,
+    )
 
     if precision != "fp32":
         raise ValueError(f"ONNX export supports precision 'fp32', got {precision!r}")

@@ -1,0 +1,125 @@
+"""The unpadded ONNX graph (``Encoder.embed_ids(unpadded=True)``): linear layers over a batch's
+real tokens only, attention padded. It must give exactly the padded graph's vectors (the
+serving workers rely on it to answer what a direct call answers), for every family it covers,
+and fall back to the padded graph everywhere else."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from rapidscore.encoder import Encoder
+from rapidscore.encoder.batching import unpadded_inputs
+from rapidscore.encoder.model_source import UNPADDED_FAMILIES
+from rapidscore.testing import tiny_models
+
+WORDS = "the cat sat on a mat while dogs ran quickly over lazy foxes in rainy paris tomorrow".split()
+
+
+def random_texts(n: int, seed: int, max_words: int = 30) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=int(rng.integers(1, max_words)))) for _ in range(n)]
+
+
+def assert_unpadded_equals_padded(encoder: Encoder, ids: list[np.ndarray]) -> None:
+    padded = encoder.embed_ids(ids)
+    unpadded = encoder.embed_ids(ids, unpadded=True)
+    assert unpadded.embeddings.tobytes() == padded.embeddings.tobytes()
+    assert np.array_equal(unpadded.offsets, padded.offsets) and np.array_equal(unpadded.ids, padded.ids)
+
+
+def test_unpadded_inputs_match_a_plain_construction():
+    rng = np.random.default_rng(0)
+    pad = 1
+    ids = [rng.integers(0, 6, size=int(rng.integers(1, 9))) for _ in range(7)]
+    for roberta in (False, True):
+        feed = unpadded_inputs(ids, pad, roberta)
+        longest = max(len(seq) for seq in ids)
+        rows = []  # (sentence, position in sentence) of each packed token, sentence after sentence
+        for s, seq in enumerate(ids):
+            rows += [(s, p) for p in range(len(seq))]
+        assert feed["input_ids"].tolist() == [int(ids[s][p]) for s, p in rows]
+        for t, (s, p) in enumerate(rows):
+            assert feed["gather"][s, p] == t and feed["scatter"][t] == s * longest + p
+            if roberta:  # HF: pad_id + the count of non-pad tokens up to here; pad tokens get pad_id
+                real = [int(x != pad) for x in ids[s][:p + 1]]
+                assert feed["position_ids"][t] == (pad + sum(real) if real[-1] else pad)
+            else:
+                assert feed["position_ids"][t] == p
+        assert (feed["gather"] == len(rows)).sum() == len(ids) * longest - len(rows)  # padding slots
+        assert feed["attention_mask"].tolist() == [[int(p < len(seq)) for p in range(longest)] for seq in ids]
+    with pytest.raises(ValueError, match="non-empty"):
+        unpadded_inputs([np.array([1, 2]), np.array([], dtype=np.int64)], 0, False)
+
+
+@pytest.mark.slow
+def test_minilm_unpadded_is_bit_identical_to_padded(minilm_path):
+    encoder = Encoder(str(minilm_path), num_threads=1)
+    assert encoder.unpadded_available
+    texts = random_texts(60, seed=1) + ["", "x", "a very long text " * 200]  # "" has no token; truncation
+    ids, truncated = encoder.tokenizer.encode(texts)
+    assert truncated == 1
+    assert_unpadded_equals_padded(encoder, ids)
+    rng = np.random.default_rng(2)
+    for _ in range(5):  # other batch compositions, and several unpadded calls (small token budget)
+        chosen = [ids[k] for k in rng.choice(len(ids), int(rng.integers(1, 30)), replace=False)]
+        assert_unpadded_equals_padded(encoder, chosen)
+    small = Encoder(str(minilm_path), num_threads=1, batch_tokens=64)
+    assert_unpadded_equals_padded(small, ids[:40])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tiny_model", tiny_models.FAMILIES, indirect=True)
+def test_tiny_families_unpadded_is_bit_identical_or_falls_back(tiny_model):
+    family = tiny_model.name
+    encoder = Encoder(str(tiny_model), layer=2, num_threads=1)
+    assert encoder.unpadded_available == (family in UNPADDED_FAMILIES)
+    ids, _ = encoder.tokenizer.encode(random_texts(25, seed=3, max_words=20) + [""])
+    if family in ("roberta", "xlm-roberta"):
+        # A pad id inside a text: the model numbers positions over non-pad tokens only.
+        ids.append(np.array([ids[0][0], encoder.spec.pad_id, *ids[0][1:]], dtype=np.int64))
+    assert_unpadded_equals_padded(encoder, ids)
+    if family in UNPADDED_FAMILIES:
+        assert Encoder(str(tiny_model), layer=0).unpadded_available is False  # the embedding layer: padded
+        assert Encoder(str(tiny_model), layer="all").unpadded_available is False
+
+
+@pytest.mark.slow
+def test_a_replaced_runner_is_never_bypassed(minilm_path):
+    encoder = Encoder(str(minilm_path), num_threads=1, max_length=32)
+    calls = []
+    real = encoder.runner
+
+    def counting(input_ids, attention_mask):
+        calls.append(input_ids.shape)
+        return real(input_ids, attention_mask)
+
+    counting.provider, counting.returns, counting.thread_safe = real.provider, "numpy", True
+    encoder.runner = counting
+    assert not encoder.unpadded_available
+    encoder.embed_ids(encoder.tokenize(["one text", "and another"]), unpadded=True)
+    assert calls  # the assigned runner ran
+
+
+@pytest.mark.slow
+def test_unpadded_from_many_threads_equals_sequential(minilm_path):
+    encoder = Encoder(str(minilm_path), num_threads=1)
+    texts = random_texts(80, seed=4)
+    ids, _ = encoder.tokenizer.encode(texts)
+    groups = [ids[k::8] for k in range(8)]
+    expected = [encoder.embed_ids(group).embeddings for group in groups]
+    results: list = [None] * 8
+
+    def run(k: int) -> None:
+        for _ in range(3):
+            results[k] = encoder.embed_ids(groups[k], unpadded=True).embeddings
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    for got, want in zip(results, expected):
+        assert got is not None and got.tobytes() == want.tobytes()
