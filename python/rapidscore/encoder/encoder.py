@@ -158,8 +158,9 @@ class Encoder:
             self.model_dir, self.layer, backend, device, precision, num_threads,
             Path(cache_dir) if cache_dir else None, add_prefix_space)
         loaded, loaded_here = load_model(*load_args)
-        # The unpadded graph (embed_ids(unpadded=True)), loaded on first use.
-        self._unpadded_load_args = load_args if backend == "onnx" and unpadded_supported(config, self.layer) else None
+        # The unpadded graph (embed_ids(unpadded=True)), loaded on first use; None where there is none.
+        self._unpadded_load_args = (load_args if backend == "onnx" and device == "cpu"
+                                    and unpadded_supported(config, self.layer) else None)
         self._unpadded_runner: Any = None
         self._roberta_positions = self.model_type in ROBERTA_LIKE
         self.loaded = loaded
@@ -252,7 +253,7 @@ class Encoder:
     def unpadded_available(self) -> bool:
         """Whether ``embed_ids(unpadded=True)`` runs the unpadded graph here (ONNX Runtime on the
         CPU, a BERT-style family at a single layer >= 1, the encoder's own runner)."""
-        return self._unpadded_load_args is not None and self.device == "cpu"
+        return self._unpadded_load_args is not None
 
     def embed_ids(self, ids: list[np.ndarray], *, truncated: int = 0, progress: bool | None = None,
                   on_device: bool | None = None, unpadded: bool = False) -> TokenStore:

@@ -154,4 +154,3 @@ def unpadded_supported(config: dict, layer: int | str) -> bool:
     """Whether the unpadded graph exists for this model (a config.json dict) and layer."""
     return (config.get("model_type") in UNPADDED_FAMILIES and isinstance(layer, int) and layer >= 1
             and config.get("position_embedding_type", "absolute") == "absolute")
-
