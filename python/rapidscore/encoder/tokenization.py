@@ -55,8 +55,8 @@ class BatchTokenizer:
     def encode(self, texts: list[str]) -> tuple[list[np.ndarray], int]:
         """Token ids per text and the number of texts that were truncated."""
         if len(texts) < 32:
-            # Small inputs (latency): the batch call's thread pool would wait for cores that the
-            # runtime's threads still spin on after the previous call.
+            # Small inputs (latency): handing them to the batch call's thread pool costs more than
+            # it saves (MiniLM, after a model call: 2 texts 0.22 vs 0.11 ms, 31 texts 1.06 vs 0.96).
             encodings = [self._tokenizer.encode(text, add_special_tokens=True) for text in texts]
         else:
             encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
