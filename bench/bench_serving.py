@@ -284,12 +284,15 @@ def main() -> None:
     # The same with one runtime thread: on a loaded 2-core machine it can beat two (no spinning
     # second thread); the batching server runs its two workers with one thread each.
     bulk_t1_tps = tokens_per_request * len(cands) / best_seconds(BERTScore(num_threads=1))
-    single = []
-    for k in range(min(300, len(cands))):
-        started = time.perf_counter()
-        scorer.score([cands[k]], [refs[k]])
-        single.append(time.perf_counter() - started)
-    single_p50_ms = 1000 * float(np.median(single[len(single) // 6:]))  # after a warm-up sixth
+    def single_pair_p50_ms() -> float:
+        single = []
+        for k in range(min(300, len(cands))):
+            started = time.perf_counter()
+            scorer.score([cands[k]], [refs[k]])
+            single.append(time.perf_counter() - started)
+        return 1000 * float(np.median(single[len(single) // 6:]))  # after a warm-up sixth
+
+    single_p50_ms = single_pair_p50_ms()
 
     results: dict = {"machine": common.machine_info(), "versions": common.package_versions(), "date": common.now(),
                      "commit": common.git_commit(), "command": common.command_line(),
@@ -301,9 +304,16 @@ def main() -> None:
         try:
             wait_healthy(port, server)
             for clients in args.levels:
+                # The single-pair call in process right before and after the 1-client level (the
+                # server idle meanwhile): the machine's speed drifts by +-10% over minutes.
+                in_process = [single_pair_p50_ms()] if clients == 1 else []
                 before = metrics_snapshot(port) if kind.startswith("batching") else {}
                 run = run_level(port, bodies_path, clients, args.seconds, args.warmup)
                 row = summarize(run, tokens_per_request)
+                if clients == 1:
+                    in_process.append(single_pair_p50_ms())
+                    # The faster of the two: the stricter comparison.
+                    row["in_process_p50_ms"], row["in_process_p50_ms_around"] = min(in_process), in_process
                 if kind.startswith("batching"):
                     after = metrics_snapshot(port)
                     batches = after["rapidscore_batch_requests_count"] - before["rapidscore_batch_requests_count"]
@@ -362,6 +372,16 @@ def render(results: dict) -> str:
             lines.append(f"| {kind} | {clients} | {row['rps']:.0f} | {row['tokens_per_s']:,.0f} | "
                          f"{100 * row['tokens_per_s'] / results['bulk_tokens_per_s']:.0f}% | {row['p50_ms']:.1f} | "
                          f"{row['p99_ms']:.1f} | {batch} | {row['statuses']} | {row['client_cpu_share']:.2f} |")
+    around = [(kind, levels[1]) for kind, levels in results["levels"].items()
+              if 1 in levels and "in_process_p50_ms" in levels[1]]
+    if around:
+        lines += ["", "1 client against the single-pair call in process, measured right before and after that level "
+                      "(the faster of the two):", ""]
+        for kind, row in around:
+            before, after = row["in_process_p50_ms_around"]
+            lines.append(f"- {kind}: p50 {row['p50_ms']:.2f} ms against {row['in_process_p50_ms']:.2f} ms "
+                         f"({before:.2f} before, {after:.2f} after): "
+                         f"{row['p50_ms'] - row['in_process_p50_ms']:+.2f} ms")
     if "memory" in results:
         m = results["memory"]
         lines += ["", f"Memory: batching server, {m['clients']} clients for {m['seconds']:.0f} s: "
