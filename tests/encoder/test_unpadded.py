@@ -123,3 +123,42 @@ def test_unpadded_from_many_threads_equals_sequential(minilm_path):
         thread.join(120)
     for got, want in zip(results, expected):
         assert got is not None and got.tobytes() == want.tobytes()
+
+
+def test_an_encoder_that_only_runs_unpadded_never_makes_its_padded_session(tiny_model_path, tmp_path, monkeypatch):
+    """A CPU ONNX Runtime session holds a copy of the weights: the padded one is made on the first
+    padded call, once however many threads make it, and never for unpadded calls only."""
+    from rapidscore.encoder import cache
+
+    made = []
+    real_make_runner = cache.make_runner
+
+    def counting_make_runner(*args, **kwargs):
+        made.append(kwargs["onnx_path"])
+        return real_make_runner(*args, **kwargs)
+
+    monkeypatch.setattr(cache, "make_runner", counting_make_runner)
+    # A cache directory of its own: a model loaded by no other test.
+    encoder = Encoder(str(tiny_model_path("bert")), layer=2, num_threads=1, cache_dir=tmp_path)
+    assert encoder.unpadded_available and made == [] and not encoder.loaded.runner_created
+    ids, _ = encoder.tokenizer.encode(random_texts(12, seed=5))
+    unpadded = encoder.embed_ids(ids, unpadded=True).embeddings
+    assert len(made) == 1 and not encoder.loaded.runner_created  # the unpadded graph's session only
+
+    results: list = [None] * 8
+    barrier = threading.Barrier(8)
+
+    def padded(k: int) -> None:
+        barrier.wait()
+        results[k] = encoder.embed_ids(ids).embeddings
+
+    threads = [threading.Thread(target=padded, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert len(made) == 2 and encoder.loaded.runner_created  # one padded session for 8 first calls
+    assert made[0] != made[1]
+    for got in results:
+        assert got is not None and got.tobytes() == unpadded.tobytes()
+    assert encoder.provider == "CPUExecutionProvider"

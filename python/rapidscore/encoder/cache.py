@@ -20,7 +20,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -32,15 +31,41 @@ __all__ = ["LoadedModel", "load_model", "KeyedCache", "MODELS", "MAX_MODELS"]
 MAX_MODELS = 8
 
 
-@dataclass(frozen=True)
 class LoadedModel:
-    """A runner and what tokenising for it needs. Shared between encoders: never mutated."""
+    """A runner and what tokenising for it needs. Shared between encoders; thread-safe.
 
-    runner: Runner
-    spec: TokenizerSpec
-    tokenizer_source: Any  # tokenizer.json path, or its JSON text (torch backend)
-    cache_entry: Path | None
-    exported: bool
+    ``runner``: the runner; or None and ``make_runner``, which makes it on first use
+    (``runner_created`` says whether it has). A CPU ONNX Runtime session is made on first use: it
+    holds a copy of the model's weights (90 MB for all-MiniLM-L6-v2, 1.4 GB for roberta-large),
+    and an encoder that only runs the unpadded graph (the serving workers) never needs its padded one.
+    """
+
+    def __init__(self, runner: Runner | None, spec: TokenizerSpec, tokenizer_source: Any,
+                 cache_entry: Path | None, exported: bool, *, make_runner: Callable[[], Runner] | None = None):
+        if (runner is None) == (make_runner is None):
+            raise ValueError("LoadedModel takes a runner or make_runner, exactly one")
+        self._runner = runner
+        self._make_runner = make_runner
+        self._lock = threading.Lock()
+        self.spec = spec
+        self.tokenizer_source = tokenizer_source  # tokenizer.json path, or its JSON text (torch backend)
+        self.cache_entry = cache_entry
+        self.exported = exported
+
+    @property
+    def runner(self) -> Runner:
+        runner = self._runner
+        if runner is None:
+            with self._lock:  # concurrent first calls make one session
+                if self._runner is None:
+                    assert self._make_runner is not None
+                    self._runner = self._make_runner()
+                runner = self._runner
+        return runner
+
+    @property
+    def runner_created(self) -> bool:
+        return self._runner is not None
 
 
 class KeyedCache:
@@ -111,9 +136,14 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
         entry, exported = cached_export(model_dir, layer, "fp32", add_prefix_space, cache_dir=cache_dir,
                                         unpadded=unpadded)
         spec = load_spec(entry / "tokenizer_spec.json")
-        runner = make_runner(backend, onnx_path=entry / "model.onnx", device=device, precision=precision,
-                             num_threads=num_threads, compile_cache=entry.parent.parent / "openvino")
-        return LoadedModel(runner, spec, entry / "tokenizer.json", entry, exported)
+        def new_runner() -> Runner:
+            return make_runner(backend, onnx_path=entry / "model.onnx", device=device, precision=precision,
+                               num_threads=num_threads, compile_cache=entry.parent.parent / "openvino")
+
+        if backend == "onnx" and device == "cpu":
+            return LoadedModel(None, spec, entry / "tokenizer.json", entry, exported, make_runner=new_runner)
+        # Others now: their errors (a missing CUDA provider, say) belong to construction.
+        return LoadedModel(new_runner(), spec, entry / "tokenizer.json", entry, exported)
     from rapidscore.encoder.onnx_export import require_torch_stack
 
     require_torch_stack("backend='torch'")

@@ -167,7 +167,11 @@ class Encoder:
         self.cache_entry = loaded.cache_entry
         self.exported = loaded.exported and loaded_here  # whether creating this encoder ran the export
         self.tokenizer = BatchTokenizer(loaded.tokenizer_source, loaded.spec, max_length)
-        self.runner = loaded.runner
+        # The loaded model's runner; a CPU ONNX Runtime session is made on first use (``runner``).
+        self._runner: Any = None
+        self._runner_lock: threading.Lock | None = None
+        if loaded.runner_created:
+            self._use(loaded.runner)
 
     def _check_layer(self, layer):
         if layer is None:
@@ -186,16 +190,27 @@ class Encoder:
         """What runs the model (see ``rapidscore.encoder.runtime``). Assigning another runner
         with the same contract (a quantised graph, a wrapper that counts or times calls) is
         supported: every call of this encoder goes through it."""
-        return self._runner
+        runner = self._runner
+        if runner is None:
+            runner = self.loaded.runner
+            self._use(runner)
+        return runner
 
     @runner.setter
     def runner(self, runner) -> None:
-        if getattr(self, "loaded", None) is not None and runner is not self.loaded.runner:
+        if runner is not self.loaded.runner:
             self._unpadded_load_args = None  # another graph: every call goes through it, padded
-        self._runner = runner
-        self.provider = runner.provider
+        self._use(runner)
+
+    def _use(self, runner) -> None:
         # Serialises calls of a runner that says it is not thread-safe (shared by its encoders).
         self._runner_lock = None if getattr(runner, "thread_safe", False) else _lock_of(runner)
+        self._runner = runner
+
+    @property
+    def provider(self) -> str:
+        """The runtime's name for where the model runs (``CPUExecutionProvider``, ``torch-cuda``...)."""
+        return self.runner.provider
 
     @property
     def spec(self) -> TokenizerSpec:
@@ -287,6 +302,8 @@ class Encoder:
     @property
     def runs_torch(self) -> bool:
         """The runner returns torch tensors (the torch backend; ONNX Runtime's IOBinding on CUDA)."""
+        # A runner not made yet is a CPU ONNX Runtime session (the only kind made on first use):
+        # numpy out.
         return getattr(self._runner, "returns", "numpy") == "torch"
 
     def _batches(self, ids, batches, progress: bool):
@@ -354,7 +371,7 @@ class Encoder:
         return out
 
     def _to_device(self, array: np.ndarray):
-        to_device = getattr(self._runner, "to_device", None)
+        to_device = getattr(self.runner, "to_device", None)
         if to_device is not None:
             return to_device(array)
         import torch
@@ -362,10 +379,11 @@ class Encoder:
         return torch.from_numpy(array).to(self.device)
 
     def _call_runner(self, input_ids: np.ndarray, attention_mask: np.ndarray):
+        runner = self.runner
         if self._runner_lock is None:
-            return self._runner(input_ids, attention_mask)
+            return runner(input_ids, attention_mask)
         with self._runner_lock:
-            return self._runner(input_ids, attention_mask)
+            return runner(input_ids, attention_mask)
 
     # -- public conveniences ----------------------------------------------------------------------
 
