@@ -162,3 +162,28 @@ def test_an_encoder_that_only_runs_unpadded_never_makes_its_padded_session(tiny_
     for got in results:
         assert got is not None and got.tobytes() == unpadded.tobytes()
     assert encoder.provider == "CPUExecutionProvider"
+
+
+def test_assigning_a_substitute_runner_makes_no_padded_session(tiny_model_path, tmp_path):
+    encoder = Encoder(str(tiny_model_path("bert")), layer=2, num_threads=1, cache_dir=tmp_path)
+    ids, _ = encoder.tokenizer.encode(random_texts(5, seed=6))
+    expected = encoder.embed_ids(ids, unpadded=True).embeddings
+    unpadded_runner = encoder._unpadded_runner
+    calls = []
+
+    def substitute(input_ids, attention_mask):  # the unpadded graph's session behind the padded contract
+        calls.append(input_ids.shape)
+        flat = [row[mask.astype(bool)] for row, mask in zip(input_ids, attention_mask)]
+        from rapidscore.encoder.batching import unpadded_inputs
+
+        packed = unpadded_runner.run_feed(unpadded_inputs(flat, encoder.spec.pad_id, False))
+        out = np.zeros((*input_ids.shape, packed.shape[-1]), dtype=np.float32)
+        out[attention_mask.astype(bool)] = packed
+        return out
+
+    substitute.provider, substitute.returns, substitute.thread_safe = "substitute", "numpy", True
+    encoder.runner = substitute
+    assert not encoder.unpadded_available and not encoder.loaded.runner_created
+    got = encoder.embed_ids(ids, unpadded=True).embeddings
+    assert calls and not encoder.loaded.runner_created and encoder.provider == "substitute"
+    assert got.tobytes() == expected.tobytes()

@@ -198,7 +198,8 @@ class Encoder:
 
     @runner.setter
     def runner(self, runner) -> None:
-        if runner is not self.loaded.runner:
+        # (Compared without making the loaded model's session: a substitute needs none.)
+        if not (self.loaded.runner_created and runner is self.loaded.runner):
             self._unpadded_load_args = None  # another graph: every call goes through it, padded
         self._use(runner)
 
