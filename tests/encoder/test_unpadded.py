@@ -187,3 +187,22 @@ def test_assigning_a_substitute_runner_makes_no_padded_session(tiny_model_path, 
     got = encoder.embed_ids(ids, unpadded=True).embeddings
     assert calls and not encoder.loaded.runner_created and encoder.provider == "substitute"
     assert got.tobytes() == expected.tobytes()
+
+
+def test_an_unpadded_encoder_runs_every_call_unpadded(tiny_model_path, tmp_path):
+    """``Encoder(unpadded=True)``: encode and sentence_embeddings go through the unpadded graph
+    (the padded session is never made) and give the padded encoder's vectors bit for bit;
+    ``embed_ids(unpadded=False)`` still picks the padded graph for one call."""
+    model = str(tiny_model_path("bert"))
+    texts = random_texts(20, seed=7)
+    padded = Encoder(model, layer=2, num_threads=1)
+    encoder = Encoder(model, layer=2, num_threads=1, cache_dir=tmp_path, unpadded=True)  # loaded by no other test
+    got_tokens = encoder.encode(texts).embeddings
+    got_vectors = encoder.sentence_embeddings(texts)
+    assert not encoder.loaded.runner_created
+    assert got_tokens.tobytes() == padded.encode(texts).embeddings.tobytes()
+    assert got_vectors.tobytes() == padded.sentence_embeddings(texts).tobytes()
+    forced = encoder.embed_ids(encoder.tokenize(texts), unpadded=False).embeddings
+    assert encoder.loaded.runner_created and forced.tobytes() == got_tokens.tobytes()
+    with pytest.raises(TypeError, match="unpadded must be a bool"):
+        Encoder(model, layer=2, unpadded="yes")

@@ -317,3 +317,38 @@ def test_schemathesis_finds_no_server_error(live):
 
         check()
     assert len(seen) >= 6 * 10 and 200 in seen and 400 in seen
+
+
+def test_workers_make_no_padded_session_and_are_warm_when_ready(tiny_model_path):
+    """Every CPU ONNX Runtime session holds a copy of the weights. The server's scorers, NER
+    labels included, run the unpadded graph only, and warm-up makes the sessions of both the
+    solo and the workers' scorers, so that no request waits for one to be made."""
+    from rapidscore.encoder.cache import MODELS
+    from rapidscore.encoder.model_source import resolve_model
+
+    model = str(tiny_model_path("bert"))
+    service = ScoringService(ServeConfig(model=model, workers=2))
+    service.start()
+
+    def sessions() -> dict:
+        mine = str(resolve_model(model))
+        return {(key[5], "unpadded" if key[-1] else "padded"): loaded.runner_created
+                for key, loaded in list(MODELS._values.items()) if key[0] == mine}
+
+    threads = service.config.encoder_options["num_threads"]
+    solo = service.config.solo_encoder_options
+    want = {(threads, "unpadded"): True, (threads, "padded"): False}
+    if solo is not None:  # one core: no solo scorer
+        want.update({(solo["num_threads"], "unpadded"): True, (solo["num_threads"], "padded"): False})
+    assert sessions() == want
+    try:
+        futures = [service.bertscore.submit([f"a cat number {i} sat"], [f"the cat {i} is on a mat"]) for i in range(16)]
+        futures += [service.similarity.submit([f"answer {i}"], [f"reference {i}"]) for i in range(16)]
+        futures.append(service.ner([{"id": 0, "text": "Ada Lovelace met Bob", "labels": [[0, 12, "PER"]]}],
+                                   [{"id": 0, "text": "Ada Lovelace met Bob", "labels": [[0, 12, "person"]]}]))
+        for future in futures:
+            future.result(60)
+        assert service.batcher.stats().batches >= 2
+        assert sessions() == want
+    finally:
+        service.close()

@@ -100,6 +100,10 @@ class Encoder:
     add_prefix_space: for byte-level BPE tokenizers (RoBERTa); None keeps the tokenizer as saved,
         which is what bert-score 0.3.13 gives under transformers 5.
     progress: default of ``encode(progress=...)``: a progress bar over batches.
+    unpadded: the default of ``embed_ids(unpadded=...)`` for every call of this encoder: True runs
+        them all through the unpadded graph where it exists (``unpadded_available``; same vectors,
+        bit for bit), so the padded graph's session is never made. For processes whose calls are
+        small batches of mixed lengths (a server's workers); bulk calls measure the same either way.
 
     The loaded model comes from the process-wide cache (``rapidscore.encoder.cache``): encoders of
     the same model, layer, backend, device and precision share it, whatever their max_length or
@@ -112,7 +116,7 @@ class Encoder:
                  device: str = "cpu", precision: str = "fp32", *, max_length: int | None = None,
                  batch_tokens: int | None = None, max_batch_size: int = 256, num_threads: int | None = None,
                  cache_dir: str | os.PathLike | None = None, add_prefix_space: bool | None = None,
-                 progress: bool = False):
+                 progress: bool = False, unpadded: bool = False):
         backend = default_backend(backend, precision)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -153,6 +157,9 @@ class Encoder:
         self.max_batch_size = check_positive_int(max_batch_size, "max_batch_size")
         self.num_threads = num_threads
         self.progress = progress
+        if not isinstance(unpadded, bool):
+            raise TypeError(f"unpadded must be a bool, got {type(unpadded).__name__}: {unpadded!r}")
+        self.unpadded = unpadded
 
         load_args: tuple[Path, int | str, str, str, str, int | None, Path | None, bool | None] = (
             self.model_dir, self.layer, backend, device, precision, num_threads,
@@ -255,7 +262,7 @@ class Encoder:
         return store
 
     def encode_unique(self, texts: list[str], *, warn_truncation: bool = True, progress: bool | None = None,
-                      stacklevel: int = 2, unpadded: bool = False) -> TokenStore:
+                      stacklevel: int = 2, unpadded: bool | None = None) -> TokenStore:
         """``encode`` for callers that validated and deduplicated ``texts`` already (the scorers'
         plan phase): no check, no second dedupe. ``unpadded``: as in ``embed_ids``."""
         ids, truncated = self.tokenizer.encode(texts)
@@ -272,7 +279,7 @@ class Encoder:
         return self._unpadded_load_args is not None
 
     def embed_ids(self, ids: list[np.ndarray], *, truncated: int = 0, progress: bool | None = None,
-                  on_device: bool | None = None, unpadded: bool = False) -> TokenStore:
+                  on_device: bool | None = None, unpadded: bool | None = None) -> TokenStore:
         """Run the model over token id sequences (already tokenised) into a TokenStore.
 
         Sentences are stored in the order of ``ids``; each batch's real tokens are gathered and
@@ -282,7 +289,10 @@ class Encoder:
         ``unpadded``: where ``unpadded_available``, run the unpadded graph (exported on first use):
         linear layers over the real tokens only, so sentences of any lengths share one call
         without padding; bit-identical to the padded graph (tests/encoder). Elsewhere ignored.
+        None: the encoder's ``unpadded`` setting.
         """
+        if unpadded is None:
+            unpadded = self.unpadded
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])

@@ -218,8 +218,8 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
     declared = {i.name for i in session.get_inputs()}
     got = session.run(None, {k: v for k, v in feed.items() if k in declared})[0]
     mask = probe["attention_mask"].numpy().astype(bool)
-    real_expected = expected[..., mask, :] if all_layers else expected[mask]
-    real_got = got if unpadded else got[..., mask, :] if all_layers else got[mask]
+    real_expected = expected[..., mask, :]  # (tokens, dim); with a leading layer axis when all_layers
+    real_got = got if unpadded else got[..., mask, :]  # the unpadded graph returns real tokens only
     max_diff = float(np.abs(real_expected - real_got).max())
     if not max_diff <= EXPORT_TOLERANCE:
         raise RuntimeError(

@@ -435,6 +435,16 @@ class BatchingScorer:
         """Submit and wait (batched with whatever other callers submit meanwhile)."""
         return self.submit(*args, **kwargs).result(timeout)
 
+    def warm_up(self, *args: Any, repeats: int = 3, **kwargs: Any) -> None:
+        """Run one request ``repeats`` times through each scorer a batch may use (the solo one
+        and the workers'), in the calling thread, not through the queue: their runtime sessions
+        are made and their buffers allocated before the first real requests, which would
+        otherwise wait for that when a busy moment first sends a batch to the workers' scorer."""
+        job = self.prepare(*args, **kwargs)
+        for _ in range(check_positive_int(repeats, "repeats")):
+            for alone in (True, False):
+                self._task.run([job.payload], alone)
+
     def close(self, *, drain: bool = True, timeout: float | None = None) -> None:
         """Close the batcher if this scorer made it (a shared one is closed by its owner)."""
         if self._owns_batcher:

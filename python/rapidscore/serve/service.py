@@ -62,14 +62,13 @@ class ScoringService:
                                              batcher=self.batcher)
             detector_options = {}
             if config.refusal_method == "embedding":
-                detector_options = dict(model=config.model, encoder_options=config.encoder_options)
+                detector_options = dict(model=config.model, encoder_options=self._unpadded_options)
             self.refusal = BatchingScorer(get_detector(config.refusal_method, **detector_options),
                                           batcher=self.batcher)
-            if config.warmup:  # first calls allocate the runtime's buffers: keep them off the first requests
-                for _ in range(3):
-                    self.bertscore.score(*_WARMUP_PAIR)
-                    self.similarity.score(*_WARMUP_PAIR, threshold=config.similarity_threshold)
-                self.refusal.score(["I'm sorry, I can't help with that."])
+            if config.warmup:  # first calls make sessions and allocate buffers: not on the first requests
+                self.bertscore.warm_up(*_WARMUP_PAIR)
+                self.similarity.warm_up(*_WARMUP_PAIR, threshold=config.similarity_threshold)
+                self.refusal.warm_up(["I'm sorry, I can't help with that."], repeats=1)
                 if config.ner_label_similarity == "embedding":
                     self.ner([{"id": 0, "text": "Ada Lovelace", "labels": [[0, 3, "PER"]]}],
                              [{"id": 0, "text": "Ada Lovelace", "labels": [[0, 12, "person"]]}]).result()
@@ -96,9 +95,17 @@ class ScoringService:
 
         options.setdefault("label_similarity", self.config.ner_label_similarity)
         options.setdefault("label_model", self.config.model)
-        options.setdefault("encoder_options", self.config.encoder_options)
+        options.setdefault("encoder_options", self._unpadded_options)
         n_entities = sum(len(item) if hasattr(item, "__len__") else 1 for item in (*gold, *predictions))
         return self.batcher.call(evaluate, gold, predictions, tokens=max(1, 4 * n_entities), **options)
+
+    @property
+    def _unpadded_options(self) -> dict:
+        """The workers' encoder options for metrics that call an encoder themselves (NER labels,
+        the embedding refusal detector): every call through the unpadded graph, the one the
+        batched scorers run, so that the workers never make the padded graph's session (a second
+        copy of the weights: 90 MB for MiniLM, 1.4 GB for roberta-large)."""
+        return dict(self.config.encoder_options, unpadded=True)
 
     def render_metrics(self) -> str:
         stats = self.batcher.stats()
