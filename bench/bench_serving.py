@@ -11,6 +11,9 @@ per request, so that it does not starve the server), closed loop, C connections,
 one short (candidate, reference) pair at a time. Per level: throughput (requests/s and tokens/s),
 p50/p99 latency, status codes, and for the batching server the batch sizes (from /metrics).
 Bulk offline throughput: one BERTScore.score call over the same pairs, in process.
+Model ceiling: the model alone as the batching server's workers run it (2 threads, each calling
+the workers' one-thread session on unpadded batches of 20 distinct sentences, i.e. 10 requests:
+no HTTP, no tokenising, no matching), in process: what a server of that design could reach here.
 Memory: the batching server at the highest level for --memory-seconds, RSS sampled every second.
 
     python bench/bench_serving.py                      # recorded: under flock, see bench/README.md
@@ -294,6 +297,40 @@ def main() -> None:
 
     single_p50_ms = single_pair_p50_ms()
 
+    def workers_model_tps(seconds: float = 6.0, sentences: int = 20) -> float:
+        """Real tokens/s of the model alone in the batching server's worker configuration."""
+        import threading
+
+        from rapidscore.serve.config import ServeConfig
+
+        config = ServeConfig()
+        encoder = BERTScore(**config.encoder_options).encoder  # the workers' scorer's encoder
+        texts = list(dict.fromkeys(cands + refs))
+        batches = [encoder.tokenize(texts[k:k + sentences]) for k in range(0, len(texts) - sentences, sentences)]
+        for batch in batches[:3]:
+            encoder.embed_ids(batch, unpadded=True)  # warm-up
+        stop, counts = threading.Event(), [0] * config.workers
+
+        def worker(slot: int) -> None:
+            k = slot * len(batches) // config.workers  # the workers on different batches
+            while not stop.is_set():
+                batch = batches[k % len(batches)]
+                encoder.embed_ids(batch, unpadded=True)
+                counts[slot] += sum(len(ids) for ids in batch)
+                k += 1
+
+        threads = [threading.Thread(target=worker, args=(slot,)) for slot in range(config.workers)]
+        started = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        time.sleep(seconds)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        return sum(counts) / (time.perf_counter() - started)
+
+    ceiling_before = workers_model_tps()
+
     results: dict = {"machine": common.machine_info(), "versions": common.package_versions(), "date": common.now(),
                      "commit": common.git_commit(), "command": common.command_line(),
                      "tokens_per_request": tokens_per_request, "bulk_tokens_per_s": bulk_tps,
@@ -340,6 +377,8 @@ def main() -> None:
     results["bulk_tokens_per_s_after"] = tokens_per_request * len(cands) / best_seconds(scorer)
     results["bulk_tokens_per_s_before"] = bulk_tps
     results["bulk_tokens_per_s"] = max(bulk_tps, results["bulk_tokens_per_s_after"])
+    results["model_ceiling_tokens_per_s_around"] = [ceiling_before, workers_model_tps()]
+    results["model_ceiling_tokens_per_s"] = max(results["model_ceiling_tokens_per_s_around"])
     md = render(results)
     md_path, _ = common.write_results("serving", md, results, Path(args.out))
     print(md)
@@ -361,16 +400,25 @@ def render(results: dict) -> str:
              f"{results.get('bulk_tokens_per_s_after', results['bulk_tokens_per_s']):,.0f} after; default threads; "
              f"with one runtime thread "
              f"{results['bulk_1_thread_tokens_per_s']:,.0f} tokens/s); one pair per call: p50 "
-             f"**{results['single_pair_p50_ms']:.2f} ms**.", "",
-             "| server | clients | requests/s | tokens/s | % of bulk | p50 ms | p99 ms | mean batch (requests / tokens) "
-             "| statuses | client CPU |",
-             "|---|---:|---:|---:|---:|---:|---:|---|---|---:|"]
+             f"**{results['single_pair_p50_ms']:.2f} ms**.", ""]
+    ceiling = results.get("model_ceiling_tokens_per_s")
+    if ceiling:
+        before, after = results["model_ceiling_tokens_per_s_around"]
+        lines += [f"Model ceiling: the model alone as the batching server's workers run it (2 threads sharing "
+                  f"the workers' one-thread session, unpadded batches of 20 distinct sentences; no HTTP, "
+                  f"tokenising or matching): **{ceiling:,.0f} tokens/s** (the faster of {before:,.0f} before "
+                  f"the servers and {after:,.0f} after). `% of model` is each row's share of it.", ""]
+    lines += ["| server | clients | requests/s | tokens/s | % of bulk | % of model | p50 ms | p99 ms "
+              "| mean batch (requests / tokens) | statuses | client CPU |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     for kind, levels in results["levels"].items():
         for clients, row in levels.items():
             batch = (f"{row['mean_batch_requests']:.1f} / {row['mean_batch_tokens']:.0f}"
                      if "mean_batch_requests" in row else "-")
+            of_model = f"{100 * row['tokens_per_s'] / ceiling:.0f}%" if ceiling else "-"
             lines.append(f"| {kind} | {clients} | {row['rps']:.0f} | {row['tokens_per_s']:,.0f} | "
-                         f"{100 * row['tokens_per_s'] / results['bulk_tokens_per_s']:.0f}% | {row['p50_ms']:.1f} | "
+                         f"{100 * row['tokens_per_s'] / results['bulk_tokens_per_s']:.0f}% | {of_model} | "
+                         f"{row['p50_ms']:.1f} | "
                          f"{row['p99_ms']:.1f} | {batch} | {row['statuses']} | {row['client_cpu_share']:.2f} |")
     around = [(kind, levels[1]) for kind, levels in results["levels"].items()
               if 1 in levels and "in_process_p50_ms" in levels[1]]
