@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -123,7 +124,9 @@ async def _load(port: int, bodies: list[bytes], clients: int, seconds: float, wa
     warm_until, stop_at = started + warmup, started + warmup + seconds
     await asyncio.gather(*(_client("127.0.0.1", port, bodies, i * 101, stop_at, warm_until, latencies, statuses)
                            for i in range(clients)))
-    return {"latencies": latencies, "statuses": statuses, "seconds": time.perf_counter() - warm_until}
+    # perf_counter is CLOCK_MONOTONIC on Linux, the clock of the driver's CPU samples.
+    return {"latencies": latencies, "statuses": statuses, "seconds": time.perf_counter() - warm_until,
+            "window": [warm_until, time.perf_counter()]}
 
 
 def run_client(args) -> None:
@@ -205,23 +208,61 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def thread_cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) of a process's main thread (the server's event loop) and of
+    its other threads together, from /proc (0, 0 where there is none)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    main = other = 0.0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # a thread that ended meanwhile
+        seconds = (int(fields[11]) + int(fields[12])) / tick
+        if task.name == str(pid):
+            main += seconds
+        else:
+            other += seconds
+    return main, other
+
+
+def _at(samples: list, when: float) -> tuple[float, float]:
+    """Linear interpolation of (time, (main, other)) samples at ``when``."""
+    for (t0, v0), (t1, v1) in zip(samples, samples[1:]):
+        if t0 <= when <= t1:
+            w = (when - t0) / max(t1 - t0, 1e-9)
+            return v0[0] + w * (v1[0] - v0[0]), v0[1] + w * (v1[1] - v0[1])
+    return samples[0][1] if when < samples[0][0] else samples[-1][1]
+
+
 def run_level(port: int, bodies_path: Path, clients: int, seconds: float, warmup: float,
-              server_pid: int | None = None) -> dict:
+              server_pid: int, *, sample_rss: bool = False) -> dict:
+    """One level: the client's answer, the server's RSS each second (``sample_rss``), and the
+    CPU of the server's main thread and other threads over the measured window."""
     command = [sys.executable, __file__, "--client", "--port", str(port), "--bodies", str(bodies_path),
                "--clients", str(clients), "--seconds", str(seconds), "--warmup", str(warmup)]
     import tempfile
 
-    rss = []
+    rss, cpu = [], [(time.monotonic(), thread_cpu_seconds(server_pid))]
     # The answer goes to a file: a pipe fills up (64 KiB) with a long run's latencies and blocks.
     with tempfile.TemporaryFile("w+") as answer:
         process = subprocess.Popen(command, stdout=answer, text=True)
+        last_rss = 0.0
         while process.poll() is None:
-            if server_pid is not None:
-                rss.append((time.monotonic(), rss_mib(server_pid)))
-            time.sleep(1.0)
+            now = time.monotonic()
+            cpu.append((now, thread_cpu_seconds(server_pid)))
+            if sample_rss and now - last_rss >= 1.0:
+                rss.append((now, rss_mib(server_pid)))
+                last_rss = now
+            time.sleep(0.2)
+        cpu.append((time.monotonic(), thread_cpu_seconds(server_pid)))
         answer.seek(0)
         out = json.loads(answer.read().strip().splitlines()[-1])
     out["rss"] = rss
+    start, end = out["window"]
+    (main0, other0), (main1, other1) = _at(cpu, start), _at(cpu, end)
+    out["server_cpu"] = {"main": (main1 - main0) / max(end - start, 1e-9),
+                         "other": (other1 - other0) / max(end - start, 1e-9)}
     return out
 
 
@@ -233,7 +274,8 @@ def summarize(run: dict, tokens_per_request: float) -> dict:
             "rps": ok / seconds, "tokens_per_s": ok * tokens_per_request / seconds,
             "p50_ms": 1000 * common.percentile(latencies, 50) if latencies else float("nan"),
             "p99_ms": 1000 * common.percentile(latencies, 99) if latencies else float("nan"),
-            "client_cpu_share": run["client_cpu_seconds"] / max(seconds, 1e-9)}
+            "client_cpu_share": run["client_cpu_seconds"] / max(seconds, 1e-9),
+            "server_main_cpu_share": run["server_cpu"]["main"], "server_other_cpu_share": run["server_cpu"]["other"]}
 
 
 def main() -> None:
@@ -345,7 +387,7 @@ def main() -> None:
                 # server idle meanwhile): the machine's speed drifts by +-10% over minutes.
                 in_process = [single_pair_p50_ms()] if clients == 1 else []
                 before = metrics_snapshot(port) if kind.startswith("batching") else {}
-                run = run_level(port, bodies_path, clients, args.seconds, args.warmup)
+                run = run_level(port, bodies_path, clients, args.seconds, args.warmup, server.pid)
                 row = summarize(run, tokens_per_request)
                 if clients == 1:
                     in_process.append(single_pair_p50_ms())
@@ -362,7 +404,7 @@ def main() -> None:
                 print(kind, clients, {k: v for k, v in row.items() if k != "statuses"}, row["statuses"], flush=True)
             if kind == "batching" and args.memory_seconds > 0:
                 clients = max(args.levels)
-                run = run_level(port, bodies_path, clients, args.memory_seconds, 0.0, server_pid=server.pid)
+                run = run_level(port, bodies_path, clients, args.memory_seconds, 0.0, server.pid, sample_rss=True)
                 row = summarize(run, tokens_per_request)
                 rss = [value for _, value in run["rss"]]
                 tenth = max(1, len(rss) // 6)
@@ -385,6 +427,13 @@ def main() -> None:
     print(f"written: {md_path}")
 
 
+def server_cpu(row: dict) -> str:
+    if "server_main_cpu_share" not in row:
+        return "-"
+    per_request = 1000 * row["server_main_cpu_share"] / max(row["rps"], 1e-9)
+    return f"{row['server_main_cpu_share']:.2f} ({per_request:.2f}) / {row['server_other_cpu_share']:.2f}"
+
+
 def render(results: dict) -> str:
     machine = common.machine_line(results["machine"])
     lines = [f"## Serving: `rapidscore serve` vs naive servers (loopback)", "",
@@ -393,7 +442,9 @@ def render(results: dict) -> str:
              f"Requests: one short pair each (5-12 words a side, {results['tokens_per_request']:.1f} tokens per "
              f"request with special tokens), all-MiniLM-L6-v2 fp32 (ONNX Runtime, CPU). Server and load generator "
              f"are separate processes sharing the machine's cores (no pinning); `client CPU` is the load "
-             f"generator's CPU time per second of the run.", "",
+             f"generator's CPU time per second of the run; `server CPU` the server's, in cores, main thread (the "
+             f"event loop: HTTP, validation, tokenising, JSON; in ms per answered request) / other threads "
+             f"(workers, runtime threads), from /proc over the measured window.", "",
              f"In process: bulk offline `BERTScore.score` over the same pairs: "
              f"**{results['bulk_tokens_per_s']:,.0f} tokens/s** (the faster of "
              f"{results.get('bulk_tokens_per_s_before', results['bulk_tokens_per_s']):,.0f} before the servers and "
@@ -409,8 +460,8 @@ def render(results: dict) -> str:
                   f"tokenising or matching): **{ceiling:,.0f} tokens/s** (the faster of {before:,.0f} before "
                   f"the servers and {after:,.0f} after). `% of model` is each row's share of it.", ""]
     lines += ["| server | clients | requests/s | tokens/s | % of bulk | % of model | p50 ms | p99 ms "
-              "| mean batch (requests / tokens) | statuses | client CPU |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]
+              "| mean batch (requests / tokens) | statuses | client CPU | server CPU: main (ms/request) / other |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|"]
     for kind, levels in results["levels"].items():
         for clients, row in levels.items():
             batch = (f"{row['mean_batch_requests']:.1f} / {row['mean_batch_tokens']:.0f}"
@@ -419,7 +470,8 @@ def render(results: dict) -> str:
             lines.append(f"| {kind} | {clients} | {row['rps']:.0f} | {row['tokens_per_s']:,.0f} | "
                          f"{100 * row['tokens_per_s'] / results['bulk_tokens_per_s']:.0f}% | {of_model} | "
                          f"{row['p50_ms']:.1f} | "
-                         f"{row['p99_ms']:.1f} | {batch} | {row['statuses']} | {row['client_cpu_share']:.2f} |")
+                         f"{row['p99_ms']:.1f} | {batch} | {row['statuses']} | {row['client_cpu_share']:.2f} | "
+                         f"{server_cpu(row)} |")
     around = [(kind, levels[1]) for kind, levels in results["levels"].items()
               if 1 in levels and "in_process_p50_ms" in levels[1]]
     if around:
