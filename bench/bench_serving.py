@@ -436,7 +436,7 @@ def server_cpu(row: dict) -> str:
 
 def render(results: dict) -> str:
     machine = common.machine_line(results["machine"])
-    lines = [f"## Serving: `rapidscore serve` vs naive servers (loopback)", "",
+    lines = ["## Serving: `rapidscore serve` vs naive servers (loopback)", "",
              f"{results['date']}, {machine}. {common.versions_line(results['versions'])}. "
              f"Commit {results['commit']}. Command: `{results['command']}`.", "",
              f"Requests: one short pair each (5-12 words a side, {results['tokens_per_request']:.1f} tokens per "
