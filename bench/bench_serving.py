@@ -376,7 +376,8 @@ def main() -> None:
     results: dict = {"machine": common.machine_info(), "versions": common.package_versions(), "date": common.now(),
                      "commit": common.git_commit(), "command": common.command_line(),
                      "tokens_per_request": tokens_per_request, "bulk_tokens_per_s": bulk_tps,
-                     "bulk_seconds": bulk_seconds, "bulk_1_thread_tokens_per_s": bulk_t1_tps, "single_pair_p50_ms": single_p50_ms, "levels": {}}
+                     "bulk_seconds": bulk_seconds, "bulk_1_thread_tokens_per_s": bulk_t1_tps,
+                     "single_pair_p50_ms": single_p50_ms, "levels": {}}
     for kind in args.servers:
         port = free_port()
         server = start_server(kind, port, args.batching_args.split())
