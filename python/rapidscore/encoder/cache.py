@@ -60,6 +60,7 @@ class LoadedModel:
                 if self._runner is None:
                     assert self._make_runner is not None
                     self._runner = self._make_runner()
+                    self._make_runner = None  # made: the closure has done its work
                 runner = self._runner
         return runner
 

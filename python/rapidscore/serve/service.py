@@ -30,6 +30,11 @@ class ScoringService:
         self.metrics = ServerMetrics()
         self.ready = threading.Event()
         self.load_error: BaseException | None = None
+        # Encoder options of the metrics the workers run whole (NER labels, the embedding refusal
+        # detector): every call through the unpadded graph, which the batched scorers run too, so
+        # the workers never make the padded graph's session (a second copy of the weights: 90 MB
+        # for MiniLM, 1.4 GB for roberta-large).
+        self._unpadded_options = dict(self.config.encoder_options, unpadded=True)
         self.batcher = MicroBatcher(batch_tokens=self.config.batch_tokens,
                                     max_batch_requests=self.config.max_batch_requests,
                                     max_queue=self.config.max_queue, workers=self.config.workers,
@@ -98,14 +103,6 @@ class ScoringService:
         options.setdefault("encoder_options", self._unpadded_options)
         n_entities = sum(len(item) if hasattr(item, "__len__") else 1 for item in (*gold, *predictions))
         return self.batcher.call(evaluate, gold, predictions, tokens=max(1, 4 * n_entities), **options)
-
-    @property
-    def _unpadded_options(self) -> dict:
-        """The workers' encoder options for metrics that call an encoder themselves (NER labels,
-        the embedding refusal detector): every call through the unpadded graph, the one the
-        batched scorers run, so that the workers never make the padded graph's session (a second
-        copy of the weights: 90 MB for MiniLM, 1.4 GB for roberta-large)."""
-        return dict(self.config.encoder_options, unpadded=True)
 
     def render_metrics(self) -> str:
         stats = self.batcher.stats()
