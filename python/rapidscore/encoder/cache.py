@@ -18,6 +18,7 @@ load in parallel. Least recently used entries beyond ``MAX_MODELS`` are dropped 
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Hashable
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any, Callable
 
 from rapidscore.encoder.runtime import Runner, make_runner
 from rapidscore.encoder.tokenization import TokenizerSpec, load_spec
+from rapidscore.errors import RapidscoreWarning
 
 __all__ = ["LoadedModel", "load_model", "KeyedCache", "MODELS", "MAX_MODELS"]
 
@@ -41,7 +43,8 @@ class LoadedModel:
     """
 
     def __init__(self, runner: Runner | None, spec: TokenizerSpec, tokenizer_source: Any,
-                 cache_entry: Path | None, exported: bool, *, make_runner: Callable[[], Runner] | None = None):
+                 cache_entry: Path | None, exported: bool, *, make_runner: Callable[[], Runner] | None = None,
+                 backend: str | None = None):
         if (runner is None) == (make_runner is None):
             raise ValueError("LoadedModel takes a runner or make_runner, exactly one")
         self._runner = runner
@@ -51,6 +54,7 @@ class LoadedModel:
         self.tokenizer_source = tokenizer_source  # tokenizer.json path, or its JSON text (torch backend)
         self.cache_entry = cache_entry
         self.exported = exported
+        self.backend = backend  # the backend that runs it: "torch" where no ONNX graph matches the model
 
     @property
     def runner(self) -> Runner:
@@ -131,20 +135,30 @@ def load_model(model_dir: Path, layer: int | str, backend: str, device: str, pre
 def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, add_prefix_space,
           unpadded) -> LoadedModel:
     if backend in ("onnx", "openvino"):
-        from rapidscore.encoder.onnx_export import cached_export
+        from rapidscore.encoder.onnx_export import ExportMismatchError, cached_export
 
         # One fp32 graph serves every precision: the runtime decides how to execute it.
-        entry, exported = cached_export(model_dir, layer, "fp32", add_prefix_space, cache_dir=cache_dir,
-                                        unpadded=unpadded)
+        try:
+            entry, exported = cached_export(model_dir, layer, "fp32", add_prefix_space, cache_dir=cache_dir,
+                                            unpadded=unpadded)
+        except ExportMismatchError as exc:
+            if unpadded:
+                raise
+            # Never wrong numbers: the model itself runs instead, in torch.
+            warnings.warn(f"{exc}; running this model with backend='torch' instead of {backend!r} "
+                          "(the reference's numbers, without the ONNX speed-up)", RapidscoreWarning, stacklevel=6)
+            backend = "torch"
+    if backend in ("onnx", "openvino"):
         spec = load_spec(entry / "tokenizer_spec.json")
         def new_runner() -> Runner:
             return make_runner(backend, onnx_path=entry / "model.onnx", device=device, precision=precision,
                                num_threads=num_threads, compile_cache=entry.parent.parent / "openvino")
 
         if backend == "onnx" and device == "cpu":
-            return LoadedModel(None, spec, entry / "tokenizer.json", entry, exported, make_runner=new_runner)
+            return LoadedModel(None, spec, entry / "tokenizer.json", entry, exported, make_runner=new_runner,
+                               backend=backend)
         # Others now: their errors (a missing CUDA provider, say) belong to construction.
-        return LoadedModel(new_runner(), spec, entry / "tokenizer.json", entry, exported)
+        return LoadedModel(new_runner(), spec, entry / "tokenizer.json", entry, exported, backend=backend)
     from rapidscore.encoder.onnx_export import require_torch_stack
 
     require_torch_stack("backend='torch'")
@@ -154,4 +168,4 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
     spec = tokenizer_spec(hf_tokenizer, hf_config)
     runner = make_runner("torch", model_dir=model_dir, layer=layer, device=device, precision=precision,
                          num_threads=num_threads)
-    return LoadedModel(runner, spec, hf_tokenizer.backend_tokenizer.to_str(), None, False)
+    return LoadedModel(runner, spec, hf_tokenizer.backend_tokenizer.to_str(), None, False, backend="torch")

@@ -30,8 +30,9 @@ _TOKENIZER_FILES = (
 )
 
 
-# Model types whose position ids start after the padding index (fewer usable positions).
-ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "longformer", "bart", "gpt2", "mbart"}
+# Model types whose position ids start after the padding index (fewer usable positions). BART's
+# learned positions are offset by 2 too, but its table holds max_position_embeddings + 2 rows.
+ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "longformer", "mpnet"}
 
 
 def embedded_model_dir() -> Path | None:
@@ -100,12 +101,32 @@ def read_config(model_dir: Path) -> dict:
         return json.load(handle)
 
 
+# Where configs keep the encoder's depth and width: transformers maps each family's own names
+# (T5's num_layers, BART's encoder_layers, XLNet's n_layer, XLM's n_layers and emb_dim, ...) onto
+# num_hidden_layers / hidden_size through attribute maps that config.json does not store.
+_DEPTH_KEYS = ("num_hidden_layers", "encoder_layers", "num_encoder_layers", "n_layers", "num_layers", "n_layer")
+_WIDTH_KEYS = ("hidden_size", "d_model", "dim", "emb_dim", "n_embd")
+_UNKNOWN_FAMILY_HINT = ("rapidscore supports the families of bert-score's model table and modern encoders "
+                        "(docs/bertscore.md, 'Supported model families'); please report this model type")
+
+
+def _config_int(config: dict, keys: tuple[str, ...], what: str) -> int:
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    raise ValueError(f"cannot tell the {what} of model type {config.get('model_type')!r}: its config.json has none "
+                     f"of {', '.join(keys)}. {_UNKNOWN_FAMILY_HINT}")
+
+
 def num_layers(config: dict) -> int:
-    """Number of transformer layers of a model from its config.json (BERT-family names)."""
-    for key in ("num_hidden_layers", "n_layers", "num_layers"):
-        if isinstance(config.get(key), int):
-            return config[key]
-    raise ValueError(f"cannot tell the number of layers of model type {config.get('model_type')!r}")
+    """Number of transformer layers of a model's encoder, from its config.json."""
+    return _config_int(config, _DEPTH_KEYS, "number of layers")
+
+
+def hidden_size(config: dict) -> int:
+    """Width of a model's hidden states, from its config.json."""
+    return _config_int(config, _WIDTH_KEYS, "hidden size")
 
 
 def fingerprint(model_dir: Path) -> str:

@@ -24,20 +24,29 @@ from pathlib import Path
 
 from rapidscore.encoder.model_source import fingerprint
 
-EXPORTER_VERSION = 1
+# 2: special_ids of tokenizer_spec.json are the framing tokens only (no [UNK]); bert-score's
+# layer truncation for every family.
+EXPORTER_VERSION = 2
 OPSET = 18
 PROBE_TEXTS = (
     "The quick brown fox jumps over the lazy dog.",
     "Short.",
     "A somewhat longer probe sentence, with punctuation; numbers 12345 and accents: café, naïve.",
 )
-# Export is verified against torch on the probe batch: tokens must agree within this bound.
+# Export is verified against torch on the probe batches: tokens must agree within this bound.
 EXPORT_TOLERANCE = 1e-4
 
 
 # What exporting needs, and what the torch backend needs: the [export] extra provides both.
 EXPORT_MODULES = ("torch", "transformers", "onnx", "onnxscript")
 TORCH_MODULES = ("torch", "transformers")
+
+
+def _verification_batches() -> list[tuple[str, ...]]:
+    """Batches of other shapes than the tracing example's: the probes together, one longer text
+    alone, and one as long as the model takes (truncated there, at most 512 tokens)."""
+    longer = " ".join(PROBE_TEXTS)
+    return [PROBE_TEXTS, (longer * 2,), (PROBE_TEXTS[0], longer * 40)]
 
 
 def require_torch_stack(purpose: str, modules: tuple[str, ...] = TORCH_MODULES) -> None:
@@ -52,6 +61,12 @@ def require_torch_stack(purpose: str, modules: tuple[str, ...] = TORCH_MODULES) 
     if missing:
         raise ImportError(f"{purpose} needs {', '.join(missing)}, part of the [export] extra: "
                           "pip install 'rapidscore[export]'", name=missing[0])
+
+
+class ExportMismatchError(RuntimeError):
+    """The ONNX graph of a model does not reproduce the model (a family whose forward pass depends
+    on the input's shape in Python: Longformer's and LED's sliding-window padding). Remembered in
+    the cache (``<key>.no-onnx.json``), so later loads fall back to torch without re-exporting."""
 
 
 def cache_root() -> Path:
@@ -98,6 +113,9 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
     entry = root / key
     if (entry / "meta.json").is_file():
         return entry, False
+    refused = root / f"{key}.no-onnx.json"
+    if refused.is_file():
+        raise ExportMismatchError(_refusal_reason(refused))
     purpose = f"exporting {model_dir} to ONNX (first use of this model and layer)"
     require_torch_stack(purpose, EXPORT_MODULES)
     from rapidscore.encoder.runtime.onnx import import_onnxruntime
@@ -112,10 +130,27 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
         try:
             _export_into(staging, model_dir, layer, precision, add_prefix_space, unpadded)
             os.replace(staging, entry)
+        except ExportMismatchError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            _write_refusal(refused, str(exc))
+            raise
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
     return entry, True
+
+
+def _write_refusal(path: Path, reason: str) -> None:
+    staging = path.with_name(f".{path.name}-{_staging_owner()}")
+    staging.write_text(json.dumps({"reason": reason, "exporter_version": EXPORTER_VERSION}), encoding="utf-8")
+    os.replace(staging, path)
+
+
+def _refusal_reason(path: Path) -> str:
+    try:
+        return str(json.loads(path.read_text(encoding="utf-8"))["reason"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"an earlier export found no ONNX graph that matches this model ({path})"
 
 
 # A staging directory is ".{key}-{host}~{pid}-{random}". A process killed during an export (kill -9,
@@ -203,28 +238,40 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
         exporter = _export_graph(wrapped, (example["input_ids"], example["attention_mask"]), onnx_path, all_layers)
     export_seconds = time.perf_counter() - started
 
-    # Verify on a batch of another shape than the tracing example, against the padded torch model.
-    probe = tokenizer(list(PROBE_TEXTS), padding=True, return_tensors="pt")
-    with torch.inference_mode():
-        expected = wrapped(probe["input_ids"], probe["attention_mask"]).numpy()
+    # Verify on batches of other shapes than the tracing example (several sentences; one longer;
+    # one of the model's full length), against the padded torch model: a graph that baked a shape
+    # in (Longformer's and LED's window padding) passes the tracing shape and fails these.
     from rapidscore.encoder.runtime.onnx import import_onnxruntime
 
     ort = import_onnxruntime("verifying an ONNX export")
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-    if unpadded:
-        feed = unpadded_feed(PROBE_TEXTS)
-    else:
-        feed = {"input_ids": probe["input_ids"].numpy(), "attention_mask": probe["attention_mask"].numpy()}
     declared = {i.name for i in session.get_inputs()}
-    got = session.run(None, {k: v for k, v in feed.items() if k in declared})[0]
-    mask = probe["attention_mask"].numpy().astype(bool)
-    real_expected = expected[..., mask, :]  # (tokens, dim); with a leading layer axis when all_layers
-    real_got = got if unpadded else got[..., mask, :]  # the unpadded graph returns real tokens only
-    max_diff = float(np.abs(real_expected - real_got).max())
-    if not max_diff <= EXPORT_TOLERANCE:
-        raise RuntimeError(
-            f"ONNX export of {model_dir} (layer {layer}) differs from torch by {max_diff:.3g} "
-            f"> {EXPORT_TOLERANCE}; please report this model")
+    max_diff = 0.0
+    for texts in _verification_batches():
+        probe = tokenizer(list(texts), padding=True, truncation=True, max_length=min(spec.max_length, 512),
+                          return_tensors="pt")
+        with torch.inference_mode():
+            expected = wrapped(probe["input_ids"], probe["attention_mask"]).numpy()
+        if unpadded:
+            feed = unpadded_feed(texts)
+        else:
+            feed = {"input_ids": probe["input_ids"].numpy(), "attention_mask": probe["attention_mask"].numpy()}
+        got = session.run(None, {k: v for k, v in feed.items() if k in declared})[0]
+        mask = probe["attention_mask"].numpy().astype(bool)
+        if not unpadded and got.shape != expected.shape:
+            raise ExportMismatchError(
+                f"the ONNX graph of {model_dir} (model type {config.model_type!r}, layer {layer}) returns shape "
+                f"{got.shape} where the model returns {expected.shape}")
+        real_expected = expected[..., mask, :]  # (tokens, dim); with a leading layer axis when all_layers
+        real_got = got if unpadded else got[..., mask, :]  # the unpadded graph returns real tokens only
+        if real_got.shape != real_expected.shape:
+            raise ExportMismatchError(f"the unpadded ONNX graph of {model_dir} returns {real_got.shape[-2]} tokens "
+                                      f"for {real_expected.shape[-2]}")
+        max_diff = max(max_diff, float(np.abs(real_expected - real_got).max()))
+        if not max_diff <= EXPORT_TOLERANCE:
+            raise ExportMismatchError(
+                f"the ONNX graph of {model_dir} (model type {config.model_type!r}, layer {layer}) differs from the "
+                f"model by {max_diff:.3g} > {EXPORT_TOLERANCE}")
 
     tokenizer.backend_tokenizer.save(str(target / "tokenizer.json"))
     with open(target / "tokenizer_spec.json", "w", encoding="utf-8") as handle:

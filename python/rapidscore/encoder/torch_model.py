@@ -1,7 +1,8 @@
 """Loading a Hugging Face encoder truncated to its first N layers (torch needed).
 
-"Layer N" is hidden_states[N] of the full model (0 = embedding output), the convention of
-BERTScore: the model keeps its first N transformer layers and its last output is used.
+"Layer N" follows bert-score: the model keeps its first N transformer layers and its first output
+is used. That is hidden_states[N] of the full model for BERT-style encoders; for encoders that end
+with a norm (T5, Pegasus, Blenderbot, ModernBERT) the norm applies to layer N's output too.
 """
 
 from __future__ import annotations
@@ -18,67 +19,139 @@ if TYPE_CHECKING:
     from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 
-def _layer_list_owner(model):
-    """The module holding the ModuleList of transformer layers, and that attribute's name."""
-    for owner_name, attr in (("encoder", "layer"), ("transformer", "layer"), ("encoder", "layers")):
-        owner = getattr(model, owner_name, None)
-        if owner is not None and hasattr(owner, attr):
-            return owner, attr
-    raise ValueError(f"do not know how to truncate the layers of {type(model).__name__}")
+def layer_count(model) -> int:
+    """Depth of a loaded encoder: its config's layer count (transformers maps every family's own
+    name, T5's num_layers, BART's encoder_layers, XLNet's n_layer, onto num_hidden_layers)."""
+    return int(model.config.num_hidden_layers)
+
+
+def layer_lists(model, depth: int) -> list:
+    """The (owner, attribute) of every ModuleList that holds one entry per layer: ModuleLists of
+    ``depth`` modules of one class, outermost first (not those inside a layer). One for most
+    families (BERT's encoder.layer, T5's encoder.block, BART's layers, XLNet's layer); XLM keeps
+    four parallel ones (attentions, ffns and two layer norms)."""
+    import torch
+
+    found = []
+
+    def visit(module) -> None:
+        for name, child in module.named_children():
+            if (isinstance(child, torch.nn.ModuleList) and len(child) == depth
+                    and len({type(entry) for entry in child}) == 1):
+                found.append((module, name))
+            else:
+                visit(child)
+
+    visit(model)
+    return found
+
+
+def truncate_layers(model, layer: int) -> None:
+    """Keep the first ``layer`` layers, as bert-score 0.3.13 does for each family.
+
+    Found from the model's structure: every per-layer ModuleList is cut; a module that counts its
+    layers instead of iterating a list (XLM's ``n_layers``) gets the new count, and so does the
+    config, which ALBERT's shared layer groups are run by (bert-score sets
+    ``config.num_hidden_layers`` there: with several groups that also changes which group a
+    layer uses, and the drop-in reproduces it)."""
+    import torch
+
+    depth = layer_count(model)
+    if not 0 <= layer <= depth:
+        raise ValueError(f"layer must be between 0 and {depth} for this {model.config.model_type} model, got {layer}")
+    lists = layer_lists(model, depth)
+    counters = [(module, name) for module in model.modules() for name in ("n_layers", "num_layers")
+                if type(getattr(module, name, None)) is int and getattr(module, name) == depth]
+    shares_layers = hasattr(model.config, "num_hidden_groups")  # ALBERT: groups run num_hidden_layers times
+    if not lists and not counters and not shares_layers:
+        raise ValueError(f"cannot find the layers of {type(model).__name__} (model type "
+                         f"{model.config.model_type!r}) to keep the first {layer}; please report this model")
+    for owner, name in lists:
+        setattr(owner, name, torch.nn.ModuleList(list(getattr(owner, name))[:layer]))
+    for module, name in counters:
+        setattr(module, name, layer)
+    model.config.num_hidden_layers = layer
 
 
 def load_truncated_model(model_dir: Path, layer: int | None, all_layers: bool = False,
                          attention: str = "eager") -> torch.nn.Module:
-    """The model in eval mode, cut to ``layer`` transformer layers (all when None or all_layers).
+    """The model in eval mode as bert-score 0.3.13 builds it: AutoModel (T5's encoder-only class
+    for T5 families), the encoder of an encoder-decoder, cut to ``layer`` layers (all when None
+    or all_layers).
 
     ``attention``: "eager" (what the ONNX export traces) or "sdpa" (PyTorch's fused
     scaled-dot-product attention, for the torch runner); a family without SDPA support loads
     with eager attention instead (``model.config._attn_implementation`` says which ran)."""
-    import torch
-    from transformers import AutoModel
-    from transformers.utils import logging as hf_logging
-
     if attention not in ("eager", "sdpa"):
         raise ValueError(f"attention must be 'eager' or 'sdpa', got {attention!r}")
+    model = _load_encoder(model_dir, attention)
+    if layer is not None and not all_layers:
+        truncate_layers(model, layer)
+        if layer == 0 and not _runs(model):
+            # Some encoders (DeBERTa-v2) fail with zero layers: keep one and read hidden_states[0]
+            # (see hidden_state_of); bert-score cannot score them at layer 0 at all.
+            model = _load_encoder(model_dir, attention)
+            truncate_layers(model, 1)
+            model.rapidscore_embedding_output = True
+    return model.eval()
+
+
+def _load_encoder(model_dir: Path, attention: str):
+    import transformers
+    from transformers.utils import logging as hf_logging
+
     hf_logging.disable_progress_bar()  # a library call should not draw transformers' load bars
+    config = transformers.AutoConfig.from_pretrained(str(model_dir), trust_remote_code=False)
+    # bert-score loads T5-family models with the encoder-only class (AutoModel's T5Model wants
+    # decoder inputs); the encoder is the same module either way.
+    model_class = (transformers.T5EncoderModel if config.model_type in ("t5", "mt5", "umt5")
+                   else transformers.AutoModel)
+    kwargs = dict(trust_remote_code=False, use_safetensors=_has_safetensors(model_dir))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            model = AutoModel.from_pretrained(
-                str(model_dir), trust_remote_code=False, use_safetensors=_has_safetensors(model_dir),
-                attn_implementation=attention,
-            )
+            model = model_class.from_pretrained(str(model_dir), attn_implementation=attention, **kwargs)
         except (ValueError, ImportError):
             if attention == "eager":
                 raise
             # transformers refuses SDPA for families that do not implement it: load them eagerly
-            model = AutoModel.from_pretrained(
-                str(model_dir), trust_remote_code=False, use_safetensors=_has_safetensors(model_dir),
-                attn_implementation="eager",
-            )
-    if hasattr(model, "get_encoder") and getattr(model.config, "is_encoder_decoder", False):
-        model = model.get_encoder()
-    if layer is not None and not all_layers:
-        owner, attr = _layer_list_owner(model)
-        layers = getattr(owner, attr)
-        # Some encoders (DeBERTa-v2) fail with zero layers: layer 0 keeps one and reads
-        # hidden_states[0] (see hidden_state_of).
-        setattr(owner, attr, torch.nn.ModuleList(list(layers)[:max(layer, 1)]))
+            model = model_class.from_pretrained(str(model_dir), attn_implementation="eager", **kwargs)
+    if hasattr(model, "decoder") and hasattr(model, "encoder"):  # bert-score's test, word for word
+        model = model.encoder
     return model.eval()
 
 
-def hidden_state_of(model, input_ids, attention_mask, layer: int | str) -> torch.Tensor:
-    """Output of the truncated model: last hidden state, hidden_states[0] for layer 0, or every
-    hidden state stacked on a leading axis for layer "all"."""
+def _runs(model) -> bool:
+    """Whether a forward pass of the (truncated) model works on a two-token input."""
     import torch
 
-    needs_all = layer == "all" or layer == 0
-    out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=needs_all)
+    try:
+        with torch.inference_mode():
+            model(input_ids=torch.ones((1, 2), dtype=torch.long), attention_mask=torch.ones((1, 2), dtype=torch.long))
+    except Exception:
+        return False
+    return True
+
+
+def hidden_state_of(model, input_ids, attention_mask, layer: int | str) -> torch.Tensor:
+    """Output of the truncated model as bert-score reads it: the first output, or every hidden
+    state stacked on a leading axis for layer "all" (hidden_states[0] for layer 0 of a model that
+    cannot run without layers)."""
+    import torch
+
     if layer == "all":
-        return torch.stack(tuple(out.hidden_states), dim=0)
-    if layer == 0:
-        return out.hidden_states[0]
-    return out[0]
+        out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
+        return torch.stack(tuple(_hidden_states(out)), dim=0)
+    if getattr(model, "rapidscore_embedding_output", False):
+        out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
+        return _hidden_states(out)[0]
+    return model(input_ids=input_ids, attention_mask=attention_mask)[0]
+
+
+def _hidden_states(out):
+    """The hidden states of a model output; XLNet's two-stream layers give (h, g) pairs, of which
+    the content stream h is the encoder-only output."""
+    return [h[0] if isinstance(h, tuple) else h for h in out.hidden_states]
 
 
 def _has_safetensors(model_dir: Path) -> bool:
@@ -120,23 +193,33 @@ def load_tokenizer(model_dir: Path,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir), **kwargs)
+    tokenizer.padding_side = "right"  # as bert-score pads, and the runtime (XLNet's tokenizer pads left)
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(f"model {model_dir} has no fast tokenizer (tokenizer.json); rapidscore needs one")
     return tokenizer, config
 
 
+# Families without a position limit (XLNet, T5's relative positions) may have a tokenizer that
+# never truncates (model_max_length 1e30); bert-score then truncates nothing, and neither does this.
+UNLIMITED_LENGTH = 2**31 - 1
+
+
 def tokenizer_spec(tokenizer, config) -> TokenizerSpec:
-    max_length = int(tokenizer.model_max_length)
+    max_length = min(int(tokenizer.model_max_length), UNLIMITED_LENGTH)
     positions = getattr(config, "max_position_embeddings", None)
-    if positions:
+    if positions and positions > 0:  # XLNet's config answers -1: no limit
         # RoBERTa-style position ids start after the padding index.
         usable = positions - (config.pad_token_id + 1 if config.model_type in ROBERTA_LIKE else 0)
         if max_length > 10**6 or max_length > usable:
             max_length = usable
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    # Only the tokens that frame a text are special: [UNK] (a text of emoji or an unseen script),
+    # [MASK] and a vocabulary's extra tokens are content, as bert-score counts them.
+    framing = {tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id, tokenizer.bos_token_id,
+               tokenizer.eos_token_id} - {None}
     return TokenizerSpec(
         max_length=max_length, pad_id=int(pad_id),
-        special_ids=tuple(sorted(int(i) for i in tokenizer.all_special_ids)),
+        special_ids=tuple(sorted(int(i) for i in framing)),
         cls_id=tokenizer.cls_token_id, sep_id=tokenizer.sep_token_id,
     )
 

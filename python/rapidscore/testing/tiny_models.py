@@ -40,7 +40,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
+# The families every generic encoder test runs over.
 FAMILIES = ("bert", "roberta", "deberta-v2", "xlm-roberta", "distilbert", "electra")
+# The other families of bert-score 0.3.13's model table, and modern encoders beyond it; the
+# parity suite (tests/bertscore/test_families.py) runs each against bert-score on both backends.
+MORE_FAMILIES = ("deberta", "mpnet", "big_bird", "albert", "xlnet", "t5", "mt5", "bart", "pegasus",
+                 "blenderbot", "led", "longformer", "modernbert")
+ALL_FAMILIES = FAMILIES + MORE_FAMILIES
 
 # Longest input in tokens, special tokens included (the tokenizer's model_max_length). Small so
 # truncation tests stay cheap.
@@ -272,7 +278,13 @@ def pre_tokenized_counts(corpus: list[str], normalizer, pre_tokenizer) -> dict[s
     return dict(sorted(counts.items()))
 
 
-def _wordpiece_vocab(corpus: list[str]) -> dict[str, int]:
+def _respecial(vocab: dict[str, int], specials: list[str]) -> dict[str, int]:
+    """``vocab`` with its first ``len(specials)`` entries renamed to ``specials`` (same ids)."""
+    tokens = sorted(vocab, key=vocab.__getitem__)
+    return {token: index for index, token in enumerate(specials + tokens[len(specials):])}
+
+
+def _wordpiece_vocab(corpus: list[str], specials: list[str] | None = None) -> dict[str, int]:
     """Uncased BERT WordPiece vocabulary: specials, characters (plain and ``##``), merged pieces."""
     from tokenizers import normalizers, pre_tokenizers
 
@@ -282,7 +294,7 @@ def _wordpiece_vocab(corpus: list[str]) -> dict[str, int]:
                                    pre_tokenizers.BertPreTokenizer())
     word_freqs = {(w[0], *("##" + c for c in w[1:])): n for w, n in counts.items()}
     alphabet = sorted({symbol for word in word_freqs for symbol in word})
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    specials = specials or ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     budget = VOCAB_SIZE - len(specials) - len(alphabet)
     merges = learn_bpe(word_freqs, budget, lambda a, b: a + b[2:])
     tokens = specials + alphabet
@@ -343,7 +355,7 @@ def build_tokenizer(family: str) -> PreTrainedTokenizerBase:
     """Train the tiny tokenizer of ``family``; returns a transformers tokenizer instance."""
     _check_family(family)
     corpus = training_corpus()
-    if family in ("bert", "electra"):
+    if family == "electra":
         from transformers import BertTokenizer
 
         return BertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, model_max_length=MAX_LENGTH)
@@ -351,14 +363,55 @@ def build_tokenizer(family: str) -> PreTrainedTokenizerBase:
         from transformers import DistilBertTokenizer
 
         return DistilBertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, model_max_length=MAX_LENGTH)
-    if family == "roberta":
-        from transformers import RobertaTokenizer
+    if family in ("bert", "modernbert", "big_bird"):
+        # ModernBERT's and BigBird's own tokenizers frame a text as [CLS] ... [SEP] too; the
+        # family under test is the model, so they share BERT's WordPiece vocabulary.
+        from transformers import BertTokenizer
+
+        return BertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, model_max_length=MAX_LENGTH)
+    if family == "mpnet":
+        from transformers import MPNetTokenizer
+
+        vocab = _wordpiece_vocab(corpus, specials=["<s>", "<pad>", "</s>", "[UNK]", "<mask>"])
+        return MPNetTokenizer(vocab=vocab, do_lower_case=True, model_max_length=MAX_LENGTH)
+    if family in ("roberta", "bart", "led", "longformer", "deberta", "blenderbot"):
+        import transformers
 
         bpe_vocab, merges = _byte_level_bpe(corpus)
-        # merges as (a, b) pairs: accepted at run time, though annotated as strings "a b"
-        return RobertaTokenizer(vocab=bpe_vocab, merges=merges,  # type: ignore[arg-type]
-                                add_prefix_space=False, model_max_length=MAX_LENGTH)
+        # The family's own class: BART, LED and Longformer use RoBERTa's; Blenderbot ends a text
+        # with </s> only; DeBERTa frames with [CLS] ... [SEP]. Merges as (a, b) pairs: accepted at
+        # run time, though annotated as strings "a b".
+        if family == "deberta":
+            bpe_vocab = _respecial(bpe_vocab, ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"])
+            return transformers.DebertaTokenizer(vocab=bpe_vocab, merges=merges,  # type: ignore[arg-type]
+                                                 add_prefix_space=False, model_max_length=MAX_LENGTH)
+        tokenizer_class = (transformers.BlenderbotTokenizer if family == "blenderbot"
+                           else transformers.RobertaTokenizer)
+        return tokenizer_class(vocab=bpe_vocab, merges=merges,  # type: ignore[arg-type]
+                               add_prefix_space=False, model_max_length=MAX_LENGTH)
     from tokenizers import Regex, normalizers, pre_tokenizers
+
+    metaspace = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+    if family in ("albert", "xlnet", "t5", "mt5", "pegasus"):
+        import transformers
+
+        lower = family == "albert"  # ALBERT's vocabularies are uncased
+        pieces = _unigram_pieces(corpus, normalizers.Lowercase() if lower else None, metaspace)
+        if family == "albert":  # ALBERT's ids: <pad> <unk> [CLS] [SEP] [MASK]
+            specials = ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
+            return transformers.AlbertTokenizer(vocab=[(t, 0.0) for t in specials] + pieces, do_lower_case=True,
+                                                model_max_length=MAX_LENGTH)
+        if family == "xlnet":  # XLNet's ids; a text ends with <sep> <cls>
+            specials = ["<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>", "<eod>", "<eop>"]
+            return transformers.XLNetTokenizer(vocab=[(t, 0.0) for t in specials] + pieces, unk_id=0,
+                                               model_max_length=MAX_LENGTH)
+        if family == "pegasus":  # <pad> </s> then the masks and <unk_i> the class adds
+            return transformers.PegasusTokenizer(vocab=[("<pad>", 0.0), ("</s>", 0.0), ("<mask_1>", 0.0),
+                                                        ("<mask_2>", 0.0), ("<unk>", 0.0)] + pieces,
+                                                 offset=0, model_max_length=MAX_LENGTH)
+        # T5 and mT5: <pad> </s> <unk>; a text ends with </s> and has no [CLS]-like token
+        return transformers.T5Tokenizer(vocab=[("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)] + pieces,
+                                        extra_ids=0, model_max_length=MAX_LENGTH)
 
     if family == "deberta-v2":
         from transformers import DebertaV2Tokenizer
@@ -368,7 +421,7 @@ def build_tokenizer(family: str) -> PreTrainedTokenizerBase:
             normalizers.Replace(Regex(r"\s{2,}|[\n\r\t]"), " "), normalizers.NFC(),
             normalizers.Strip(left=False, right=True),
         ])
-        pre: pre_tokenizers.PreTokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+        pre: pre_tokenizers.PreTokenizer = metaspace
         specials = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]  # DeBERTa-v3 ids 0-3
         vocab = [(token, 0.0) for token in specials] + _unigram_pieces(corpus, normalizer, pre)
         return DebertaV2Tokenizer(vocab=vocab, do_lower_case=False, split_by_punct=False,
@@ -403,6 +456,8 @@ def build_config(family: str, tokenizer) -> PretrainedConfig:
         return transformers.DistilBertConfig(
             dim=HIDDEN, n_layers=NUM_LAYERS, n_heads=HEADS, hidden_dim=INTERMEDIATE,
             max_position_embeddings=MAX_LENGTH, sinusoidal_pos_embds=False, **common)
+    if family in MORE_FAMILIES:
+        return _more_config(family, tokenizer, common)
     layers = dict(hidden_size=HIDDEN, num_hidden_layers=NUM_LAYERS, num_attention_heads=HEADS,
                   intermediate_size=INTERMEDIATE, **common)
     if family == "bert":
@@ -424,6 +479,61 @@ def build_config(family: str, tokenizer) -> PretrainedConfig:
         max_position_embeddings=MAX_LENGTH, type_vocab_size=0, relative_attention=True,
         position_buckets=32, max_relative_positions=-1, pos_att_type=["p2c", "c2p"],
         position_biased_input=False, norm_rel_ebd="layer_norm", share_att_key=True, **layers)
+
+
+def _more_config(family: str, tokenizer, common: dict) -> PretrainedConfig:
+    """Tiny configs of MORE_FAMILIES: each family's own layout (an encoder-decoder keeps a tiny
+    decoder too, as bert-score loads the whole model and keeps its encoder)."""
+    import transformers
+
+    specials = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    layers = dict(hidden_size=HIDDEN, num_hidden_layers=NUM_LAYERS, num_attention_heads=HEADS,
+                  intermediate_size=INTERMEDIATE, **common)
+    if family == "deberta":  # DeBERTa v1: relative attention over absolute positions
+        return transformers.DebertaConfig(max_position_embeddings=MAX_LENGTH, type_vocab_size=0,
+                                          relative_attention=True, pos_att_type=["p2c", "c2p"],
+                                          max_relative_positions=-1, **layers)
+    if family == "mpnet":  # positions start after the padding index, as RoBERTa's
+        return transformers.MPNetConfig(max_position_embeddings=MAX_LENGTH + 2,
+                                        **specials, **layers)
+    if family == "big_bird":
+        # Full attention: block-sparse attention only starts beyond (5 + 2 * random blocks) blocks.
+        return transformers.BigBirdConfig(max_position_embeddings=MAX_LENGTH, attention_type="original_full",
+                                          **layers)
+    if family == "albert":  # factorised embeddings (16 -> 32) and 2 layer groups shared over 4 layers
+        return transformers.AlbertConfig(embedding_size=16, num_hidden_groups=2, max_position_embeddings=MAX_LENGTH,
+                                         **specials, **layers)
+    if family == "xlnet":  # relative positions, no position limit
+        return transformers.XLNetConfig(d_model=HIDDEN, n_layer=NUM_LAYERS, n_head=HEADS, d_inner=INTERMEDIATE,
+                                        **specials, **common)
+    if family in ("t5", "mt5"):  # relative position buckets; the encoder ends with a final RMS norm
+        config_class = transformers.T5Config if family == "t5" else transformers.MT5Config
+        return config_class(d_model=HIDDEN, d_kv=HIDDEN // HEADS, d_ff=INTERMEDIATE, num_layers=NUM_LAYERS,
+                            num_decoder_layers=1, num_heads=HEADS, relative_attention_num_buckets=8,
+                            relative_attention_max_distance=32, decoder_start_token_id=tokenizer.pad_token_id,
+                            eos_token_id=tokenizer.eos_token_id, feed_forward_proj="gated-gelu" if family == "mt5"
+                            else "relu", **common)
+    seq2seq = dict(d_model=HIDDEN, encoder_layers=NUM_LAYERS, decoder_layers=1, encoder_attention_heads=HEADS,
+                   decoder_attention_heads=HEADS, encoder_ffn_dim=INTERMEDIATE, decoder_ffn_dim=INTERMEDIATE,
+                   decoder_start_token_id=tokenizer.eos_token_id, **specials, **common)
+    if family == "bart":  # learned positions offset by 2, a layer norm on the embeddings
+        return transformers.BartConfig(max_position_embeddings=MAX_LENGTH, **seq2seq)
+    if family == "pegasus":  # sinusoidal positions, pre-norm layers, a final layer norm
+        return transformers.PegasusConfig(max_position_embeddings=MAX_LENGTH, **seq2seq)
+    if family == "blenderbot":  # pre-norm layers with a final layer norm
+        return transformers.BlenderbotConfig(max_position_embeddings=MAX_LENGTH, **seq2seq)
+    if family == "led":  # Longformer's local + global attention in a BART layout
+        return transformers.LEDConfig(max_encoder_position_embeddings=MAX_LENGTH, max_decoder_position_embeddings=32,
+                                      attention_window=[16] * NUM_LAYERS, **seq2seq)
+    if family == "longformer":  # sliding-window attention (window 16: texts longer than 8 tokens use it)
+        return transformers.LongformerConfig(max_position_embeddings=MAX_LENGTH + 2, attention_window=16,
+                                             type_vocab_size=1, **specials, **layers)
+    # modernbert: rotary positions, alternating global / local (sliding-window) attention, a final norm
+    return transformers.ModernBertConfig(hidden_size=HIDDEN, num_hidden_layers=NUM_LAYERS, num_attention_heads=HEADS,
+                                         intermediate_size=INTERMEDIATE, max_position_embeddings=MAX_LENGTH,
+                                         global_attn_every_n_layers=2, local_attention=16,
+                                         cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
+                                         **specials, **common)
 
 
 def build_tiny_model(family: str, out_dir: Path) -> Path:
@@ -514,8 +624,8 @@ def _is_current(target: Path, stamp: str) -> bool:
 
 
 def _check_family(family: str) -> None:
-    if family not in FAMILIES:
-        raise ValueError(f"unknown model family {family!r}; expected one of {FAMILIES}")
+    if family not in ALL_FAMILIES:
+        raise ValueError(f"unknown model family {family!r}; expected one of {ALL_FAMILIES}")
 
 
 if __name__ == "__main__":
