@@ -309,8 +309,9 @@ class EmbeddingDetector(Detector):
 
     score = max cosine similarity between the embedding of the response's first ``opening_chars``
     characters and each exemplar; refusal when score >= ``threshold``. ``embed`` is any callable
-    ``list[str] -> array (n, dim)``; by default the shared encoder's mean-pooled sentence
-    embeddings (``rapidscore.encoder.get_encoder``, embedded all-MiniLM-L6-v2). Calibrate the
+    ``list[str] -> array (n, dim)``; by default the shared encoder's sentence embeddings as the
+    model's sentence-transformers pipeline makes them (``rapidscore.encoder.get_encoder``,
+    ``Encoder.sentence_embeddings``; embedded all-MiniLM-L6-v2: mean pooling). Calibrate the
     threshold on labelled examples with :meth:`calibrate`.
     """
 
@@ -347,7 +348,8 @@ class EmbeddingDetector(Detector):
             from rapidscore.encoder import get_encoder
 
             encoder = get_encoder(self._model, **self._encoder_options)  # shared with every metric
-            self._embed = lambda texts: encoder.sentence_embeddings(texts, pooling="mean", normalize=True)
+            # the model's own pipeline (pooling, Dense, default prompt); cosines taken in _unit
+            self._embed = encoder.sentence_embeddings
         return self._embed
 
     def _unit(self, texts: list[str]) -> np.ndarray:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.common.choices import BACKENDS, DEVICES, POOLINGS, PRECISIONS
+from rapidscore.common.choices import BACKENDS, DEVICES, PRECISIONS
 from rapidscore.common.inputs import check_encodable
 from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches, unpadded_inputs
 from rapidscore.encoder.cache import load_model
@@ -28,6 +28,13 @@ from rapidscore.encoder.model_source import (
     unpadded_supported,
 )
 from rapidscore.encoder.runtime import Runner
+from rapidscore.encoder.sentence_pipeline import (
+    SentencePipeline,
+    check_mode,
+    load_pipeline,
+    lowercase_tokenizer_json,
+    prompt_token_count,
+)
 from rapidscore.encoder.store import TokenStore, row_ranges
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
 from rapidscore.errors import TruncationWarning, check_positive_int
@@ -174,6 +181,10 @@ class Encoder:
         self.cache_entry = loaded.cache_entry
         self.exported = loaded.exported and loaded_here  # whether creating this encoder ran the export
         self.tokenizer = BatchTokenizer(loaded.tokenizer_source, loaded.spec, max_length)
+        # Sentence vectors follow the model's sentence-transformers modules, read on first use
+        # (``sentence_pipeline``); max_seq_length applies where no max_length was given.
+        self._max_length_given = max_length is not None
+        self._sentence: tuple[SentencePipeline, BatchTokenizer] | None = None
         # The loaded model's runner; a CPU ONNX Runtime session is made on first use (``runner``).
         self._runner: Any = None
         self._runner_lock: threading.Lock | None = None
@@ -406,37 +417,103 @@ class Encoder:
         store = self.encode(texts).to_host()
         return [store.token_embeddings(k) for k in range(len(store))]
 
-    def sentence_embeddings(self, texts: Sequence[str], pooling: str = "mean", normalize: bool = True,
-                            *, progress: bool | None = None) -> np.ndarray:
-        """One vector per text, (n, dim) float32.
+    def sentence_embeddings(self, texts: Sequence[str], pooling: str | None = None, normalize: bool | None = None,
+                            *, prompt_name: str | None = None, prompt: str | None = None,
+                            progress: bool | None = None) -> np.ndarray:
+        """One vector per text, (n, dim) float32, as the model's sentence-transformers pipeline
+        makes it (``SentenceTransformer.encode``; ``sentence_pipeline``): its Pooling (cls, max, mean,
+        mean_sqrt_len_tokens, weightedmean, lasttoken, concatenated), Dense and Normalize modules,
+        its max_seq_length and do_lower_case. A model directory without modules.json: mean pooling,
+        unit length. A module rapidscore does not implement is a ValueError naming it.
 
-        ``pooling="mean"`` averages the token vectors over the attention mask (special tokens
-        included), as sentence-transformers does; ``"cls"`` takes the first token. ``normalize``
-        scales each vector to unit L2 norm (a zero vector stays zero). With the torch backend
-        the vectors are pooled and normalised on the model's device, batch by batch: only the
-        pooled vectors cross to the host.
+        ``prompt_name`` / ``prompt``: as ``encode`` takes them: the prompt is put before each text
+        (the model's default prompt when neither is given; ``prompt=""`` for none), and a Pooling
+        with ``include_prompt=False`` leaves its tokens out.
+        ``pooling`` (a mode name) replaces the model's pooling and Dense layers by that pooling of
+        the token vectors; ``normalize`` True/False forces unit length on or off at the end. None
+        (default): the model's own. With the torch backend the vectors are made on the model's
+        device, batch by batch: only the (n, dim) vectors cross to the host.
         """
         self._check_pooling(pooling)
         texts = check_texts(texts)
         index: dict[str, int] = {}
         inverse = np.fromiter((index.setdefault(text, len(index)) for text in texts), dtype=np.int64,
                               count=len(texts))
-        return self.sentence_vectors_unique(list(index), pooling, normalize, progress=progress)[inverse]
+        return self.sentence_vectors_unique(list(index), pooling, normalize, prompt_name=prompt_name, prompt=prompt,
+                                            progress=progress)[inverse]
 
-    def sentence_vectors_unique(self, texts: list[str], pooling: str = "mean", normalize: bool = True, *,
-                                progress: bool | None = None) -> np.ndarray:
-        """``sentence_embeddings`` of validated, distinct texts (a scorer's plan): (n, dim) float32."""
+    def sentence_vectors_unique(self, texts: list[str], pooling: str | None = None, normalize: bool | None = None,
+                                *, prompt_name: str | None = None, prompt: str | None = None,
+                                progress: bool | None = None, unpadded: bool | None = None) -> np.ndarray:
+        """``sentence_embeddings`` of validated, distinct texts (a scorer's plan): (n, dim) float32.
+        ``unpadded``: as in ``embed_ids`` (the numpy path)."""
         self._check_pooling(pooling)
-        if not self.runs_torch:
-            return self.pool(self.encode_unique(texts, progress=progress), pooling, normalize)
-        ids, truncated = self.tokenizer.encode(texts)
+        pipeline = self.sentence_pipeline.override(pooling, normalize)
+        inputs, prompt_length = self.sentence_inputs(texts, prompt_name=prompt_name, prompt=prompt)
+        tokenizer = self._sentence_setup()[1]
+        ids, truncated = tokenizer.encode(inputs)
         if truncated:
-            warnings.warn(f"{truncated} of {len(texts)} distinct texts were longer than {self.max_length} "
+            warnings.warn(f"{truncated} of {len(texts)} distinct texts were longer than {tokenizer.max_length} "
                           f"tokens and were truncated", TruncationWarning, stacklevel=3)
-        return self._pool_batches(ids, pooling, normalize, self.progress if progress is None else progress)
+        progress = self.progress if progress is None else progress
+        if not self.runs_torch:
+            store = self.embed_ids(ids, truncated=truncated, progress=progress, unpadded=unpadded)
+            return self._pool_store(store, pipeline, prompt_length)
+        return self._pool_batches(ids, pipeline, prompt_length, progress)
 
-    def _pool_batches(self, ids: list[np.ndarray], pooling: str, normalize: bool, progress: bool) -> np.ndarray:
-        """Sentence vectors pooled per batch on the model's device (memory: one batch of hidden
+    @property
+    def sentence_pipeline(self) -> SentencePipeline:
+        """How this model makes sentence vectors (``rapidscore.encoder.sentence_pipeline``): its
+        sentence-transformers modules, or mean pooling and unit length without a modules.json.
+        Read on first use; a module, mode or setting rapidscore does not implement is a
+        ValueError naming it and its file."""
+        return self._sentence_setup()[0]
+
+    @property
+    def sentence_max_length(self) -> int:
+        """Truncation length of sentence vectors: ``max_length`` when the encoder was given one,
+        else the model's sentence-transformers max_seq_length (all-MiniLM-L6-v2: 256, where its
+        tokenizer says 512), else ``max_length``."""
+        return self._sentence_setup()[1].max_length
+
+    def sentence_inputs(self, texts: list[str], *, prompt_name: str | None = None,
+                        prompt: str | None = None) -> tuple[list[str], int]:
+        """The texts as the model's pipeline tokenises them (the prompt put before each) and the
+        prompt's length in tokens as sentence-transformers counts it (the prompt tokenised alone,
+        less a trailing special token; 0 without a prompt): ``pool(store, prompt_length=...)`` of
+        their encoding leaves that many leading tokens out where the Pooling excludes the prompt.
+        Lowercasing (do_lower_case) happens in the sentence tokenizer, not here."""
+        pipeline, tokenizer = self._sentence_setup()
+        text = pipeline.resolve_prompt(prompt, prompt_name)
+        if not text:  # "" is no prompt, as in sentence-transformers
+            return list(texts), 0
+        ids, _ = tokenizer.encode([text])
+        return [text + t for t in texts], prompt_token_count(ids[0], self.spec.special_ids)
+
+    def _sentence_setup(self) -> tuple[SentencePipeline, BatchTokenizer]:
+        setup = self._sentence
+        if setup is None:  # two threads may both read the directory: same result, harmless
+            pipeline = load_pipeline(self.model_dir)
+            pipeline.output_dim(self.hidden_size)  # a module expecting other sizes fails here, named
+            max_length = self.max_length
+            if not self._max_length_given and pipeline.max_seq_length is not None:
+                positions = _usable_positions(read_config(self.model_dir))
+                max_length = (pipeline.max_seq_length if positions is None
+                              else min(pipeline.max_seq_length, positions))
+            tokenizer = self.tokenizer
+            if pipeline.do_lower_case or max_length != self.max_length or not getattr(tokenizer, "truncate", True):
+                # sentence-transformers truncates at max_seq_length and lowercases in the tokenizer
+                source = self.loaded.tokenizer_source
+                text = source.read_text(encoding="utf-8") if isinstance(source, Path) else source
+                if pipeline.do_lower_case:
+                    text = lowercase_tokenizer_json(text)
+                tokenizer = BatchTokenizer(text, self.spec, max_length)
+            setup = self._sentence = (pipeline, tokenizer)
+        return setup
+
+    def _pool_batches(self, ids: list[np.ndarray], pipeline: SentencePipeline, prompt_length: int,
+                      progress: bool) -> np.ndarray:
+        """Sentence vectors made per batch on the model's device (memory: one batch of hidden
         states plus the (n, dim) result); one copy to the host at the end."""
         import torch
 
@@ -444,49 +521,36 @@ class Encoder:
         batches = plan_batches(lengths, self.batch_tokens, self.max_batch_size)
         out = None
         for batch, attention_mask, hidden in self._batches(ids, batches, progress):
+            vectors = pipeline.apply_padded(hidden, attention_mask, prompt_length, self._to_device)
             if out is None:
-                out = torch.zeros((len(ids), hidden.shape[-1]), dtype=torch.float32, device=hidden.device)
-            rows = self._to_device(np.ascontiguousarray(batch))
-            if pooling == "mean":
-                mask = self._to_device(attention_mask).to(hidden.dtype)
-                counts = mask.sum(dim=1, keepdim=True)
-                pooled = (hidden * mask[..., None]).sum(dim=1) / counts.clamp_min(1.0)
-            else:
-                pooled = hidden[:, 0]
-            # a sentence with no token at all (a tokenizer without special tokens, "") stays zero
-            out[rows] = torch.where(self._to_device(lengths[batch] > 0)[:, None], pooled, 0.0)
+                out = torch.zeros((len(ids), vectors.shape[-1]), dtype=torch.float32, device=hidden.device)
+            out[self._to_device(np.ascontiguousarray(batch))] = vectors
         if out is None:
-            return np.zeros((0, self.hidden_size), dtype=np.float32)
-        if normalize:
-            out = out / torch.linalg.vector_norm(out, dim=1, keepdim=True).clamp_min(1e-12)
+            return np.zeros((0, pipeline.output_dim(self.hidden_size)), dtype=np.float32)
         return out.cpu().numpy()
 
-    def _check_pooling(self, pooling: str) -> None:
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    def _check_pooling(self, pooling: str | None) -> None:
+        if pooling is not None:
+            check_mode(pooling)
         if self.layer == "all":
             raise ValueError("sentence embeddings need a single layer, not layer='all'")
 
-    def pool(self, store: TokenStore, pooling: str = "mean", normalize: bool = True) -> np.ndarray:
-        """Sentence vectors (n, dim) float32 of an encoded store, text k in row k (``store.order``):
-        ``sentence_embeddings`` for callers that encoded deduplicated texts themselves."""
+    def pool(self, store: TokenStore, pooling: str | None = None, normalize: bool | None = None, *,
+             prompt_length: int = 0) -> np.ndarray:
+        """Sentence vectors (n, dim) float32 of an encoded store, text k in row k (``store.order``),
+        by the model's pipeline (``pooling`` / ``normalize`` as in ``sentence_embeddings``): for
+        callers that encoded deduplicated texts themselves. Texts for a model with prompts or
+        do_lower_case must have gone through ``sentence_inputs`` and the sentence tokenizer first;
+        ``prompt_length``: what ``sentence_inputs`` returned."""
         self._check_pooling(pooling)
+        return self._pool_store(store, self.sentence_pipeline.override(pooling, normalize), prompt_length)
+
+    def _pool_store(self, store: TokenStore, pipeline: SentencePipeline, prompt_length: int) -> np.ndarray:
         store = store.to_host()  # the device path pools per batch instead (sentence_vectors_unique)
         if len(store) == 0:
-            return np.zeros((0, self.hidden_size), dtype=np.float32)
-        starts, counts = store.offsets[:-1], store.lengths()
-        pooled = np.zeros((store.n_sentences, store.embeddings.shape[-1]), dtype=np.float32)
-        nonempty = counts > 0  # a tokenizer without special tokens gives no token for ""
-        if pooling == "mean":
-            sums = np.add.reduceat(store.embeddings, starts[nonempty], axis=0)
-            pooled[nonempty] = sums / counts[nonempty, None].astype(np.float32)
-        else:
-            pooled[nonempty] = store.embeddings[starts[nonempty]]
-        pooled = pooled[store.order].astype(np.float32, copy=False)
-        if normalize:
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            pooled = pooled / np.maximum(norms, 1e-12)
-        return pooled
+            return np.zeros((0, pipeline.output_dim(self.hidden_size)), dtype=np.float32)
+        vectors = pipeline.apply_flat(store.embeddings, store.offsets, prompt_length)
+        return vectors[store.order]
 
 
 _RUNNER_LOCKS: dict[int, threading.Lock] = {}

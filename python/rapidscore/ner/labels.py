@@ -27,8 +27,10 @@ def normalize_label(label: str) -> str:
 
 
 def default_embedder(model: str | None = None, encoder_options: Mapping | None = None) -> Embedder:
-    """Sentence-embedding function of the shared encoder (mean pooling, unit vectors); the model
-    is loaded on first use, once per process (``rapidscore.encoder.get_encoder``). ``model``
+    """Sentence-embedding function of the shared encoder: the model's sentence-transformers
+    pipeline (``Encoder.sentence_embeddings``: its pooling, Dense layers and default prompt; mean
+    pooling without a modules.json); the model is loaded on first use, once per process
+    (``rapidscore.encoder.get_encoder``). ``model``
     defaults to rapidscore's embedded all-MiniLM-L6-v2; ``encoder_options`` (backend, device,
     precision, num_threads) select the encoder."""
 

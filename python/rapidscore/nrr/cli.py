@@ -20,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", type=float, default=0.8, help="rejected when similarity < threshold")
     parser.add_argument("--model", default=None, help="model hub id or directory (default: embedded all-MiniLM-L6-v2)")
     parser.add_argument("--method", default="embedding", choices=("embedding", "bertscore"))
+    parser.add_argument("--prompt-name", default=None, metavar="NAME",
+                        help="embedding method: one of the model's sentence-transformers prompts (e.g. query); "
+                             "default: the model's default prompt, if it has one")
     parser.add_argument("--plot", default=None, metavar="FILE", help="save a similarity histogram (needs matplotlib)")
     add_common_options(parser)
     add_stream_arguments(parser, item="answer")
@@ -41,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{path} has {len(refs)} references for {len(generated)} generated answers")
     references = [list(group) for group in zip(*per_file)] if len(per_file) > 1 else per_file[0]
     result = negative_rejection(generated, references, threshold=args.threshold, model=args.model or DEFAULT_MODEL,
-                                method=args.method, progress=show_progress(args), **encoder_options(args))
+                                method=args.method, progress=show_progress(args), prompt_name=args.prompt_name,
+                                **encoder_options(args))
     if args.plot:
         plot_similarities(result, args.plot)
     if args.json:
@@ -84,7 +88,8 @@ def _run_streaming(args: argparse.Namespace) -> int:
         source, fmt = args.generated, None
     else:
         raise ValueError("streaming needs --input FILE (or '-'), or --generated and --references files")
-    model = SentenceSimilarity(args.model or DEFAULT_MODEL, args.method, **encoder_options(args))
+    model = SentenceSimilarity(args.model or DEFAULT_MODEL, args.method, prompt_name=args.prompt_name,
+                               **encoder_options(args))
     ids = RowIds(args.id_column)
     counts = {"rejected": 0, "evaluated": 0}
 

@@ -12,6 +12,7 @@ correctly refuses when its retrieved documents hold no answer); for refusals, se
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
@@ -116,25 +117,39 @@ def check_threshold(threshold) -> float:
 class SentenceSimilarity:
     """Similarity of answer pairs: sentence-embedding cosine, or BERTScore F1.
 
-    ``method="embedding"``: mean-pooled, L2-normalised sentence embeddings as sentence-transformers
-    computes them (its ``max_seq_length`` honoured), cosine similarity. ``method="bertscore"``:
-    BERTScore F1 at ``layer`` (default: the model's last layer). Reusable across calls.
-    An empty (after strip) answer or reference gets similarity 0.
+    ``method="embedding"``: the cosine similarity of sentence embeddings made as the model's own
+    sentence-transformers pipeline makes them (``Encoder.sentence_embeddings``: its pooling, Dense
+    and Normalize modules, max_seq_length, do_lower_case and default prompt). ``prompt_name``: one
+    of the model's prompts for both sides (sentence-transformers' ``encode(prompt_name=...)``).
+    ``method="bertscore"``: BERTScore F1 at ``layer`` (default: the model's last layer).
+    Reusable across calls. An empty (after strip) answer or reference gets similarity 0.
     Thread-safe: it holds a shared encoder (``rapidscore.get_encoder``) and no per-call state.
     """
 
     def __init__(self, model: str | os.PathLike = DEFAULT_MODEL, method: str = "embedding",
-                 layer: int | None = None, progress: bool = False, **encoder_options):
+                 layer: int | None = None, progress: bool = False, *, prompt_name: str | None = None,
+                 **encoder_options):
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        if prompt_name is not None and method != "embedding":
+            raise ValueError(f"prompt_name applies to method='embedding', got method={method!r}")
         self.method, self.model_name, self.progress = method, os.fspath(model), progress
+        self.prompt_name = prompt_name
         if method == "embedding":
             from rapidscore.encoder import get_encoder
-            from rapidscore.encoder.model_source import resolve_model, sentence_transformers_max_length
+            from rapidscore.encoder.model_source import resolve_model
+            from rapidscore.encoder.sentence_pipeline import load_pipeline
 
-            max_length = encoder_options.pop("max_length", None)
-            max_length = max_length or sentence_transformers_max_length(resolve_model(model))
+            # The pipeline first: a module rapidscore does not implement fails before any model loads.
+            max_length = encoder_options.pop("max_length", None) or load_pipeline(resolve_model(model)).max_seq_length
             self.encoder = get_encoder(model, layer=layer, max_length=max_length, **encoder_options)
+            self.pipeline = self.encoder.sentence_pipeline
+            self.prompt = self.pipeline.resolve_prompt(None, prompt_name)  # an unknown name fails here
+            similarity = self.pipeline.similarity_fn_name
+            if similarity not in (None, "cosine") and not (similarity == "dot" and self.pipeline.normalizes):
+                warnings.warn(f"{self.model_name!r} declares similarity_fn_name={similarity!r}; NRR compares "
+                              "cosine similarities (thresholds in [-1, 1]), which rank pairs differently",
+                              UserWarning, stacklevel=2)
         else:
             from rapidscore.bertscore import BERTScore
 
@@ -144,13 +159,37 @@ class SentenceSimilarity:
     @property
     def signature_fields(self) -> list[tuple[str, object]]:
         e = self.encoder
-        return [("method", self.method), ("model", self.model_name), ("layer", e.layer), ("pooling", "mean"),
-                ("maxlen", e.max_length), ("backend", f"{e.backend}-{e.device}"), ("precision", e.precision),
+        if self.method == "embedding":
+            # What decides the cosines: the pipeline up to a final Normalize (a cosine does not
+            # change with it, so all-MiniLM-L6-v2's mean + Normalize stays "mean"), the prompt.
+            pooling: list[tuple[str, object]] = [("pooling", self.pipeline.cosine_name)]
+            if self.prompt:
+                pooling.append(("prompt", self.prompt_name or self.pipeline.default_prompt_name))
+            maxlen = e.sentence_max_length
+        else:
+            pooling, maxlen = [("pooling", "mean")], e.max_length
+        return [("method", self.method), ("model", self.model_name), ("layer", e.layer), *pooling,
+                ("maxlen", maxlen), ("backend", f"{e.backend}-{e.device}"), ("precision", e.precision),
                 ("version", __version__)]
 
     @property
     def signature(self) -> str:
         return str(Signature(self.signature_fields))
+
+    def sentence_vectors(self, texts: list[str], *, unpadded: bool | None = None) -> np.ndarray:
+        """Unit sentence vectors (n, dim) float64 of validated, distinct ``texts`` as this object
+        embeds them (its prompt; ``unpadded`` as in ``Encoder.embed_ids``): what ``pairs`` takes
+        as ``embed`` for many requests at once."""
+        vectors = self.encoder.sentence_vectors_unique(texts, prompt_name=self.prompt_name, progress=self.progress,
+                                                       unpadded=unpadded)
+        return self._unit(vectors)
+
+    def _unit(self, vectors: np.ndarray) -> np.ndarray:
+        vectors = np.asarray(vectors, dtype=np.float64)
+        if self.pipeline.normalizes:
+            return vectors  # unit already (a zero vector stays zero)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
     def pairs(self, generated: list[str], groups: list[list[str]], *,
               embed: Callable[[list[str]], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -164,9 +203,9 @@ class SentenceSimilarity:
             texts = list(dict.fromkeys(generated + flat))
             index = {t: i for i, t in enumerate(texts)}
             if embed is not None:
-                vectors = embed(texts).astype(np.float64)
+                vectors = self._unit(embed(texts))
             else:  # the texts are validated and distinct already: no second dedupe
-                vectors = self.encoder.sentence_vectors_unique(texts, progress=self.progress).astype(np.float64)
+                vectors = self.sentence_vectors(texts)
             gen = vectors[[index[generated[o]] for o in owners]]
             ref = vectors[[index[r] for r in flat]]
             sims = np.einsum("ij,ij->i", gen, ref)
