@@ -260,7 +260,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--memory-gib", type=float, default=6.0,
                         help="token embeddings held at once (the whole corpus, every layer: 4.7 GiB); less "
-                             "streams the pairs in chunks, same numbers, about 10x slower")
+                             "streams the pairs in chunks: the same numbers, at up to two sentence encodings "
+                             "per pair instead of one per sentence")
     parser.add_argument("--check", action="store_true", help="also the corpus-sensitivity numbers")
     parser.add_argument("--sentences-out", type=Path, default=None, help="write the corpus sentences here")
     args = parser.parse_args()

@@ -204,7 +204,7 @@ def test_drop_in_rescales_the_embedded_model_without_bert_score(minilm_path):
         print(json.dumps({{"p": P.tolist(), "r": R.tolist(), "f": F.tolist(), "hash": hash_, "f2": F2.tolist(),
                           "baseline_vals": scorer.baseline_vals.tolist()}}))
     """)
-    assert got["hash"].endswith("_rescaled")
+    assert got["hash"].endswith("-rescaled")
     for key, values, col in (("p", P, 0), ("r", R, 1), ("f", F, 2)):
         np.testing.assert_allclose(got[key], _rescaled(values.numpy(), b[col]), rtol=0, atol=1e-7)
     np.testing.assert_allclose(got["f2"], got["f"], rtol=0, atol=1e-7)
