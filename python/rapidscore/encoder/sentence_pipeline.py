@@ -214,7 +214,11 @@ class SentencePipeline:
     def pool_flat(self, embeddings: np.ndarray, offsets: np.ndarray, prompt_length: int = 0) -> np.ndarray:
         """Pooled vectors (n, modes x dim) float32 of the sentences of a flat array: sentence k's
         token vectors are ``embeddings[offsets[k]:offsets[k + 1]]``. ``prompt_length``: the leading
-        tokens of every sentence that are the prompt (excluded when ``include_prompt`` is False)."""
+        tokens of every sentence that are the prompt (excluded when ``include_prompt`` is False).
+
+        A sentence left with no token (a prompt as long as max_seq_length) pools to zeros, cls
+        to its first token, as in sentence-transformers, except max: -inf there (NaN once
+        normalised), zeros here."""
         offsets = np.asarray(offsets, dtype=np.int64)
         starts, ends = offsets[:-1], offsets[1:]
         counts = ends - starts
@@ -236,7 +240,6 @@ class SentencePipeline:
                 denominator = kept[live].astype(np.float32)
                 out[live] = mean_sums / (denominator if mode == "mean" else np.sqrt(denominator))[:, None]
             elif mode == "max":
-                out[has & ~live] = -np.inf  # every token excluded: max over nothing, as in torch
                 out[live] = _segment_reduce(np.maximum, embeddings, ends - kept, ends, live)
             else:  # weightedmean
                 out[live] = _weighted_means(embeddings, offsets, counts - kept)[live]
@@ -297,7 +300,8 @@ class SentencePipeline:
                 denominator = mask_t.sum(dim=1, keepdim=True).clamp_min(1e-9)
                 parts.append(mean_sums / (denominator if mode == "mean" else denominator.sqrt()))
             elif mode == "max":
-                parts.append(hidden.masked_fill(mask_t[..., None] == 0, float("-inf")).max(dim=1).values)
+                maxima = hidden.masked_fill(mask_t[..., None] == 0, float("-inf")).max(dim=1).values
+                parts.append(torch.where(live, maxima, 0.0))
             else:  # weightedmean: position weights 1, 2, ... from the first token (right padding)
                 weights = mask_t * torch.arange(1, mask_t.shape[1] + 1, device=hidden.device, dtype=hidden.dtype)
                 sums = (hidden * weights[..., None]).sum(dim=1)
