@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from rapidscore.common.cli_options import add_common_options, show_progress
+from rapidscore.common.cli_options import add_common_options, add_long_texts_option, show_progress
 from rapidscore.common.stream_io import add_stream_arguments
 
 
@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-tokens", type=int, default=None,
                         help="padded tokens per encoder batch "
                              "(default: 1024 on CPU in fp32, 2048 in bf16, 16384 on GPU)")
+    add_long_texts_option(parser)
     parser.add_argument("--idf", action="store_true", help="idf weighting from the references")
     parser.add_argument("--rescale_with_baseline", action="store_true", help="rescale with the published baseline")
     parser.add_argument("--baseline_path", default=None, help="custom baseline file (LAYER,P,R,F)")
@@ -106,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
     engine = dict(backend=args.backend, precision=args.precision, device=args.device, num_threads=args.threads,
                   batch_tokens=args.batch_tokens)
     if args.make_baseline:
+        if args.long_texts != "truncate":
+            raise ValueError("--make-baseline scores the corpus as bert-score does: leave out --long-texts")
         if not args.out:
             raise ValueError("--make-baseline needs --out FILE")
         # the baseline maker keeps the reference's default: a progress bar only with -v
@@ -114,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
                                  seed=args.seed, out_path=args.out, progress=progress, **engine)
         print(f"wrote {len(table)} layer rows to {args.out}")
         return 0
+    engine["long_texts"] = args.long_texts
     if args.output or args.input or args.write_idf or args.resume:
         return _run_streaming(args, engine)
     scorer = BERTScore(model=args.model, layer=args.num_layers, lang=args.lang, idf=args.idf,
@@ -134,9 +138,12 @@ def run(args: argparse.Namespace) -> int:
         json.dump({"hash": scorer.hash, "signature": result.signature,
                    "mean": {"P": result.mean_precision, "R": result.mean_recall, "F1": result.mean_f1},
                    "precision": result.precision.tolist(), "recall": result.recall.tolist(),
-                   "f1": result.f1.tolist()}, sys.stdout, indent=1)
+                   "f1": result.f1.tolist(), "long_texts": _long_text_counts(scorer, result.details)},
+                  sys.stdout, indent=1)
         print()
         return 0
+    if scorer.long_texts == "window" and not args.quiet:
+        _note_windows(scorer, result.details["windowed"], result.details["windows"], result.details["unique_sentences"])
     print(f"{scorer.hash} P: {result.mean_precision:.6f} R: {result.mean_recall:.6f} F1: {result.mean_f1:.6f}")
     if args.seg_level:
         for p, r, f in zip(result.precision, result.recall, result.f1):
@@ -146,6 +153,20 @@ def run(args: argparse.Namespace) -> int:
         for i, (p, r, f) in enumerate(zip(result.precision, result.recall, result.f1), start=1):
             print(f"| {i} | {p:.3f} | {r:.3f} | {f:.3f} |")
     return 0
+
+
+def _long_text_counts(scorer, details: dict) -> dict:
+    """The JSON output's account of texts over the model's maximum length."""
+    return {"mode": scorer.long_texts, "max_length": scorer.encoder.max_length,
+            "truncated": int(details["truncated"]), "windowed": int(details["windowed"]),
+            "windows": int(details["windows"])}
+
+
+def _note_windows(scorer, windowed: int, windows: int, texts: int | None) -> None:
+    """On stderr, before the results (the stdout lines keep the reference CLI's format)."""
+    of = f" of {texts} distinct" if texts is not None else ""
+    print(f"rapidscore bertscore: {windowed}{of} texts were longer than {scorer.encoder.max_length} tokens: "
+          f"embedded in {windows} windows (--long-texts window)", file=sys.stderr)
 
 
 def _stream_items(args: argparse.Namespace):
@@ -214,6 +235,7 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
         if not args.output:
             return 0
     ids = RowIds(args.id_column)
+    windowed = [0, 0]  # texts and windows, counted per chunk (a text repeated across chunks counts again)
 
     def score_chunks(items, first_index: int):
         index = first_index
@@ -221,6 +243,8 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
         for chunk, result in chunk_results(scorer, ids.strip(items), chunk_size=args.chunk_size or DEFAULT_CHUNK_PAIRS,
                                            memory_budget=budget, cache_tokens=args.cache_tokens, idf=counts,
                                            reference_batch_size=args.batch_size or None):
+            windowed[0] += result.details["windowed"]
+            windowed[1] += result.details["windows"]
             scores = zip(result.precision.tolist(), result.recall.tolist(), result.f1.tolist())
             rows = ids.rows(index, ({"precision": p, "recall": r, "f1": f} for p, r, f in scores))
             index += len(rows)
@@ -236,4 +260,6 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
                output_fmt=args.output_format, columns=columns, settings=settings, resume=args.resume,
                progress=show_progress(args), total=count_rows(source, args.input_format if args.input else None),
                quiet=args.quiet)
+    if scorer.long_texts == "window" and not args.quiet:
+        _note_windows(scorer, windowed[0], windowed[1], None)
     return 0

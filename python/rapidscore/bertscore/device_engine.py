@@ -202,7 +202,8 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
                       f"{encoder.max_length} tokens and were truncated", TruncationWarning, stacklevel=4)
     if degenerate:
         scorer._warn_uniform(degenerate, stacklevel=5)  # the caller of BERTScore.score
-    return scorer._result(plan, scores if scorer.all_layers else scores[0], empty, rescale, tokens.truncated)
+    return scorer._result(plan, scores if scorer.all_layers else scores[0], empty, rescale, tokens.truncated,
+                          tokens.lengths)
 
 
 def unit_rows(embeddings) -> None:

@@ -86,6 +86,15 @@ class BERTScore:
     tensors too (IOBinding) and takes the same engine; True where the runner returns host arrays
     is a ValueError.
 
+    ``long_texts``: "truncate" (the default, as bert-score: texts beyond the model's maximum
+    length are cut there, counted in ``details["truncated"]`` with a TruncationWarning) or
+    "window": such texts are embedded whole, in overlapping windows of the maximum length, each
+    token from the window where it sits furthest from a cut (``rapidscore.encoder.windows``;
+    docs/bertscore.md, "Long texts"), then matched over all their tokens. Texts within the
+    maximum length score exactly as with "truncate". ``details["windowed"]`` and
+    ``details["windows"]`` count the windowed texts and their windows; the signature records
+    ``long_texts:window``. None: the given ``encoder``'s setting, else "truncate".
+
     The encoder comes from ``rapidscore.get_encoder``: scorers of the same model and settings
     share one loaded model. Thread-safe: many threads may call ``score`` (or the phases) on one
     scorer at once and get exactly the results of sequential calls; ``compute_idf`` replaces the
@@ -98,8 +107,9 @@ class BERTScore:
                  all_layers: bool = False, use_fast_tokenizer: bool = False, backend: str | None = None,
                  device: str = "cpu", precision: str = "fp32", batch_tokens: int | None = None,
                  num_threads: int | None = None, progress: bool = False, cache_dir=None, encoder=None,
-                 device_engine: bool | None = None):
+                 device_engine: bool | None = None, long_texts: str | None = None):
         from rapidscore.encoder import get_encoder
+        from rapidscore.encoder.windows import check_long_texts
 
         if model is None and encoder is not None:
             model = encoder.model_name
@@ -112,10 +122,19 @@ class BERTScore:
             raise ValueError("rescale_with_baseline=True needs lang (or a baseline_path)")
         if not isinstance(idf, (bool, dict)):
             raise TypeError(f"idf must be a bool or a dict token id -> weight, got {type(idf).__name__}")
+        if long_texts is not None:
+            check_long_texts(long_texts)
         if encoder is None:  # the process-wide cache: one loaded model per setting
+            # long_texts only when it is not the default: default encoders stay shared with other metrics
+            window = {"long_texts": "window"} if long_texts == "window" else {}
             encoder = get_encoder(model, layer="all" if all_layers else layer, backend=backend, device=device,
                                   precision=precision, batch_tokens=batch_tokens, num_threads=num_threads,
-                                  cache_dir=cache_dir)
+                                  cache_dir=cache_dir, **window)
+        encoder_mode = getattr(encoder, "long_texts", "truncate")
+        if long_texts is not None and long_texts != encoder_mode:
+            raise ValueError(f"long_texts={long_texts!r} but the given encoder has long_texts={encoder_mode!r}; "
+                             f"build it with Encoder(..., long_texts={long_texts!r})")
+        self.long_texts = encoder_mode
         self.encoder = encoder
         self.device_engine = self._choose_engine(device_engine)
         self.progress = progress
@@ -191,6 +210,7 @@ class BERTScore:
             ("rescaled", "custom" if self.use_custom_baseline and self.rescale_with_baseline
              else ("yes" if self.rescale_with_baseline else "no")),
             ("tok", f"fast-maxlen{self.encoder.max_length}"),
+            *([("long_texts", "window")] if self.long_texts == "window" else []),
             ("precision", self.encoder.precision), ("backend", f"{self.encoder.backend}-{self.encoder.device}"),
             *version_fields("onnxruntime"),
         ])
@@ -305,7 +325,7 @@ class BERTScore:
         pairs = store.order[plan.pairs]  # stored sentence of each side
         scores = self._match(store, weights, pairs, reference_batch_size)  # (layers?, pairs, 3)
         empty = (real_tokens[pairs[:, 0]] == 0) | (real_tokens[pairs[:, 1]] == 0)
-        return self._result(plan, scores, empty, rescale, store.truncated)
+        return self._result(plan, scores, empty, rescale, store.truncated, store.lengths()[store.order])
 
     @property
     def weights_fixed(self) -> bool:
@@ -329,9 +349,11 @@ class BERTScore:
         scores = self._match(store, weights, store.order[pairs], None)  # (layers?, pairs, 3)
         empty = (real_tokens[store.order[pairs[:, 0]]] == 0) | (real_tokens[store.order[pairs[:, 1]]] == 0)
         results, start = [], 0
-        for plan, count in zip(plans, truncated):
+        lengths = store.lengths()[store.order]
+        for plan, count, row in zip(plans, truncated, rows):
             end = start + len(plan.pairs)
-            results.append(self._result(plan, scores[..., start:end, :], empty[start:end], rescale, count))
+            results.append(self._result(plan, scores[..., start:end, :], empty[start:end], rescale, count,
+                                        lengths[np.asarray(row)]))
             start = end
         return results
 
@@ -358,8 +380,9 @@ class BERTScore:
         return weights, real_tokens, degenerate
 
     def _result(self, plan: ScoringPlan, scores: np.ndarray, empty: np.ndarray, rescale: bool | None,
-                truncated: int) -> BERTScoreResult:
-        """Empty pairs to 0, the best reference per candidate, rescaling: the result."""
+                truncated: int, lengths: np.ndarray) -> BERTScoreResult:
+        """Empty pairs to 0, the best reference per candidate, rescaling: the result.
+        ``lengths``: tokens of each of the plan's texts (the windowed ones are counted from them)."""
         scores[..., empty, :] = 0.0
         best = _group_max(scores, plan.owners, plan.n_candidates)
         do_rescale = self.rescale_with_baseline if rescale is None else rescale
@@ -369,10 +392,23 @@ class BERTScore:
             baseline = self._baseline[:, None, :] if self.all_layers else self._baseline
             best = _baselines.rescale(best, baseline)
         best = best.astype(np.float32)
+        windowed, windows = self._window_counts(lengths)
         return BERTScoreResult(precision=best[..., 0], recall=best[..., 1], f1=best[..., 2],
                                signature=self.signature,
-                               details={"truncated": truncated, "empty_pairs": int(empty.sum()),
-                                        "unique_sentences": len(plan.texts)})
+                               details={"truncated": truncated, "windowed": windowed, "windows": windows,
+                                        "empty_pairs": int(empty.sum()), "unique_sentences": len(plan.texts)})
+
+    def _window_counts(self, lengths: np.ndarray) -> tuple[int, int]:
+        """Texts longer than the maximum length (embedded in windows) and their windows."""
+        if self.long_texts != "window":
+            return 0, 0
+        from rapidscore.encoder.windows import count_windows
+
+        long = np.asarray(lengths)[np.asarray(lengths) > self.encoder.max_length]
+        if not len(long):
+            return 0, 0
+        prefix, suffix = self.encoder.tokenizer.framing
+        return len(long), int(count_windows(long, self.encoder.max_length, len(prefix) + len(suffix)).sum())
 
     def _real_token_counts(self, store: TokenStore) -> np.ndarray:
         """Tokens besides the special ones, per stored sentence."""

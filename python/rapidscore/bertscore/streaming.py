@@ -115,9 +115,11 @@ def chunk_results(scorer: BERTScore, pairs: Iterable, *, chunk_size: int = DEFAU
     weights = resolve_idf(scorer, pairs, idf)
     cache = BoundedCache(cache_tokens, lambda entry: len(entry.ids)) if cache_tokens else None
     max_length = scorer.encoder.max_length
+    # With windows a text keeps all its tokens: its estimate is not capped at the maximum length.
+    cap = max_length if scorer.long_texts == "truncate" else 2**62
 
     def cost(item: tuple[str, list[str]]) -> int:
-        return _estimate_tokens(item[0], max_length) + sum(_estimate_tokens(r, max_length) for r in item[1])
+        return _estimate_tokens(item[0], cap) + sum(_estimate_tokens(r, cap) for r in item[1])
 
     warned = False
     for first_chunk in chunks(iter_pairs(pairs), chunk_size, cost, max_tokens):

@@ -5,9 +5,11 @@ Plain tuples, no imports: building a CLI parser must not load the encoder.
 
 from __future__ import annotations
 
-__all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "POOLINGS"]
+__all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "POOLINGS", "LONG_TEXTS"]
 
 BACKENDS = ("onnx", "openvino", "torch")
 DEVICES = ("cpu", "cuda")
 PRECISIONS = ("fp32", "bf16", "fp16")
 POOLINGS = ("mean", "cls")
+# What BERTScore does with texts longer than the model's maximum length (encoder/windows.py).
+LONG_TEXTS = ("truncate", "window")

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import argparse
 
-from rapidscore.common.choices import BACKENDS, DEVICES, PRECISIONS
+from rapidscore.common.choices import BACKENDS, DEVICES, LONG_TEXTS, PRECISIONS
 
-__all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "add_common_options", "encoder_options", "show_progress"]
+__all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "add_common_options", "add_long_texts_option", "encoder_options",
+           "show_progress"]
 
 
 
@@ -41,6 +42,15 @@ def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
     group.add_argument("-q", "--quiet", action="store_true",
                        help="print results only: no progress bars or notes on stderr")
     return group
+
+
+def add_long_texts_option(parser, default: str | None = "truncate") -> None:
+    """``--long-texts {truncate,window}``: what BERTScore does with texts longer than the model's
+    maximum length (docs/bertscore.md, "Long texts")."""
+    parser.add_argument("--long-texts", dest="long_texts", choices=LONG_TEXTS, default=default,
+                        help="texts longer than the model's maximum length: truncate (default, as bert-score) "
+                             "or window (embedded whole in overlapping windows of the maximum length, half a "
+                             "window apart; each token from the window where it sits furthest from a cut)")
 
 
 def show_progress(args: argparse.Namespace) -> bool:

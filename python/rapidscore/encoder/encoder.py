@@ -37,6 +37,7 @@ from rapidscore.encoder.sentence_pipeline import (
 )
 from rapidscore.encoder.store import TokenStore, row_ranges
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
+from rapidscore.encoder.windows import check_long_texts, split_windows
 from rapidscore.errors import TruncationWarning, check_positive_int
 from rapidscore.threads import check_num_threads
 
@@ -111,6 +112,11 @@ class Encoder:
         them all through the unpadded graph where it exists (``unpadded_available``; same vectors,
         bit for bit), so the padded graph's session is never made. For processes whose calls are
         small batches of mixed lengths (a server's workers); bulk calls measure the same either way.
+    long_texts: "truncate" (default): texts longer than ``max_length`` are cut there, as
+        bert-score does (counted, with a TruncationWarning). "window": they are tokenised whole
+        and embedded in overlapping windows of ``max_length`` tokens, each token from the window
+        where it sits furthest from a cut (``rapidscore.encoder.windows``); a text's row then
+        holds all its tokens. Texts within ``max_length`` get the same vectors either way.
 
     The loaded model comes from the process-wide cache (``rapidscore.encoder.cache``): encoders of
     the same model, layer, backend, device and precision share it, whatever their max_length or
@@ -123,8 +129,9 @@ class Encoder:
                  device: str = "cpu", precision: str = "fp32", *, max_length: int | None = None,
                  batch_tokens: int | None = None, max_batch_size: int = 256, num_threads: int | None = None,
                  cache_dir: str | os.PathLike | None = None, add_prefix_space: bool | None = None,
-                 progress: bool = False, unpadded: bool = False):
+                 progress: bool = False, unpadded: bool = False, long_texts: str = "truncate"):
         backend = default_backend(backend, precision)
+        self.long_texts = check_long_texts(long_texts)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if device not in DEVICES:
@@ -180,7 +187,13 @@ class Encoder:
         self.loaded = loaded
         self.cache_entry = loaded.cache_entry
         self.exported = loaded.exported and loaded_here  # whether creating this encoder ran the export
-        self.tokenizer = BatchTokenizer(loaded.tokenizer_source, loaded.spec, max_length)
+        self.tokenizer = BatchTokenizer(loaded.tokenizer_source, loaded.spec, max_length,
+                                        truncate=self.long_texts == "truncate")
+        if self.long_texts == "window":  # a tokenizer whose framing cannot be read fails here, not mid-call
+            prefix, suffix = self.tokenizer.framing
+            if self.max_length - len(prefix) - len(suffix) < 1:
+                raise ValueError(f"long_texts='window' needs room for text in a window: max_length="
+                                 f"{self.max_length} holds only the {len(prefix) + len(suffix)} special tokens")
         # Sentence vectors follow the model's sentence-transformers modules, read on first use
         # (``sentence_pipeline``); max_seq_length applies where no max_length was given.
         self._max_length_given = max_length is not None
@@ -251,7 +264,8 @@ class Encoder:
     # -- core ---------------------------------------------------------------------------------
 
     def tokenize(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Token ids per text (special tokens included, truncated to ``max_length``)."""
+        """Token ids per text (special tokens included, truncated to ``max_length``; whole with
+        ``long_texts="window"``)."""
         ids, _ = self.tokenizer.encode(check_texts(texts))
         return ids
 
@@ -301,6 +315,10 @@ class Encoder:
         linear layers over the real tokens only, so sentences of any lengths share one call
         without padding; bit-identical to the padded graph (tests/encoder). Elsewhere ignored.
         None: the encoder's ``unpadded`` setting.
+
+        With ``long_texts="window"``, sequences longer than ``max_length`` (tokenised whole) run
+        as windows (``rapidscore.encoder.windows``), batched with the other inputs under the
+        token budget; each batch's kept rows are scattered into the texts' rows as it comes out.
         """
         if unpadded is None:
             unpadded = self.unpadded
@@ -312,12 +330,18 @@ class Encoder:
         if keep and not self.runs_torch:
             raise ValueError(f"on_device=True needs a runner that returns torch tensors (backend='torch'), "
                              f"got backend={self.backend!r} on {self.device!r}")
+        inputs, input_lengths, destinations = ids, lengths, None
+        if self.long_texts == "window" and len(ids) and int(lengths.max()) > self.max_length:
+            # Only calls with a long text take this path: others run exactly as with truncation.
+            plan = split_windows(ids, offsets, self.max_length, *self.tokenizer.framing)
+            inputs, destinations = plan.inputs, plan.destinations
+            input_lengths = np.fromiter((len(i) for i in inputs), dtype=np.int64, count=len(inputs))
         if unpadded and self.unpadded_available and not keep:
-            embeddings = self._run_unpadded(ids, lengths, offsets)
+            embeddings = self._run_unpadded(inputs, input_lengths, offsets, destinations)
         else:
-            batches = plan_batches(lengths, self.batch_tokens, self.max_batch_size)
-            embeddings = self._run_batches(ids, lengths, offsets, batches,
-                                           self.progress if progress is None else progress, keep)
+            batches = plan_batches(input_lengths, self.batch_tokens, self.max_batch_size)
+            embeddings = self._run_batches(inputs, input_lengths, offsets, batches,
+                                           self.progress if progress is None else progress, keep, destinations)
         return TokenStore(ids=flat_ids, offsets=offsets, embeddings=embeddings,
                           order=np.arange(len(ids), dtype=np.int64), truncated=truncated)
 
@@ -339,7 +363,11 @@ class Encoder:
             input_ids, attention_mask = pad_batch([ids[k] for k in batch], self.spec.pad_id)
             yield batch, attention_mask, self._call_runner(input_ids, attention_mask)
 
-    def _run_batches(self, ids, lengths, offsets, batches, progress: bool, keep_on_device: bool):
+    def _run_batches(self, ids, lengths, offsets, batches, progress: bool, keep_on_device: bool,
+                     destinations: list[np.ndarray] | None = None):
+        """Embeddings (offsets[-1] rows) of the model inputs ``ids`` batch by batch: input k fills
+        rows offsets[k]:offsets[k + 1], or, given ``destinations`` (windows), the rows
+        ``destinations[k]`` names (-1: dropped)."""
         tensors = self.runs_torch
         out: Any = None  # np.ndarray, or a torch tensor when the runner returns tensors
         for batch, attention_mask, hidden in self._batches(ids, batches, progress):
@@ -347,17 +375,25 @@ class Encoder:
             # caller's order also fault a fresh buffer in faster than one sequential sweep: on
             # Linux with transparent huge pages, sequential first touches stalled in compaction
             # (W1: 0.35 s against 0.05 s).
-            rows: Any = row_ranges(offsets[batch], lengths[batch])
+            kept = None
+            if destinations is None:
+                rows: Any = row_ranges(offsets[batch], lengths[batch])
+            else:
+                rows, kept = _kept_rows(destinations, batch)
             if out is None:
                 out = _empty_like(hidden, hidden.shape[:-3] + (int(offsets[-1]), hidden.shape[-1]))
             if tensors:
                 # An index gather, not a boolean mask: a mask's size is data-dependent, so on a GPU
                 # it would wait for the device on every batch.
-                real = self._to_device(np.flatnonzero(attention_mask.ravel()))
+                real = np.flatnonzero(attention_mask.ravel())
+                real = self._to_device(real if kept is None else real[kept])
                 flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
                 out[..., self._to_device(rows), :] = flat.index_select(-2, real)
-            else:
+            elif kept is None:
                 out[..., rows, :] = hidden[..., attention_mask.astype(bool), :]
+            else:  # windows: the kept positions only, gathered in one indexing
+                flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
+                out[..., rows, :] = flat[..., np.flatnonzero(attention_mask.ravel())[kept], :]
         if out is None:  # no texts
             out = np.zeros((0, self.hidden_size), dtype=np.float32)
             if keep_on_device:
@@ -368,9 +404,11 @@ class Encoder:
             out = out.cpu().numpy()  # the CPU kernels take host arrays (no copy on the CPU)
         return out
 
-    def _run_unpadded(self, ids, lengths: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    def _run_unpadded(self, ids, lengths: np.ndarray, offsets: np.ndarray,
+                      destinations: list[np.ndarray] | None = None) -> np.ndarray:
         """Embeddings (total tokens, dim) through the unpadded graph: length-sorted chunks of up
-        to ``batch_tokens`` real tokens (attention, the padded part, stays small), one call each."""
+        to ``batch_tokens`` real tokens (attention, the padded part, stays small), one call each.
+        ``destinations``: as in ``_run_batches``."""
         runner = self._unpadded_runner
         if runner is None:
             assert self._unpadded_load_args is not None  # unpadded_available
@@ -388,7 +426,12 @@ class Encoder:
                 end += 1
             chunk = np.asarray(order[start:end], dtype=np.int64)
             feed = unpadded_inputs([ids[k] for k in chunk], self.spec.pad_id, self._roberta_positions)
-            out[row_ranges(offsets[chunk], lengths[chunk])] = runner.run_feed(feed)
+            if destinations is None:
+                out[row_ranges(offsets[chunk], lengths[chunk])] = runner.run_feed(feed)
+            else:
+                rows, kept = _kept_rows(destinations, chunk)
+                hidden = runner.run_feed(feed)
+                out[rows] = hidden if kept is None else hidden[kept]
             start = end
         return out
 
@@ -561,6 +604,16 @@ def _lock_of(runner) -> threading.Lock:
     """One lock per runner object, shared by every encoder that uses it."""
     with _RUNNER_LOCKS_GUARD:
         return _RUNNER_LOCKS.setdefault(id(runner), threading.Lock())
+
+
+def _kept_rows(destinations: list[np.ndarray], batch) -> tuple[np.ndarray, np.ndarray | None]:
+    """Store rows of a batch's kept positions (inputs in batch order, positions row after row)
+    and which positions those are (None: all)."""
+    rows = np.concatenate([destinations[k] for k in batch])
+    kept = rows >= 0
+    if kept.all():
+        return rows, None
+    return rows[kept], np.flatnonzero(kept)
 
 
 def _empty_like(hidden, shape):

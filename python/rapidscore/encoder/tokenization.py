@@ -35,9 +35,11 @@ class TokenizerSpec:
 
 
 class BatchTokenizer:
-    """Turns texts into token id arrays (special tokens added, truncated to ``max_length``)."""
+    """Turns texts into token id arrays (special tokens added, truncated to ``max_length``, or
+    whole with ``truncate=False``: the windows of ``long_texts="window"`` cut them later)."""
 
-    def __init__(self, tokenizer_json: Path | str, spec: TokenizerSpec, max_length: int | None = None):
+    def __init__(self, tokenizer_json: Path | str, spec: TokenizerSpec, max_length: int | None = None, *,
+                 truncate: bool = True):
         """``tokenizer_json``: a tokenizer.json path, or its JSON text."""
         from tokenizers import Tokenizer
 
@@ -50,7 +52,12 @@ class BatchTokenizer:
         else:
             self._tokenizer = Tokenizer.from_str(tokenizer_json)
         self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(self.max_length)
+        self.truncate = truncate
+        if truncate:
+            self._tokenizer.enable_truncation(self.max_length)
+        else:
+            self._tokenizer.no_truncation()
+        self._framing: tuple[np.ndarray, np.ndarray] | None = None
 
     def encode(self, texts: list[str]) -> tuple[list[np.ndarray], int]:
         """Token ids per text and the number of texts that were truncated."""
@@ -63,6 +70,26 @@ class BatchTokenizer:
         ids = [np.asarray(enc.ids, dtype=np.int64) for enc in encodings]
         truncated = sum(1 for enc in encodings if enc.overflowing)
         return ids, truncated
+
+    @property
+    def framing(self) -> tuple[np.ndarray, np.ndarray]:
+        """The special tokens the tokenizer puts before and after a sequence's own tokens
+        (BERT: [CLS], [SEP]), read off its own output for a probe text: how a window of a long
+        text is framed as a model input. ValueError where the output is not such a framing."""
+        if self._framing is None:
+            probe = "a"
+            framed = self._tokenizer.encode(probe, add_special_tokens=True).ids
+            plain = self._tokenizer.encode(probe, add_special_tokens=False).ids
+            empty = self._tokenizer.encode("", add_special_tokens=True).ids
+            starts = [i for i in range(len(framed) - len(plain) + 1) if framed[i:i + len(plain)] == plain]
+            if not plain or not starts or framed[:starts[0]] + framed[starts[0] + len(plain):] != empty:
+                raise ValueError(f"cannot read the tokenizer's special-token framing ({framed} for {probe!r}, "
+                                 f"{plain} without special tokens, {empty} for ''), so long texts cannot be "
+                                 "cut into windows; use long_texts='truncate'")
+            start = starts[0]
+            self._framing = (np.asarray(framed[:start], dtype=np.int64),
+                             np.asarray(framed[start + len(plain):], dtype=np.int64))
+        return self._framing
 
     def id_to_token(self, token_id: int) -> str | None:
         return self._tokenizer.id_to_token(int(token_id))

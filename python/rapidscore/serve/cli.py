@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from rapidscore.common.cli_options import add_common_options
+from rapidscore.common.cli_options import add_common_options, add_long_texts_option
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--refusal-method", default=None, help="detector of /v1/refusal (default heuristic)")
     parser.add_argument("--ner-label-similarity", choices=("embedding", "exact"), default=None,
                         help="label similarity of /v1/ner (default embedding)")
+    add_long_texts_option(parser, default=None)  # None: from --config, else truncate
     parser.add_argument("--batch-tokens", type=int, default=None,
                         help="tokens per batched encoder pass at most (default 8192)")
     parser.add_argument("--max-batch-requests", type=int, default=None, help="requests per batch at most (default 256)")
@@ -52,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         device=args.device, precision=args.precision, num_threads=args.threads,
         similarity_method=args.similarity_method, similarity_threshold=args.similarity_threshold,
         refusal_method=args.refusal_method, ner_label_similarity=args.ner_label_similarity,
-        batch_tokens=args.batch_tokens, max_batch_requests=args.max_batch_requests, max_queue=args.max_queue,
+        long_texts=args.long_texts, batch_tokens=args.batch_tokens, max_batch_requests=args.max_batch_requests,
+        max_queue=args.max_queue,
         workers=args.workers, solo_threads=args.solo_threads, max_items=args.max_items,
         max_body_bytes=args.max_body_bytes, warmup=args.warmup,
         log_level=args.log_level)

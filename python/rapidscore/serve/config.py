@@ -19,7 +19,9 @@ class ServeConfig:
     Model: ``model`` (None: the embedded all-MiniLM-L6-v2), ``layer`` (BERTScore's; None: the
     model's tuned or last layer), ``backend``, ``device``, ``precision``, ``num_threads``.
     Metrics: ``similarity_method``, ``similarity_threshold`` (the default of requests that name
-    none), ``refusal_method``, ``ner_label_similarity``.
+    none), ``refusal_method``, ``ner_label_similarity``, ``long_texts`` (BERTScore's texts longer
+    than the model's maximum length: "truncate", or "window"; the responses' signature records
+    ``long_texts:window``).
     Batching: ``batch_tokens`` (tokens per encoder pass at most), ``max_batch_requests``,
     ``max_queue`` (requests waiting before new ones get 503), ``workers`` (batches encoded at
     once; on a CPU each gets ``thread budget / workers`` runtime threads unless ``num_threads``
@@ -44,6 +46,7 @@ class ServeConfig:
     similarity_threshold: float = 0.8
     refusal_method: str = "heuristic"
     ner_label_similarity: str = "embedding"
+    long_texts: str = "truncate"
     batch_tokens: int = 8192
     max_batch_requests: int = 256
     max_queue: int = 1024
@@ -63,6 +66,10 @@ class ServeConfig:
             check_positive_int(self.solo_threads, "solo_threads")
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ValueError(f"port must be an int in [0, 65535], got {self.port!r}")
+        from rapidscore.common.choices import LONG_TEXTS
+
+        if self.long_texts not in LONG_TEXTS:
+            raise ValueError(f"long_texts must be one of {LONG_TEXTS}, got {self.long_texts!r}")
         if not -1.0 <= float(self.similarity_threshold) <= 1.0:
             raise ValueError(f"similarity_threshold must be in [-1, 1], got {self.similarity_threshold}")
 

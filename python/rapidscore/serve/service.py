@@ -56,7 +56,8 @@ class ScoringService:
             solo_options = config.solo_encoder_options
 
             def bertscore(options: dict | None) -> BERTScore | None:
-                return None if options is None else BERTScore(model, config.layer, **options)
+                return None if options is None else BERTScore(model, config.layer, long_texts=config.long_texts,
+                                                              **options)
 
             def similarity(options: dict | None) -> SentenceSimilarity | None:
                 return None if options is None else SentenceSimilarity(model, config.similarity_method, **options)
