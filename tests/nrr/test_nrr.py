@@ -174,3 +174,64 @@ def test_similarity_histogram_with_threshold_line(similarity_model, tmp_path):
     assert (tmp_path / "hist.png").stat().st_size > 1000
     line = figure.axes[0].lines[0]
     assert list(line.get_xdata()) == [0.8, 0.8]
+
+
+@pytest.mark.slow
+def test_prompt_name_on_a_model_without_that_prompt(minilm_path, similarity_model):
+    generated, references = varied_pairs(10, seed=4)
+    plain = negative_rejection(generated, references, similarity_model=similarity_model)
+    # sentence-transformers gives every model an empty "query" prompt: nothing changes, the
+    # signature included (no prompt field for an empty prompt)
+    query = negative_rejection(generated, references, similarity_model=SentenceSimilarity(str(minilm_path),
+                                                                                          prompt_name="query"))
+    np.testing.assert_array_equal(query.similarities, plain.similarities)
+    assert query.signature == plain.signature and "|pooling:mean|" in plain.signature
+    with pytest.raises(ValueError, match=r"prompt_name 'nope' is not one of the model's prompts"):
+        SentenceSimilarity(str(minilm_path), prompt_name="nope")
+    with pytest.raises(ValueError, match="prompt_name applies to method='embedding'"):
+        SentenceSimilarity(str(minilm_path), method="bertscore", prompt_name="query")
+
+
+def prompted_max_model(tiny_model_path, tmp_path):
+    """The tiny BERT as a sentence-transformers model: max pooling, no Normalize, prompts."""
+    import shutil
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(tiny_model_path("bert"), model_dir)
+    (model_dir / "1_Pooling").mkdir()
+    (model_dir / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 32,
+                                                                     "pooling_mode": "max"}))
+    (model_dir / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (model_dir / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "query: "}}))
+    return model_dir
+
+
+def test_cosines_of_the_models_pipeline_with_a_prompt_and_cli(tiny_model_path, tmp_path):
+    from rapidscore.encoder import Encoder
+
+    model_dir = prompted_max_model(tiny_model_path, tmp_path)
+    generated, references = ["The cat sat.", "A dog barked loudly."], ["A cat was sitting.", "The dog is quiet."]
+    model = SentenceSimilarity(str(model_dir), prompt_name="query")
+    result = negative_rejection(generated, references, threshold=0.5, similarity_model=model)
+    # max pooling, no Normalize: NRR takes the cosine of the model's (unnormalised) vectors
+    vectors = Encoder(str(model_dir)).sentence_embeddings(generated + references, prompt_name="query")
+    assert np.abs(np.linalg.norm(vectors, axis=1) - 1).max() > 0.1
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.testing.assert_allclose(result.similarities, (unit[:2] * unit[2:]).sum(axis=1), rtol=0, atol=1e-6)
+    assert "|pooling:max|prompt:query|" in result.signature
+    no_prompt = negative_rejection(generated, references, threshold=0.5, model=str(model_dir))
+    assert not np.allclose(no_prompt.similarities, result.similarities)
+
+    from rapidscore.cli import main
+
+    path = tmp_path / "items.jsonl"
+    path.write_text("\n".join(json.dumps({"generated": g, "reference": r}) for g, r in zip(generated, references)))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["nrr", "--generated", str(path), "--references", str(path), "--model", str(model_dir),
+                     "--prompt-name", "query", "--threshold", "0.5", "--json"]) == 0
+    document = json.loads(out.getvalue())
+    assert document["signature"] == result.signature
+    np.testing.assert_allclose(document["similarities"], result.similarities, rtol=0, atol=1e-7)
