@@ -111,7 +111,7 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
             rescale = False
     engine = BERTScore(model=model_type, layer=num_layers, lang=lang, idf=idf, all_layers=all_layers,
                        rescale_with_baseline=rescale, baseline_path=baseline_path if rescale else None,
-                       use_fast_tokenizer=use_fast_tokenizer, progress=verbose,
+                       use_fast_tokenizer=use_fast_tokenizer, progress=verbose, reference_empty_rule=True,
                        encoder=_shared_encoder(model_type, num_layers, all_layers, device, engine_options))
     out = _as_tensors(engine.score_plan(plan, reference_batch_size=padding_batch))
     if return_hash:
@@ -133,7 +133,7 @@ class BERTScorer:
         self._engine = BERTScore(model=model_type, layer=num_layers, lang=lang, idf=bool(idf), idf_sents=idf_sents,
                                  rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
                                  all_layers=all_layers, use_fast_tokenizer=use_fast_tokenizer,
-                                 device=_device(device), **engine_options)
+                                 device=_device(device), reference_empty_rule=True, **engine_options)
         self.batch_size, self.nthreads, self.all_layers = batch_size, nthreads, all_layers
         self.device = device if device is not None else "cpu"
 

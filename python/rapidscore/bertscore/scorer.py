@@ -23,7 +23,7 @@ import numpy as np
 
 from rapidscore._version import __version__
 from rapidscore.bertscore import baselines as _baselines
-from rapidscore.bertscore.idf import DocumentFrequencies, idf_from_ids, is_any_of, token_weights
+from rapidscore.bertscore.idf import DocumentFrequencies, idf_from_ids, token_weights
 from rapidscore.bertscore.result import BERTScoreResult
 from rapidscore.bertscore.streaming import PairScore
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
@@ -86,6 +86,11 @@ class BERTScore:
     tensors too (IOBinding) and takes the same engine; True where the runner returns host arrays
     is a ValueError.
 
+    ``reference_empty_rule``: False (default) scores a sentence with no token besides the ones
+    that frame it ([CLS], [SEP], <s>, </s>, padding) as empty (P = R = F = 0). True takes
+    bert-score's test instead, exactly two tokens: the same for tokenizers that frame a text with
+    two tokens, but with one (T5, Pegasus, Blenderbot: only </s>) bert-score zeroes one-token
+    texts and not empty ones. The drop-in ``rapidscore.bert_score`` passes True.
     ``long_texts``: "truncate" (the default, as bert-score: texts beyond the model's maximum
     length are cut there, counted in ``details["truncated"]`` with a TruncationWarning) or
     "window": such texts are embedded whole, in overlapping windows of the maximum length, each
@@ -107,7 +112,8 @@ class BERTScore:
                  all_layers: bool = False, use_fast_tokenizer: bool = False, backend: str | None = None,
                  device: str = "cpu", precision: str = "fp32", batch_tokens: int | None = None,
                  num_threads: int | None = None, progress: bool = False, cache_dir=None, encoder=None,
-                 device_engine: bool | None = None, long_texts: str | None = None):
+                 device_engine: bool | None = None, long_texts: str | None = None,
+                 reference_empty_rule: bool = False):
         from rapidscore.encoder import get_encoder
         from rapidscore.encoder.windows import check_long_texts
 
@@ -135,6 +141,9 @@ class BERTScore:
             raise ValueError(f"long_texts={long_texts!r} but the given encoder has long_texts={encoder_mode!r}; "
                              f"build it with Encoder(..., long_texts={long_texts!r})")
         self.long_texts = encoder_mode
+        if not isinstance(reference_empty_rule, bool):
+            raise TypeError(f"reference_empty_rule must be a bool, got {reference_empty_rule!r}")
+        self.reference_empty_rule = reference_empty_rule
         self.encoder = encoder
         self.device_engine = self._choose_engine(device_engine)
         self.progress = progress
@@ -148,7 +157,9 @@ class BERTScore:
         self.num_threads = num_threads
         spec = self.encoder.spec
         self._cls_sep = tuple(i for i in (spec.cls_id, spec.sep_id) if i is not None)
-        self._specials = np.asarray(spec.special_ids, dtype=np.int64)
+        # The tokens a tokenizer frames every text with ([CLS] [SEP]; </s> for T5; </s> en_XX for
+        # mBART): what an empty text tokenizes to. A sentence with no more tokens is empty.
+        self._framing_length = len(self.encoder.tokenize([""])[0])
         self._idf_dict = idf if isinstance(idf, dict) else None
         if idf_sents is not None:
             self.compute_idf(idf_sents)
@@ -383,7 +394,9 @@ class BERTScore:
                 truncated: int, lengths: np.ndarray) -> BERTScoreResult:
         """Empty pairs to 0, the best reference per candidate, rescaling: the result.
         ``lengths``: tokens of each of the plan's texts (the windowed ones are counted from them)."""
-        scores[..., empty, :] = 0.0
+        # bert-score zeroes P and R of an empty pair but F only where it is NaN (no weight at
+        # all); with one framing token its "empty" one-token texts keep their F.
+        scores[..., empty, :2 if self.reference_empty_rule else 3] = 0.0
         best = _group_max(scores, plan.owners, plan.n_candidates)
         do_rescale = self.rescale_with_baseline if rescale is None else rescale
         if do_rescale:
@@ -411,12 +424,12 @@ class BERTScore:
         return len(long), int(count_windows(long, self.encoder.max_length, len(prefix) + len(suffix)).sum())
 
     def _real_token_counts(self, store: TokenStore) -> np.ndarray:
-        """Tokens besides the special ones, per stored sentence."""
-        special = is_any_of(store.ids, self._specials)
-        counts = np.add.reduceat((~special).astype(np.int64), store.offsets[:-1]) if len(store.ids) else \
-            np.zeros(store.n_sentences, np.int64)
-        counts[store.lengths() == 0] = 0
-        return counts
+        """Tokens besides the framing ones, per stored sentence (0: an empty sentence; with
+        ``reference_empty_rule``, bert-score's test: exactly two tokens)."""
+        if self.reference_empty_rule:
+            lengths = store.lengths()
+            return np.where(lengths == 2, 0, lengths)
+        return np.maximum(store.lengths() - self._framing_length, 0)
 
     def _uniform_fallback(self, weights: np.ndarray, store: TokenStore, real_tokens: np.ndarray) -> int:
         """Sentences whose weights sum to 0 despite real tokens (idf of one or identical

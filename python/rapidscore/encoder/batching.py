@@ -88,6 +88,21 @@ def cheapest_cuts(sorted_lengths: np.ndarray, batch_tokens: int, max_batch_size:
     return cuts[::-1]
 
 
+def equal_length_batches(lengths, batch_tokens: int, max_batch_size: int) -> list[np.ndarray]:
+    """Batches of sequences of one length each (no padding), longest first, each within
+    ``batch_tokens`` and ``max_batch_size``: for models whose output depends on padding (ConvBERT's
+    convolution reads the pad positions), so each sentence comes out as if run alone."""
+    if batch_tokens < 1 or max_batch_size < 1:
+        raise ValueError(f"batch_tokens and max_batch_size must be >= 1, got {batch_tokens}, {max_batch_size}")
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    batches: list[np.ndarray] = []
+    for group in np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1) if len(order) else []:
+        size = max(1, min(max_batch_size, batch_tokens // max(int(lengths[group[0]]), 1)))
+        batches.extend(group[start:start + size] for start in range(0, len(group), size))
+    return batches
+
+
 def pad_batch(sequences: list[np.ndarray], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Right-pad id sequences into (input_ids, attention_mask), both int64 (batch, longest)."""
     lengths = np.fromiter((len(seq) for seq in sequences), dtype=np.int64, count=len(sequences))

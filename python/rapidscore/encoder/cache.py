@@ -17,6 +17,7 @@ load in parallel. Least recently used entries beyond ``MAX_MODELS`` are dropped 
 
 from __future__ import annotations
 
+import json
 import threading
 import warnings
 from collections import OrderedDict
@@ -44,7 +45,7 @@ class LoadedModel:
 
     def __init__(self, runner: Runner | None, spec: TokenizerSpec, tokenizer_source: Any,
                  cache_entry: Path | None, exported: bool, *, make_runner: Callable[[], Runner] | None = None,
-                 backend: str | None = None):
+                 backend: str | None = None, padding_sensitive: bool = False):
         if (runner is None) == (make_runner is None):
             raise ValueError("LoadedModel takes a runner or make_runner, exactly one")
         self._runner = runner
@@ -55,6 +56,7 @@ class LoadedModel:
         self.cache_entry = cache_entry
         self.exported = exported
         self.backend = backend  # the backend that runs it: "torch" where no ONNX graph matches the model
+        self.padding_sensitive = padding_sensitive  # its outputs depend on padding (torch_model.padding_sensitive)
 
     @property
     def runner(self) -> Runner:
@@ -154,11 +156,13 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
             return make_runner(backend, onnx_path=entry / "model.onnx", device=device, precision=precision,
                                num_threads=num_threads, compile_cache=entry.parent.parent / "openvino")
 
+        sensitive = bool(json.loads((entry / "meta.json").read_text(encoding="utf-8")).get("padding_sensitive"))
         if backend == "onnx" and device == "cpu":
-            return LoadedModel(None, spec, entry / "tokenizer.json", entry, exported, make_runner=new_runner,
-                               backend=backend)
+            return LoadedModel(None, spec, _tokenizer_file(entry), entry, exported, make_runner=new_runner,
+                               backend=backend, padding_sensitive=sensitive)
         # Others now: their errors (a missing CUDA provider, say) belong to construction.
-        return LoadedModel(new_runner(), spec, entry / "tokenizer.json", entry, exported, backend=backend)
+        return LoadedModel(new_runner(), spec, _tokenizer_file(entry), entry, exported, backend=backend,
+                           padding_sensitive=sensitive)
     from rapidscore.encoder.onnx_export import require_torch_stack
 
     require_torch_stack("backend='torch'")
@@ -168,4 +172,16 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
     spec = tokenizer_spec(hf_tokenizer, hf_config)
     runner = make_runner("torch", model_dir=model_dir, layer=layer, device=device, precision=precision,
                          num_threads=num_threads)
-    return LoadedModel(runner, spec, hf_tokenizer.backend_tokenizer.to_str(), None, False, backend="torch")
+    source = hf_tokenizer.backend_tokenizer.to_str() if hf_tokenizer.is_fast else hf_tokenizer
+    from rapidscore.encoder.torch_model import padding_sensitive
+
+    return LoadedModel(runner, spec, source, None, False, backend="torch",
+                       padding_sensitive=padding_sensitive(getattr(runner, "model")))  # noqa: B009
+
+
+def _tokenizer_file(entry: Path) -> Path:
+    """tokenizer.json of a cache entry, or the folder of a Python tokenizer (XLM, ProphetNet)."""
+    from rapidscore.encoder.python_tokenizer import SAVED_DIRECTORY
+
+    file = entry / "tokenizer.json"
+    return file if file.is_file() or not (entry / SAVED_DIRECTORY).is_dir() else entry / SAVED_DIRECTORY

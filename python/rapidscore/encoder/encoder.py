@@ -17,11 +17,18 @@ import numpy as np
 
 from rapidscore.common.choices import BACKENDS, DEVICES, PRECISIONS
 from rapidscore.common.inputs import check_encodable
-from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches, unpadded_inputs
+from rapidscore.encoder.batching import (
+    default_batch_tokens,
+    equal_length_batches,
+    pad_batch,
+    plan_batches,
+    unpadded_inputs,
+)
 from rapidscore.encoder.cache import load_model
 from rapidscore.encoder.model_source import (
     DEFAULT_MODEL,
     ROBERTA_LIKE,
+    hidden_size,
     num_layers,
     read_config,
     resolve_model,
@@ -155,7 +162,7 @@ class Encoder:
         self.model_name = os.fspath(model)
         config = read_config(self.model_dir)
         self.num_layers = num_layers(config)
-        self.hidden_size = int(config.get("hidden_size") or config["dim"])
+        self.hidden_size = hidden_size(config)
         self.model_type = config.get("model_type")
         positions = _usable_positions(config)
         if max_length is not None and positions is not None and max_length > positions:
@@ -185,6 +192,9 @@ class Encoder:
         self._unpadded_runner: Any = None
         self._roberta_positions = self.model_type in ROBERTA_LIKE
         self.loaded = loaded
+        self.backend = loaded.backend or backend  # "torch" where the model has no matching ONNX graph
+        # ConvBERT-like models read the padding: their batches hold sentences of one length only.
+        self.padding_sensitive = loaded.padding_sensitive
         self.cache_entry = loaded.cache_entry
         self.exported = loaded.exported and loaded_here  # whether creating this encoder ran the export
         self.tokenizer = BatchTokenizer(loaded.tokenizer_source, loaded.spec, max_length,
@@ -333,13 +343,14 @@ class Encoder:
         inputs, input_lengths, destinations = ids, lengths, None
         if self.long_texts == "window" and len(ids) and int(lengths.max()) > self.max_length:
             # Only calls with a long text take this path: others run exactly as with truncation.
-            plan = split_windows(ids, offsets, self.max_length, *self.tokenizer.framing)
-            inputs, destinations = plan.inputs, plan.destinations
+            windows = split_windows(ids, offsets, self.max_length, *self.tokenizer.framing)
+            inputs, destinations = windows.inputs, windows.destinations
             input_lengths = np.fromiter((len(i) for i in inputs), dtype=np.int64, count=len(inputs))
         if unpadded and self.unpadded_available and not keep:
             embeddings = self._run_unpadded(inputs, input_lengths, offsets, destinations)
         else:
-            batches = plan_batches(input_lengths, self.batch_tokens, self.max_batch_size)
+            plan = equal_length_batches if self.padding_sensitive else plan_batches
+            batches = plan(input_lengths, self.batch_tokens, self.max_batch_size)
             embeddings = self._run_batches(inputs, input_lengths, offsets, batches,
                                            self.progress if progress is None else progress, keep, destinations)
         return TokenStore(ids=flat_ids, offsets=offsets, embeddings=embeddings,
@@ -561,7 +572,8 @@ class Encoder:
         import torch
 
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
-        batches = plan_batches(lengths, self.batch_tokens, self.max_batch_size)
+        plan = equal_length_batches if self.padding_sensitive else plan_batches
+        batches = plan(lengths, self.batch_tokens, self.max_batch_size)
         out = None
         for batch, attention_mask, hidden in self._batches(ids, batches, progress):
             vectors = pipeline.apply_padded(hidden, attention_mask, prompt_length, self._to_device)

@@ -210,6 +210,7 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
         UnpaddedLayerOutput,
         load_tokenizer,
         load_truncated_model,
+        padding_sensitive,
         tokenizer_spec,
     )
 
@@ -224,7 +225,8 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
     wrapped = LayerOutput.build(model, layer if all_layers else int(layer))
 
     def unpadded_feed(texts) -> dict:
-        ids = [np.asarray(seq, dtype=np.int64) for seq in tokenizer(list(texts))["input_ids"]]
+        ids = [np.asarray(seq, dtype=np.int64) for seq in
+               tokenizer(list(texts), truncation=True, max_length=min(spec.max_length, 512))["input_ids"]]
         return unpadded_inputs(ids, spec.pad_id, config.model_type in ROBERTA_LIKE)
 
     onnx_path = target / "model.onnx"
@@ -273,7 +275,12 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
                 f"the ONNX graph of {model_dir} (model type {config.model_type!r}, layer {layer}) differs from the "
                 f"model by {max_diff:.3g} > {EXPORT_TOLERANCE}")
 
-    tokenizer.backend_tokenizer.save(str(target / "tokenizer.json"))
+    if tokenizer.is_fast:
+        tokenizer.backend_tokenizer.save(str(target / "tokenizer.json"))
+    else:  # a Python tokenizer (XLM, ProphetNet): kept as transformers saves it
+        from rapidscore.encoder.python_tokenizer import SAVED_DIRECTORY
+
+        tokenizer.save_pretrained(str(target / SAVED_DIRECTORY))
     with open(target / "tokenizer_spec.json", "w", encoding="utf-8") as handle:
         json.dump(spec.to_json(), handle)
     import transformers
@@ -283,6 +290,7 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
         "precision": precision, "opset": OPSET, "exporter_version": EXPORTER_VERSION,
         "exporter": exporter, "torch": torch.__version__, "transformers": transformers.__version__,
         "hidden_size": int(config.hidden_size), "verify_max_abs_diff": max_diff, "unpadded": unpadded,
+        "padding_sensitive": padding_sensitive(model),
         "export_seconds": round(export_seconds, 3),
     }
     # meta.json last: its presence marks a complete entry.

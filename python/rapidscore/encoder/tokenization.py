@@ -40,14 +40,20 @@ class BatchTokenizer:
 
     def __init__(self, tokenizer_json: Path | str, spec: TokenizerSpec, max_length: int | None = None, *,
                  truncate: bool = True):
-        """``tokenizer_json``: a tokenizer.json path, or its JSON text."""
+        """``tokenizer_json``: a tokenizer.json path, or its JSON text; or, for families with only a
+        Python tokenizer (XLM, ProphetNet), a directory transformers saved it in, or the object."""
         from tokenizers import Tokenizer
+
+        from rapidscore.encoder.python_tokenizer import PythonTokenizer
 
         self.spec = spec
         self.max_length = spec.max_length if max_length is None else int(max_length)
         if self.max_length < 2:
             raise ValueError(f"max_length must be >= 2, got {self.max_length}")
-        if isinstance(tokenizer_json, Path):
+        self._tokenizer: Tokenizer | PythonTokenizer
+        if PythonTokenizer.is_source(tokenizer_json):
+            self._tokenizer = PythonTokenizer.load(tokenizer_json)
+        elif isinstance(tokenizer_json, Path):
             self._tokenizer = Tokenizer.from_file(str(tokenizer_json))
         else:
             self._tokenizer = Tokenizer.from_str(tokenizer_json)
@@ -61,6 +67,7 @@ class BatchTokenizer:
 
     def encode(self, texts: list[str]) -> tuple[list[np.ndarray], int]:
         """Token ids per text and the number of texts that were truncated."""
+        encodings: list
         if len(texts) < 32:
             # Small inputs (latency): handing them to the batch call's thread pool costs more than
             # it saves (MiniLM, after a model call: 2 texts 0.22 vs 0.11 ms, 31 texts 1.06 vs 0.96).

@@ -20,9 +20,11 @@ if TYPE_CHECKING:
 
 
 def layer_count(model) -> int:
-    """Depth of a loaded encoder: its config's layer count (transformers maps every family's own
-    name, T5's num_layers, BART's encoder_layers, XLNet's n_layer, onto num_hidden_layers)."""
-    return int(model.config.num_hidden_layers)
+    """Depth of a loaded encoder, from its config (T5's num_layers, BART's encoder_layers, XLNet's
+    n_layer, ...; ProphetNet's num_hidden_layers counts its decoder too)."""
+    from rapidscore.encoder.model_source import num_layers
+
+    return num_layers(model.config.to_dict())
 
 
 def layer_lists(model, depth: int) -> list:
@@ -70,7 +72,8 @@ def truncate_layers(model, layer: int) -> None:
         setattr(owner, name, torch.nn.ModuleList(list(getattr(owner, name))[:layer]))
     for module, name in counters:
         setattr(module, name, layer)
-    model.config.num_hidden_layers = layer
+    if shares_layers:
+        model.config.num_hidden_layers = layer
 
 
 def load_truncated_model(model_dir: Path, layer: int | None, all_layers: bool = False,
@@ -101,12 +104,12 @@ def _load_encoder(model_dir: Path, attention: str):
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # a library call should not draw transformers' load bars
-    config = transformers.AutoConfig.from_pretrained(str(model_dir), trust_remote_code=False)
+    config = load_config(model_dir)
     # bert-score loads T5-family models with the encoder-only class (AutoModel's T5Model wants
     # decoder inputs); the encoder is the same module either way.
     model_class = (transformers.T5EncoderModel if config.model_type in ("t5", "mt5", "umt5")
                    else transformers.AutoModel)
-    kwargs = dict(trust_remote_code=False, use_safetensors=_has_safetensors(model_dir))
+    kwargs: dict = dict(trust_remote_code=False, use_safetensors=_has_safetensors(model_dir))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -121,6 +124,23 @@ def _load_encoder(model_dir: Path, attention: str):
     return model.eval()
 
 
+def load_config(model_dir: Path) -> PretrainedConfig:
+    """The model's transformers config; a model type this transformers does not ship (or only with
+    remote code) is a ValueError that names it."""
+    import transformers
+
+    try:
+        return transformers.AutoConfig.from_pretrained(str(model_dir), trust_remote_code=False)
+    except (KeyError, ValueError) as exc:
+        from rapidscore.encoder.model_source import read_config
+
+        model_type = read_config(model_dir).get("model_type")
+        raise ValueError(
+            f"transformers {transformers.__version__} cannot build model type {model_type!r} ({model_dir}) without "
+            f"remote code, so rapidscore cannot run it: use a family of docs/bertscore.md's 'Supported model "
+            f"families', or a transformers release that ships {model_type!r} ({type(exc).__name__}: {exc})") from exc
+
+
 def _runs(model) -> bool:
     """Whether a forward pass of the (truncated) model works on a two-token input."""
     import torch
@@ -131,6 +151,15 @@ def _runs(model) -> bool:
     except Exception:
         return False
     return True
+
+
+def padding_sensitive(model) -> bool:
+    """Whether a sentence's output depends on the padding beside it: a convolution along the
+    sequence (ConvBERT's span-based dynamic convolution) reads pad positions, which attention
+    masks out elsewhere. Pointwise (kernel 1) convolutions, as SqueezeBERT's, do not."""
+    import torch
+
+    return any(isinstance(m, torch.nn.Conv1d) and m.kernel_size[0] > 1 for m in model.modules())
 
 
 def hidden_state_of(model, input_ids, attention_mask, layer: int | str) -> torch.Tensor:
@@ -178,15 +207,16 @@ class LayerOutput:
 
 def load_tokenizer(model_dir: Path,
                    add_prefix_space: bool | None) -> tuple[PreTrainedTokenizerBase, PretrainedConfig]:
-    """The fast tokenizer of a model.
+    """The tokenizer of a model: the Rust-backed one, or for families that have none (XLM,
+    ProphetNet) transformers' Python one, as bert-score uses.
 
     ``add_prefix_space`` None keeps the tokenizer as saved. That is what bert-score 0.3.13 does
     under transformers 5: its ``add_prefix_space=True`` encode argument for RoBERTa is dropped
     there, so no prefix space is added. True reproduces transformers-4-era slow RoBERTa tokenizers.
     """
-    from transformers import AutoConfig, AutoTokenizer
+    from transformers import AutoTokenizer
 
-    config = AutoConfig.from_pretrained(str(model_dir), trust_remote_code=False)
+    config = load_config(model_dir)
     kwargs = {"use_fast": True, "trust_remote_code": False}
     if add_prefix_space is not None:
         kwargs["add_prefix_space"] = bool(add_prefix_space)
@@ -194,8 +224,6 @@ def load_tokenizer(model_dir: Path,
         warnings.simplefilter("ignore")
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir), **kwargs)
     tokenizer.padding_side = "right"  # as bert-score pads, and the runtime (XLNet's tokenizer pads left)
-    if not getattr(tokenizer, "is_fast", False):
-        raise ValueError(f"model {model_dir} has no fast tokenizer (tokenizer.json); rapidscore needs one")
     return tokenizer, config
 
 

@@ -45,7 +45,10 @@ FAMILIES = ("bert", "roberta", "deberta-v2", "xlm-roberta", "distilbert", "elect
 # The other families of bert-score 0.3.13's model table, and modern encoders beyond it; the
 # parity suite (tests/bertscore/test_families.py) runs each against bert-score on both backends.
 MORE_FAMILIES = ("deberta", "mpnet", "big_bird", "albert", "xlnet", "t5", "mt5", "bart", "pegasus",
-                 "blenderbot", "led", "longformer", "modernbert")
+                 "blenderbot", "led", "longformer", "modernbert", "xlm", "prophetnet", "mbart", "squeezebert",
+                 "convbert", "byt5")
+# Families whose tokenizer is transformers' Python one (no tokenizer.json): XLM's needs sacremoses.
+PYTHON_TOKENIZER_FAMILIES = ("xlm", "prophetnet", "byt5")
 ALL_FAMILIES = FAMILIES + MORE_FAMILIES
 
 # Longest input in tokens, special tokens included (the tokenizer's model_max_length). Small so
@@ -321,6 +324,46 @@ def _byte_level_bpe(corpus: list[str]) -> tuple[dict[str, int], list[tuple[str, 
     return {token: index for index, token in enumerate(tokens)}, merges
 
 
+def _python_tokenizer(family: str, corpus: list[str]) -> PreTrainedTokenizerBase:
+    """XLM's (Moses + BPE with </w> word ends) or ProphetNet's (WordPiece, [SEP] at the end)
+    Python tokenizer, from vocabulary files written to a temporary directory."""
+    import json
+    import re
+    import unicodedata
+
+    import transformers
+
+    if family == "byt5":  # UTF-8 bytes, no vocabulary file
+        return transformers.ByT5Tokenizer(extra_ids=0, model_max_length=MAX_LENGTH)
+    with tempfile.TemporaryDirectory() as folder:
+        if family == "prophetnet":
+            vocab = _wordpiece_vocab(corpus, specials=["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]", "[X_SEP]"])
+            path = Path(folder) / "vocab.txt"
+            path.write_text("".join(f"{token}\n" for token in vocab), encoding="utf-8")
+            return transformers.ProphetNetTokenizer(str(path), model_max_length=MAX_LENGTH)
+
+        def words(text: str) -> list[str]:  # roughly XLM's Moses split, lowercased, accents removed
+            text = "".join(c for c in unicodedata.normalize("NFD", text.lower()) if unicodedata.category(c) != "Mn")
+            return re.findall(r"\w+|[^\w\s]", text)
+
+        counts: dict[str, int] = {}
+        for sentence in corpus:
+            for word in words(sentence):
+                counts[word] = counts.get(word, 0) + 1
+        word_freqs = {(*word[:-1], word[-1] + "</w>"): n for word, n in sorted(counts.items())}
+        specials = ["<s>", "</s>", "<pad>", "<unk>"] + [f"<special{i}>" for i in range(10)]
+        alphabet = sorted({symbol for word in word_freqs for symbol in word})
+        merges = learn_bpe(word_freqs, VOCAB_SIZE - len(specials) - len(alphabet), lambda a, b: a + b)
+        tokens = specials + alphabet
+        for a, b in merges:
+            if a + b not in tokens:
+                tokens.append(a + b)
+        (Path(folder) / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(tokens)}), encoding="utf-8")
+        (Path(folder) / "merges.txt").write_text("".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
+        return transformers.XLMTokenizer(str(Path(folder) / "vocab.json"), str(Path(folder) / "merges.txt"),
+                                         model_max_length=MAX_LENGTH)
+
+
 def _unigram_pieces(corpus: list[str], normalizer, pre_tokenizer) -> list[tuple[str, float]]:
     """SentencePiece-style Unigram pieces with log-probability scores (no specials).
 
@@ -363,12 +406,14 @@ def build_tokenizer(family: str) -> PreTrainedTokenizerBase:
         from transformers import DistilBertTokenizer
 
         return DistilBertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, model_max_length=MAX_LENGTH)
-    if family in ("bert", "modernbert", "big_bird"):
-        # ModernBERT's and BigBird's own tokenizers frame a text as [CLS] ... [SEP] too; the
-        # family under test is the model, so they share BERT's WordPiece vocabulary.
+    if family in ("bert", "modernbert", "big_bird", "squeezebert", "convbert"):
+        # ModernBERT's, BigBird's, SqueezeBERT's and ConvBERT's own tokenizers frame a text as
+        # [CLS] ... [SEP] too; the family under test is the model, so they share BERT's vocabulary.
         from transformers import BertTokenizer
 
         return BertTokenizer(vocab=_wordpiece_vocab(corpus), do_lower_case=True, model_max_length=MAX_LENGTH)
+    if family in PYTHON_TOKENIZER_FAMILIES:
+        return _python_tokenizer(family, corpus)
     if family == "mpnet":
         from transformers import MPNetTokenizer
 
@@ -392,6 +437,12 @@ def build_tokenizer(family: str) -> PreTrainedTokenizerBase:
     from tokenizers import Regex, normalizers, pre_tokenizers
 
     metaspace = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+    if family == "mbart":  # a text ends with </s> and the source language's code
+        import transformers
+
+        pieces = _unigram_pieces(corpus, None, metaspace)
+        return transformers.MBartTokenizer(vocab=[("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+                                           + pieces, src_lang="en_XX", model_max_length=MAX_LENGTH)
     if family in ("albert", "xlnet", "t5", "mt5", "pegasus"):
         import transformers
 
@@ -423,8 +474,8 @@ def build_tokenizer(family: str) -> PreTrainedTokenizerBase:
         ])
         pre: pre_tokenizers.PreTokenizer = metaspace
         specials = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]  # DeBERTa-v3 ids 0-3
-        vocab = [(token, 0.0) for token in specials] + _unigram_pieces(corpus, normalizer, pre)
-        return DebertaV2Tokenizer(vocab=vocab, do_lower_case=False, split_by_punct=False,
+        pieces = [(token, 0.0) for token in specials] + _unigram_pieces(corpus, normalizer, pre)
+        return DebertaV2Tokenizer(vocab=pieces, do_lower_case=False, split_by_punct=False,
                                   add_prefix_space=True, unk_id=specials.index("[UNK]"),
                                   model_max_length=MAX_LENGTH)
     # xlm-roberta: same ids as the real vocabulary for <s> <pad> </s> <unk> (the class hard-codes
@@ -436,8 +487,8 @@ def build_tokenizer(family: str) -> PreTrainedTokenizerBase:
         pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always"),
     ])
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    vocab = [(token, 0.0) for token in specials] + _unigram_pieces(corpus, None, pre)
-    return XLMRobertaTokenizer(vocab=vocab, add_prefix_space=True, model_max_length=MAX_LENGTH)
+    pieces = [(token, 0.0) for token in specials] + _unigram_pieces(corpus, None, pre)
+    return XLMRobertaTokenizer(vocab=pieces, add_prefix_space=True, model_max_length=MAX_LENGTH)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -506,9 +557,11 @@ def _more_config(family: str, tokenizer, common: dict) -> PretrainedConfig:
     if family == "xlnet":  # relative positions, no position limit
         return transformers.XLNetConfig(d_model=HIDDEN, n_layer=NUM_LAYERS, n_head=HEADS, d_inner=INTERMEDIATE,
                                         **specials, **common)
-    if family in ("t5", "mt5"):  # relative position buckets; the encoder ends with a final RMS norm
-        config_class = transformers.T5Config if family == "t5" else transformers.MT5Config
-        return config_class(d_model=HIDDEN, d_kv=HIDDEN // HEADS, d_ff=INTERMEDIATE, num_layers=NUM_LAYERS,
+    if family in ("t5", "mt5", "byt5"):  # relative position buckets; the encoder ends with a final RMS norm
+        config_class = transformers.MT5Config if family == "mt5" else transformers.T5Config
+        # decoder_start_token_id: stored by the config, though not in its typed signature
+        return config_class(  # type: ignore[call-arg]
+                            d_model=HIDDEN, d_kv=HIDDEN // HEADS, d_ff=INTERMEDIATE, num_layers=NUM_LAYERS,
                             num_decoder_layers=1, num_heads=HEADS, relative_attention_num_buckets=8,
                             relative_attention_max_distance=32, decoder_start_token_id=tokenizer.pad_token_id,
                             eos_token_id=tokenizer.eos_token_id, feed_forward_proj="gated-gelu" if family == "mt5"
@@ -518,6 +571,8 @@ def _more_config(family: str, tokenizer, common: dict) -> PretrainedConfig:
                    decoder_start_token_id=tokenizer.eos_token_id, **specials, **common)
     if family == "bart":  # learned positions offset by 2, a layer norm on the embeddings
         return transformers.BartConfig(max_position_embeddings=MAX_LENGTH, **seq2seq)
+    if family == "mbart":  # pre-norm layers, a layer norm on the embeddings and a final one
+        return transformers.MBartConfig(max_position_embeddings=MAX_LENGTH, **seq2seq)
     if family == "pegasus":  # sinusoidal positions, pre-norm layers, a final layer norm
         return transformers.PegasusConfig(max_position_embeddings=MAX_LENGTH, **seq2seq)
     if family == "blenderbot":  # pre-norm layers with a final layer norm
@@ -528,8 +583,33 @@ def _more_config(family: str, tokenizer, common: dict) -> PretrainedConfig:
     if family == "longformer":  # sliding-window attention (window 16: texts longer than 8 tokens use it)
         return transformers.LongformerConfig(max_position_embeddings=MAX_LENGTH + 2, attention_window=16,
                                              type_vocab_size=1, **specials, **layers)
+    if family == "squeezebert":  # grouped 1x1 convolutions in place of linear layers
+        return transformers.SqueezeBertConfig(embedding_size=HIDDEN, max_position_embeddings=MAX_LENGTH,
+                                              q_groups=2, k_groups=2, v_groups=2, post_attention_groups=2,
+                                              intermediate_groups=2, output_groups=2, **layers)
+    if family == "convbert":  # span-based dynamic convolution heads beside self-attention
+        return transformers.ConvBertConfig(embedding_size=16, max_position_embeddings=MAX_LENGTH, head_ratio=2,
+                                           conv_kernel_size=3, **layers)
+    if family == "xlm":  # four parallel per-layer lists, run by a layer count (n_layers)
+        # the *_index ids: stored by the config, though not in its typed signature
+        return transformers.XLMConfig(  # type: ignore[call-arg]
+                                      emb_dim=HIDDEN, n_layers=NUM_LAYERS, n_heads=HEADS, n_langs=1,
+                                      max_position_embeddings=MAX_LENGTH, use_lang_emb=False,
+                                      pad_index=tokenizer.pad_token_id,
+                                      unk_index=tokenizer.unk_token_id, bos_index=tokenizer.bos_token_id,
+                                      eos_index=tokenizer.sep_token_id, **common)
+    if family == "prophetnet":  # relative position buckets in the decoder; an n-gram decoder
+        return transformers.ProphetNetConfig(hidden_size=HIDDEN, encoder_ffn_dim=INTERMEDIATE,
+                                             num_encoder_layers=NUM_LAYERS, num_encoder_attention_heads=HEADS,
+                                             decoder_ffn_dim=INTERMEDIATE,
+                                             num_decoder_layers=1, num_decoder_attention_heads=HEADS,
+                                             max_position_embeddings=MAX_LENGTH, ngram=2, num_buckets=8,
+                                             relative_max_distance=32, decoder_start_token_id=tokenizer.sep_token_id,
+                                             **common)
     # modernbert: rotary positions, alternating global / local (sliding-window) attention, a final norm
-    return transformers.ModernBertConfig(hidden_size=HIDDEN, num_hidden_layers=NUM_LAYERS, num_attention_heads=HEADS,
+    # global_attn_every_n_layers: stored by the config, though not in its typed signature
+    return transformers.ModernBertConfig(  # type: ignore[call-arg]
+                                         hidden_size=HIDDEN, num_hidden_layers=NUM_LAYERS, num_attention_heads=HEADS,
                                          intermediate_size=INTERMEDIATE, max_position_embeddings=MAX_LENGTH,
                                          global_attn_every_n_layers=2, local_attention=16,
                                          cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
@@ -564,7 +644,7 @@ def build_tiny_model(family: str, out_dir: Path) -> Path:
         if bars_were_on:
             hf_logging.enable_progress_bar()
     tokenizer.save_pretrained(out_dir)
-    if not (out_dir / "tokenizer.json").is_file():
+    if family not in PYTHON_TOKENIZER_FAMILIES and not (out_dir / "tokenizer.json").is_file():
         raise RuntimeError(f"tokenizer.save_pretrained wrote no tokenizer.json into {out_dir}")
     return out_dir
 
@@ -631,5 +711,5 @@ def _check_family(family: str) -> None:
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(f"usage: python {sys.argv[0]} OUT_DIR [family ...]")
-    for name in sys.argv[2:] or FAMILIES:
+    for name in sys.argv[2:] or ALL_FAMILIES:
         print(tiny_model_dir(name, Path(sys.argv[1])))
