@@ -338,7 +338,8 @@ class _SimilarityTask:
         union = list(dict.fromkeys(text for payload in payloads for text in payload[3]))
         embed: Callable[[list[str]], np.ndarray] | None = None  # method="bertscore": each request alone
         if model.method == "embedding":
-            vectors = model.encoder.pool(model.encoder.encode_unique(union, unpadded=True))  # union: distinct
+            # as the direct call embeds (the model's own pipeline and prompt); union: distinct texts
+            vectors = model.sentence_vectors(union, unpadded=True)
             row = {text: k for k, text in enumerate(union)}
 
             def embed(texts: list[str]) -> np.ndarray:
