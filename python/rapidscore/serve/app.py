@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, Union
 from rapidscore.errors import OverloadedError
 from rapidscore.serve.batching import BatchingScorer
 from rapidscore.serve.config import ServeConfig
+from rapidscore.serve.security import install_access_control
 from rapidscore.serve.service import ScoringService
 
 try:
@@ -279,7 +280,9 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         # Uvicorn has stopped accepting and waited for the open requests; answer anything queued.
         await asyncio.to_thread(service.close)
 
+    # /docs and /redoc load their scripts from a CDN: off unless asked for (config.docs).
     app = FastAPI(title="rapidscore", version=_version(), lifespan=lifespan,
+                  docs_url="/docs" if config.docs else None, redoc_url="/redoc" if config.docs else None,
                   description="BERTScore, semantic similarity / NRR, NER (DMBertA) and refusal detection, "
                               "with concurrent requests micro-batched into shared encoder passes.")
     app.state.service = service
@@ -385,6 +388,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
     fast_routes = {"/v1/bertscore": (BERTScoreRequest, bertscore),
                    "/v1/similarity": (SimilarityRequest, similarity)} if fast_path else None
     app.add_middleware(_BodyLimit, service=service, limit=config.max_body_bytes, fast_routes=fast_routes)
+    install_access_control(app, config)  # outside the body limit: no body is read before the key is checked
     return app
 
 

@@ -7,6 +7,18 @@ import argparse
 
 from rapidscore.common.cli_options import add_common_options, add_long_texts_option
 
+API_KEY_ENV = "RAPIDSCORE_API_KEY"  # rapidscore.serve.config.API_KEY_ENV (not imported: --help stays light)
+
+
+class _RefuseKeyOnCommandLine(argparse.Action):
+    """``--api-key VALUE`` is an error that does not repeat the value (it would otherwise be read as
+    an abbreviation of --api-key-file and echoed in a "file not found" message)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        parser.error(f"--api-key: the key is never taken from the command line (process listings and shell "
+                     f"history show it): set ${API_KEY_ENV} or use --api-key-file FILE")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="settings file (JSON or TOML; keys as the flags, "
@@ -38,6 +50,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-warmup", dest="warmup", action="store_const", const=False, default=None,
                         help="skip the warm-up calls before /health turns ready")
     parser.add_argument("--log-level", default=None, help="uvicorn's log level (default warning)")
+    parser.add_argument("--header-timeout", type=float, default=None,
+                        help="seconds a client has to send its request head (default 10; later: 408, closed)")
+    parser.add_argument("--body-timeout", type=float, default=None,
+                        help="seconds a client has to send its request body after the head (default 30)")
+    parser.add_argument("--max-connections", type=int, default=None,
+                        help="open connections at most (default 1000); at the cap the longest idle one is closed "
+                             "to make room, and /health still answers")
+    parser.add_argument("--api-key-file", metavar="FILE", default=None,
+                        help=f"require the API key held in FILE (default: ${API_KEY_ENV} if set) as "
+                             "'Authorization: Bearer KEY' or 'X-API-Key: KEY' on every request but /health")
+    parser.add_argument("--api-key", nargs="?", action=_RefuseKeyOnCommandLine, help=argparse.SUPPRESS)
+    parser.add_argument("--insecure", action="store_const", const=True, default=None,
+                        help="allow a --host other than loopback without an API key")
+    parser.add_argument("--cors-origin", dest="cors_origins", action="append", metavar="ORIGIN", default=None,
+                        help="browser origin allowed to call the API (repeatable; default: none)")
+    parser.add_argument("--docs", action="store_const", const=True, default=None,
+                        help="serve the interactive API page /docs (it loads Swagger UI from a CDN); "
+                             "/openapi.json is always served")
     add_common_options(parser, progress_default=False,
                        json_help="announce the listening address as one JSON line (with the port picked for --port 0)")
     # None: a setting not given on the command line comes from --config, else ServeConfig's default.
@@ -57,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         max_queue=args.max_queue,
         workers=args.workers, solo_threads=args.solo_threads, max_items=args.max_items,
         max_body_bytes=args.max_body_bytes, warmup=args.warmup,
-        log_level=args.log_level)
+        log_level=args.log_level, header_timeout=args.header_timeout, body_timeout=args.body_timeout,
+        max_connections=args.max_connections, api_key_file=args.api_key_file, insecure=args.insecure,
+        cors_origins=args.cors_origins, docs=args.docs)
     serve(config, announce="json" if args.json else ("none" if args.quiet else "text"))
     return 0

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import ipaddress
+import math
 import os
-from dataclasses import dataclass, fields
+import re
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from rapidscore.common.io import iter_lines, load_json
 
-__all__ = ["ServeConfig", "load_config"]
+__all__ = ["ServeConfig", "load_config", "read_api_key", "is_loopback", "API_KEY_ENV"]
+
+# Where ``rapidscore serve`` reads its API key (or from the file of ``--api-key-file``); never from
+# a command-line value, which shows in process listings and shell history.
+API_KEY_ENV = "RAPIDSCORE_API_KEY"
+MIN_API_KEY_LENGTH = 16
+_ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,15 @@ class ServeConfig:
     0 turns it off).
     Limits per request: ``max_items`` (candidates, answers, responses or records; more: 413),
     ``max_body_bytes`` (more: 413).
+    Connections: ``header_timeout`` (seconds for a request head, from the connection opening or,
+    on a keep-alive connection, from the request's first byte; later: 408 and closed),
+    ``body_timeout`` (seconds for the body, from the end of the head), ``max_connections`` (open
+    connections at most; at the cap the longest idle one is closed to make room, and a few more
+    answer /health only).
+    Access: ``api_key`` (requests other than /health need it in ``Authorization: Bearer`` or
+    ``X-API-Key``; never printed), ``insecure`` (allow a host other than loopback without an API
+    key), ``cors_origins`` (browser origins allowed to call the API; none by default), ``docs``
+    (serve the interactive page /docs, which loads Swagger UI from a CDN; off by default).
     """
 
     host: str = "127.0.0.1"
@@ -56,12 +74,36 @@ class ServeConfig:
     max_body_bytes: int = 1_000_000
     warmup: bool = True
     log_level: str = "warning"
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections: int = 1000
+    api_key: str | None = field(default=None, repr=False)
+    insecure: bool = False
+    cors_origins: tuple[str, ...] = ()
+    docs: bool = False
 
     def __post_init__(self) -> None:
         from rapidscore.errors import check_positive_int
 
-        for name in ("batch_tokens", "max_batch_requests", "max_queue", "workers", "max_items", "max_body_bytes"):
+        for name in ("batch_tokens", "max_batch_requests", "max_queue", "workers", "max_items", "max_body_bytes",
+                     "max_connections"):
             check_positive_int(getattr(self, name), name)
+        for name in ("header_timeout", "body_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value <= 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        for name in ("insecure", "docs"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.api_key is not None:
+            _check_api_key(self.api_key, "api_key")
+        object.__setattr__(self, "cors_origins", _check_origins(self.cors_origins))
+        if not isinstance(self.host, str) or not self.host:
+            raise ValueError(f"host must be a non-empty string, got {self.host!r}")
+        if self.api_key is None and not self.insecure and not is_loopback(self.host):
+            raise ValueError(f"host {self.host} is reachable from other machines: set an API key (${API_KEY_ENV} "
+                             "or --api-key-file), or pass --insecure to serve without one")
         if self.solo_threads is not None and self.solo_threads != 0:
             check_positive_int(self.solo_threads, "solo_threads")
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 <= self.port <= 65535:
@@ -97,9 +139,64 @@ class ServeConfig:
         return dict(self.encoder_options, num_threads=solo)
 
 
-def load_config(path: str | os.PathLike | None = None, **overrides: Any) -> ServeConfig:
-    """A config from a JSON or TOML file (keys: the field names of :class:`ServeConfig`) with
-    ``overrides`` on top (None values are ignored: flags that were not given)."""
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only: localhost, 127.0.0.0/8 or ::1."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False  # another name: it may resolve to any interface
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def _check_api_key(key: Any, source: str) -> str:
+    if not isinstance(key, str):
+        raise ValueError(f"the API key ({source}) must be a string")
+    if not key:
+        raise ValueError(f"the API key ({source}) is empty")
+    if any(not 0x21 <= ord(char) <= 0x7E for char in key):
+        raise ValueError(f"the API key ({source}) must be printable ASCII without spaces (it is sent in a header)")
+    if len(key) < MIN_API_KEY_LENGTH:
+        raise ValueError(f"the API key ({source}) has {len(key)} characters; use at least {MIN_API_KEY_LENGTH}, e.g. "
+                         "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    return key
+
+
+def _check_origins(origins: Any) -> tuple[str, ...]:
+    if isinstance(origins, str) or not isinstance(origins, (list, tuple)):
+        raise ValueError(f"cors_origins must be a list of origins, got {origins!r}")
+    for origin in origins:
+        if not isinstance(origin, str) or not (origin == "*" or _ORIGIN.match(origin)):
+            raise ValueError(f"cors_origins: {origin!r} is not an origin: scheme://host[:port] without a path "
+                             "(e.g. https://app.example.com), or *")
+    return tuple(origins)
+
+
+def read_api_key(path: str | os.PathLike | None, environ: Any = None) -> str | None:
+    """The API key from the file ``path`` (surrounding whitespace removed), else from
+    ``$RAPIDSCORE_API_KEY``, else None."""
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"API key file not found: {path}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: the API key file is not UTF-8 text") from None
+        return _check_api_key(text.strip(), str(path))
+    environ = os.environ if environ is None else environ
+    if API_KEY_ENV in environ:
+        return _check_api_key(environ[API_KEY_ENV].strip(), f"${API_KEY_ENV}")
+    return None
+
+
+def load_config(path: str | os.PathLike | None = None, *, environ: Any = None, **overrides: Any) -> ServeConfig:
+    """A config from a JSON or TOML file (keys: the field names of :class:`ServeConfig`, and
+    ``api_key_file``) with ``overrides`` on top (None values are ignored: flags that were not
+    given). The API key comes from ``api_key_file``, else ``$RAPIDSCORE_API_KEY`` (in
+    ``environ``, default ``os.environ``); never from the settings file itself."""
     values: dict[str, Any] = {}
     if path is not None:
         path = Path(path)
@@ -116,11 +213,19 @@ def load_config(path: str | os.PathLike | None = None, **overrides: Any) -> Serv
             values = load_json(path)
         if not isinstance(values, dict):
             raise ValueError(f"{path}: expected a table of settings, got {type(values).__name__}")
-        known = {f.name for f in fields(ServeConfig)}
+        if "api_key" in values:
+            raise ValueError(f"{path}: api_key is not read from a settings file (settings files get copied and "
+                             f"committed): put the key in a file named by api_key_file, or in ${API_KEY_ENV}")
+        known = {f.name for f in fields(ServeConfig)} - {"api_key"} | {"api_key_file"}
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"{path}: unknown setting(s) {unknown}; known: {sorted(known)}")
     values.update({key: value for key, value in overrides.items() if value is not None})
+    key_file = values.pop("api_key_file", None)
+    if values.get("api_key") is None:
+        values["api_key"] = read_api_key(key_file, environ)
+    if isinstance(values.get("cors_origins"), list):
+        values["cors_origins"] = tuple(values["cors_origins"])
     try:
         return ServeConfig(**values)
     except TypeError as exc:

@@ -1,4 +1,5 @@
-"""Running the service under uvicorn, with a graceful shutdown that answers every accepted request."""
+"""Running the service under uvicorn: a graceful shutdown that answers every accepted request,
+time limits for slow clients, a cap on open connections, and an exit when the models cannot load."""
 
 from __future__ import annotations
 
@@ -6,37 +7,233 @@ import gc
 import socket
 import sys
 import threading
+from collections import OrderedDict
 from typing import Any
 
-from rapidscore.serve.config import ServeConfig
+from rapidscore.serve.config import ServeConfig, is_loopback
 
-__all__ = ["serve", "make_server"]
+__all__ = ["serve", "make_server", "HEALTH_RESERVE"]
+
+# Connections beyond ``max_connections`` kept for health probes while every connection holds a
+# request in progress (none can be closed to make room): they answer /health, 503 otherwise.
+HEALTH_RESERVE = 8
+# File descriptors the process needs besides its connections (models, logs, threads' pipes).
+_OTHER_FILES = 128
 
 
-def make_server(config: ServeConfig, **uvicorn_options: Any) -> Any:
-    """A ``uvicorn.Server`` for the app of ``config`` (not started). On SIGINT/SIGTERM (or
-    ``server.should_exit = True``) uvicorn stops accepting, waits for the requests in flight,
-    then the app's shutdown drains the scoring queue."""
+def make_server(config: ServeConfig, app: Any = None, *, max_connections: int | None = None,
+                **uvicorn_options: Any) -> Any:
+    """A ``uvicorn.Server`` for ``app`` (default: the app of ``config``), not started. On
+    SIGINT/SIGTERM (or ``server.should_exit = True``) uvicorn stops accepting, waits for the
+    requests in flight, then the app's shutdown drains the scoring queue. Its connections follow
+    ``config``'s ``header_timeout``, ``body_timeout`` and ``max_connections`` (or
+    ``max_connections`` given here); ``server.connection_guard`` keeps their count."""
     try:
         import uvicorn
     except ModuleNotFoundError as exc:
         raise ImportError(f"rapidscore serve needs the [serve] extra: pip install 'rapidscore[serve]' ({exc})") \
             from exc
-    from rapidscore.serve.app import create_app
+    if app is None:
+        from rapidscore.serve.app import create_app
 
+        app = create_app(config)
+    guard = ConnectionGuard(max_connections or config.max_connections, config.header_timeout, config.body_timeout)
     options: dict[str, Any] = dict(host=config.host, port=config.port, log_level=config.log_level, access_log=False,
-                   lifespan="on")
+                                   lifespan="on", http=guarded_protocol(guard), ws="none")
     options.update(uvicorn_options)
-    return uvicorn.Server(uvicorn.Config(create_app(config), **options))
+    server = uvicorn.Server(uvicorn.Config(app, **options))
+    server.connection_guard = guard
+    return server
+
+
+class ConnectionGuard:
+    """The open connections of one server: at most ``max_connections`` regular ones, plus
+    :data:`HEALTH_RESERVE` that answer only /health.
+
+    A connection is idle while it holds no request in progress (it has sent nothing yet, is still
+    sending its request head, or waits between keep-alive requests). When a connection opens at
+    the cap, the connection idle the longest is closed to make room: slow and idle clients hold
+    no work, so they give way to new ones, and a health probe always gets in while any
+    connection is idle. ``evicted``: connections closed that way."""
+
+    def __init__(self, max_connections: int, header_timeout: float, body_timeout: float):
+        self.max_connections, self.header_timeout, self.body_timeout = max_connections, header_timeout, body_timeout
+        self.regular: set = set()
+        self.idle: OrderedDict = OrderedDict()  # regular connections without a request, longest idle first
+        self.reserve: set = set()
+        self.evicted = 0
+
+    def admit(self, connection: Any) -> str:
+        """``"regular"``, ``"health"`` (a reserve connection) or ``"refused"``."""
+        if len(self.regular) >= self.max_connections and self.idle:
+            victim, _ = self.idle.popitem(last=False)
+            self.regular.discard(victim)
+            self.evicted += 1
+            victim.evict()
+        if len(self.regular) < self.max_connections:
+            self.regular.add(connection)
+            self.idle[connection] = None
+            return "regular"
+        if len(self.reserve) < HEALTH_RESERVE:
+            self.reserve.add(connection)
+            return "health"
+        return "refused"
+
+    def busy(self, connection: Any) -> None:
+        self.idle.pop(connection, None)
+
+    def rested(self, connection: Any) -> None:
+        if connection in self.regular:
+            self.idle[connection] = None
+            self.idle.move_to_end(connection)
+
+    def forget(self, connection: Any) -> None:
+        self.regular.discard(connection)
+        self.idle.pop(connection, None)
+        self.reserve.discard(connection)
+
+
+def _raw_response(status: str, detail: str, retry_after: bool = False) -> bytes:
+    import json
+
+    body = json.dumps({"detail": detail, "field": None}).encode()
+    head = (f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+            + ("retry-after: 1\r\n" if retry_after else "") + "connection: close\r\n\r\n")
+    return head.encode() + body
+
+
+def guarded_protocol(guard: ConnectionGuard) -> type:
+    """uvicorn's httptools protocol with ``guard``'s limits.
+
+    uvicorn bounds neither the time a client takes to send its request head (it arms only a
+    keep-alive timer after a response) nor its body, and accepts connections without limit: about
+    20,000 sockets that sent only a request line exhausted the process's file descriptors. Here a
+    request head must arrive within ``header_timeout`` of the connection opening (on a keep-alive
+    connection: of the request's first byte), its body within ``body_timeout`` of the head; a late
+    client gets 408 and the connection closes (one that sent nothing is just closed)."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ModuleNotFoundError as exc:  # httptools is part of the [serve] extra
+        raise ImportError(f"rapidscore serve needs the [serve] extra (httptools): pip install "
+                          f"'rapidscore[serve]' ({exc})") from exc
+
+    class GuardedHttpToolsProtocol(HttpToolsProtocol):
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self.deadline: Any = None
+            self.head_received = False  # bytes of a request head arrived (a late head gets 408)
+            self.in_request = False  # head complete, response not yet complete
+            kind = guard.admit(self)
+            if kind == "refused":
+                transport.write(_raw_response("503 Service Unavailable",
+                                              "too many open connections; retry later", retry_after=True))
+                transport.close()
+                return
+            if kind == "health":
+                self.app = _health_only(self.app)
+            self._arm(guard.header_timeout, self._head_timed_out)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            guard.forget(self)
+            super().connection_lost(exc)
+
+        def evict(self) -> None:
+            self._disarm()
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            if not self.in_request:
+                self.head_received = True
+                if self.deadline is None:  # a new request starts (after a keep-alive wait)
+                    self._arm(guard.header_timeout, self._head_timed_out)
+            super().data_received(data)
+
+        def on_headers_complete(self) -> None:
+            self.in_request, self.head_received = True, False
+            guard.busy(self)
+            self._arm(guard.body_timeout, self._body_timed_out)
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._disarm()
+            super().on_message_complete()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self.cycle is None or self.cycle.response_complete:  # no pipelined request started
+                self.in_request = False
+                guard.rested(self)
+
+        def _arm(self, seconds: float, callback: Any) -> None:
+            self._disarm()
+            self.deadline = self.loop.call_later(seconds, callback)
+
+        def _disarm(self) -> None:
+            if self.deadline is not None:
+                self.deadline.cancel()
+                self.deadline = None
+
+        def _head_timed_out(self) -> None:
+            self.deadline = None
+            if self.transport.is_closing():
+                return
+            if self.head_received and not self.in_request:  # no response of ours under way
+                self.transport.write(_raw_response(
+                    "408 Request Timeout", f"request head not received within {guard.header_timeout:g} s"))
+            self.transport.close()
+
+        def _body_timed_out(self) -> None:
+            self.deadline = None
+            if self.transport.is_closing():
+                return
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_started and not self.pipeline:
+                self.transport.write(_raw_response(
+                    "408 Request Timeout", f"request body not received within {guard.body_timeout:g} s"))
+                cycle.disconnected = True  # the application's receive() now says http.disconnect
+                cycle.message_event.set()
+            self.transport.close()
+
+    return GuardedHttpToolsProtocol
+
+
+def _health_only(app: Any) -> Any:
+    """The application for a reserve connection: /health, then the connection closes; anything
+    else 503."""
+
+    async def answer(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path") != "/health":
+            await send({"type": "http.response.start", "status": 503,
+                        "headers": [(b"content-type", b"application/json"), (b"retry-after", b"1"),
+                                    (b"connection", b"close")]})
+            await send({"type": "http.response.body",
+                        "body": b'{"detail":"too many open connections; retry later","field":null}'})
+            return
+
+        async def send_closing(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message = dict(message, headers=[*message.get("headers", ()), (b"connection", b"close")])
+            await send(message)
+
+        await app(scope, receive, send_closing)
+
+    return answer
 
 
 def serve(config: ServeConfig, announce: str = "text") -> None:
     """Run the server until interrupted (blocking). ``announce``: print the address once bound as
-    ``"text"``, ``"json"`` (one line) or ``"none"``."""
+    ``"text"``, ``"json"`` (one line) or ``"none"``. Raises ``RuntimeError`` (after a clean
+    shutdown) when the models fail to load: a server that can never answer does not keep running."""
     import json
 
-    server = make_server(config)
-    _tune_process(server.config.app.state.service)
+    if config.insecure and config.api_key is None and not is_loopback(config.host):
+        print(f"rapidscore serve: warning: serving on {config.host} without an API key (--insecure): anyone who "
+              "can reach this port can use it", file=sys.stderr, flush=True)
+    server = make_server(config, max_connections=_connections_within_file_limit(config.max_connections))
+    service = server.config.app.state.service
+    _tune_process(service)
     sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -50,7 +247,46 @@ def serve(config: ServeConfig, announce: str = "text") -> None:
         print(json.dumps({"url": url, "host": config.host, "port": port}), flush=True)
     elif announce == "text":
         print(f"rapidscore serve: listening on {url} (ready once GET /health answers 200)", flush=True)
+    threading.Thread(target=_stop_if_loading_fails, args=(server, service), name="rapidscore-load-watch",
+                     daemon=True).start()
     server.run(sockets=[sock])
+    if service.load_error is not None:
+        raise RuntimeError(f"the models failed to load: {service.load_error}")
+
+
+def _stop_if_loading_fails(server: Any, service: Any) -> None:
+    """Shut the server down once loading has failed (every request would get 503 forever)."""
+    while not service.ready.wait(0.1):
+        if service.load_error is not None:
+            server.should_exit = True
+            return
+        if server.should_exit:
+            return
+
+
+def _connections_within_file_limit(wanted: int) -> int:
+    """``wanted``, raising the soft limit of open files if it is too low for that many
+    connections (up to the hard limit); a lower cap, with a warning, where the hard limit is
+    lower (connections beyond it would fail to open with EMFILE, health probes included)."""
+    try:
+        import resource
+    except ModuleNotFoundError:  # not on Windows
+        return wanted
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = wanted + HEALTH_RESERVE + _OTHER_FILES
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        fitting = max(1, soft - HEALTH_RESERVE - _OTHER_FILES)
+        print(f"rapidscore serve: warning: max_connections {wanted} needs about {needed} open files, the limit "
+              f"is {soft} (ulimit -n): capping connections at {fitting}", file=sys.stderr, flush=True)
+        return fitting
+    return wanted
 
 
 def _tune_process(service: Any) -> None:
