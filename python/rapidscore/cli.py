@@ -9,6 +9,7 @@ loads numpy, the kernels or an encoder. A command module provides ``add_argument
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from importlib import import_module
@@ -22,6 +23,7 @@ COMMANDS = {
     "abstention": ("rapidscore.abstention.cli", "abstention metrics over a concept taxonomy (SELECT)"),
     "ner": ("rapidscore.ner.cli", "NER evaluation with DMBertA and SemEval schemes"),
     "serve": ("rapidscore.serve.cli", "HTTP scoring service with micro-batching (the [serve] extra)"),
+    "export": ("rapidscore.encoder.export_cli", "export a model's ONNX graphs into a cache (build machine; [export])"),
 }
 
 
@@ -70,6 +72,7 @@ def _describe(exc: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    notes = _NotesOnStderr.attach(args)
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
@@ -81,6 +84,40 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"rapidscore {args.command}: error: {_describe(exc)}", file=sys.stderr)
         return 2
+    finally:
+        notes.detach()
+
+
+class _NotesOnStderr:
+    """The library's notes (INFO on the ``rapidscore`` logger: an ONNX export starting and ending)
+    on stderr while a command runs, unless it was given -q; a library caller sees them only when it
+    enables logging."""
+
+    def __init__(self, handler: logging.Handler | None = None) -> None:
+        self.handler, self.level = handler, logging.NOTSET
+
+    @classmethod
+    def attach(cls, args) -> _NotesOnStderr:
+        if getattr(args, "quiet", False):
+            return cls()
+
+        class Handler(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:  # sys.stderr at the time of the note (tests replace it)
+                print(record.getMessage(), file=sys.stderr)
+
+        notes = cls(Handler(logging.INFO))
+        logger = logging.getLogger("rapidscore")
+        notes.level = logger.level
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+        logger.addHandler(notes.handler)
+        return notes
+
+    def detach(self) -> None:
+        if self.handler is not None:
+            logger = logging.getLogger("rapidscore")
+            logger.removeHandler(self.handler)
+            logger.setLevel(self.level)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,14 @@ process that finds the entry never imports torch or transformers.
 Entries are written into a temporary directory and renamed into place under an exclusive file lock:
 two processes exporting the same model at once produce one entry, and a crash never leaves a
 half-written entry behind.
+
+meta.json records the size and sha256 of every other file of the entry; loading an entry checks
+them, so a file damaged later (a truncated copy, a full disk, an edit) is found before ONNX Runtime
+or tokenizers read it: the entry is exported again with a warning, or, where exporting is
+impossible (no torch), a :class:`DamagedCacheError` names the file and says what to do.
+
+An export announces itself on the ``rapidscore`` logger (INFO): silent in a library unless the
+application enables logging; the command line shows it on stderr (``-q`` hides it).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -23,10 +32,12 @@ import warnings
 from pathlib import Path
 
 from rapidscore.encoder.model_source import fingerprint
+from rapidscore.errors import RapidscoreWarning
 
 # 2: special_ids of tokenizer_spec.json are the framing tokens only (no [UNK]); bert-score's
-# layer truncation for every family.
-EXPORTER_VERSION = 2
+# layer truncation for every family. 3: meta.json records each file's size and sha256 (entries of
+# version 2 cannot be verified, so they are not used).
+EXPORTER_VERSION = 3
 OPSET = 18
 PROBE_TEXTS = (
     "The quick brown fox jumps over the lazy dog.",
@@ -67,6 +78,14 @@ class ExportMismatchError(RuntimeError):
     """The ONNX graph of a model does not reproduce the model (a family whose forward pass depends
     on the input's shape in Python: Longformer's and LED's sliding-window padding). Remembered in
     the cache (``<key>.no-onnx.json``), so later loads fall back to torch without re-exporting."""
+
+
+class DamagedCacheError(ValueError):
+    """A cache entry's files do not match the sizes and hashes its export recorded, and it cannot be
+    exported again here (torch or another part of the [export] extra is missing)."""
+
+
+logger = logging.getLogger(__name__)
 
 
 def cache_root() -> Path:
@@ -111,25 +130,39 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
     root = Path(cache_dir) if cache_dir is not None else cache_root()
     key = cache_key(model_dir, layer, precision, add_prefix_space, unpadded)
     entry = root / key
-    if (entry / "meta.json").is_file():
+    damage = entry_damage(entry) if entry.exists() else None
+    if entry.exists() and damage is None:
         return entry, False
     refused = root / f"{key}.no-onnx.json"
-    if refused.is_file():
+    if damage is None and refused.is_file():
         raise ExportMismatchError(_refusal_reason(refused))
-    purpose = f"exporting {model_dir} to ONNX (first use of this model and layer)"
+    what = f"{model_dir} (layer {layer}{', unpadded graph' if unpadded else ''})"
+    purpose = f"exporting {what} to ONNX (first use of this model and layer)"
+    if damage is not None:
+        _check_can_export_again(entry, damage, model_dir, layer, root)
+        warnings.warn(f"the ONNX cache entry {entry} of {what} is damaged: {damage}; exporting it again",
+                      RapidscoreWarning, stacklevel=4)
     require_torch_stack(purpose, EXPORT_MODULES)
     from rapidscore.encoder.runtime.onnx import import_onnxruntime
 
     import_onnxruntime(purpose)  # the export is verified in ONNX Runtime: fail before the work
     with _exclusive_lock(root / f"{key}.lock"):
-        if (entry / "meta.json").is_file():  # another process finished it while we waited
+        if entry.exists() and entry_damage(entry) is None:  # another process finished it while we waited
             return entry, False
         root.mkdir(parents=True, exist_ok=True)
         remove_stale_staging(root)
         staging = Path(tempfile.mkdtemp(prefix=f".{key}-{_staging_owner()}-", dir=root))
+        logger.info("exporting %s to ONNX: first use of this model and layer, about 10 s for "
+                    "all-MiniLM-L6-v2, minutes for large models; later runs load %s", what, entry)
+        started = time.perf_counter()
         try:
             _export_into(staging, model_dir, layer, precision, add_prefix_space, unpadded)
+            if entry.exists():  # damaged (checked above): moved aside, then removed
+                damaged = root / f".{key}-{_staging_owner()}-damaged"
+                os.replace(entry, damaged)
+                shutil.rmtree(damaged, ignore_errors=True)
             os.replace(staging, entry)
+            logger.info("exported %s in %.1f s", what, time.perf_counter() - started)
         except ExportMismatchError as exc:
             shutil.rmtree(staging, ignore_errors=True)
             _write_refusal(refused, str(exc))
@@ -138,6 +171,63 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
             shutil.rmtree(staging, ignore_errors=True)
             raise
     return entry, True
+
+
+def _file_record(path: Path) -> dict:
+    digest = hashlib.sha256()  # ~70 ms for MiniLM's 90 MB graph
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def record_files(entry: Path) -> dict[str, dict]:
+    """Size and sha256 of every file of an entry except meta.json, by relative path."""
+    return {path.relative_to(entry).as_posix(): _file_record(path)
+            for path in sorted(entry.rglob("*")) if path.is_file() and path.relative_to(entry) != Path("meta.json")}
+
+
+def entry_damage(entry: Path) -> str | None:
+    """What is wrong with a cache entry (a file missing, or of another size or hash than its export
+    recorded in meta.json), or None when every file matches."""
+    meta_file = entry / "meta.json"
+    try:
+        files = json.loads(meta_file.read_text(encoding="utf-8"))["files"]
+        records = {str(name): (int(rec["size"]), str(rec["sha256"])) for name, rec in files.items()}
+    except FileNotFoundError:
+        return f"{meta_file} is missing"
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return f"{meta_file} is unreadable ({type(exc).__name__}: {exc})"
+    if "model.onnx" not in records:
+        return f"{meta_file} records no model.onnx"
+    for name, (size, sha256) in records.items():
+        path = entry / name
+        try:
+            actual = path.stat().st_size
+        except OSError:
+            return f"{path} is missing"
+        if actual != size:
+            return f"{path} has {actual} bytes, its export wrote {size} (size mismatch)"
+        try:
+            if _file_record(path)["sha256"] != sha256:
+                return f"{path} does not match the sha256 its export recorded"
+        except OSError as exc:
+            return f"{path} is unreadable ({exc.strerror or exc})"
+    return None
+
+
+def _check_can_export_again(entry: Path, damage: str, model_dir: Path, layer: int | str, root: Path) -> None:
+    """Raise a DamagedCacheError saying what to do when this process cannot export the entry again."""
+    import importlib.util
+
+    missing = [name for name in (*EXPORT_MODULES, "onnxruntime") if importlib.util.find_spec(name) is None]
+    if missing:
+        cache = f" --cache {root.parent}" if root.name == "onnx" else ""
+        raise DamagedCacheError(
+            f"the ONNX cache entry {entry} is damaged: {damage}. It cannot be exported again here "
+            f"({', '.join(missing)} not installed). Delete {entry}, then either export it again on a machine with "
+            f"the [export] extra (rapidscore export {model_dir} --layer {layer}{cache}) and copy the cache here, or "
+            "install the extra here (pip install 'rapidscore[export]')")
 
 
 def _write_refusal(path: Path, reason: str) -> None:
@@ -293,6 +383,7 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
         "padding_sensitive": padding_sensitive(model),
         "export_seconds": round(export_seconds, 3),
     }
+    meta["files"] = record_files(target)  # checked whenever the entry is loaded (entry_damage)
     # meta.json last: its presence marks a complete entry.
     with open(target / "meta.json", "w", encoding="utf-8") as handle:
         json.dump(meta, handle, indent=1)
