@@ -33,7 +33,8 @@ inline py::array as_array(const py::handle& obj, const char* name) {
 }
 
 // Floating arrays: float16/32/64 accepted (converted to contiguous float32), NaN/inf refused.
-inline FloatArray float_array(const py::handle& obj, const char* name, py::ssize_t ndim) {
+// max_abs (optional): receives the largest magnitude, found by the same pass.
+inline FloatArray float_array(const py::handle& obj, const char* name, py::ssize_t ndim, float* max_abs = nullptr) {
     py::array a = as_array(obj, name);
     if (a.dtype().kind() != 'f')
         throw py::type_error(std::string(name) + " must be a floating-point array, got dtype " +
@@ -44,10 +45,11 @@ inline FloatArray float_array(const py::handle& obj, const char* name, py::ssize
     FloatArray out = FloatArray::ensure(a);
     if (!out) throw py::error_already_set();
     const std::size_t n = static_cast<std::size_t>(out.size());
-    const std::size_t bad = rapidscore::first_non_finite(out.data(), n);
-    if (bad != n)
+    const rapidscore::FloatScan scan = rapidscore::scan_floats(out.data(), n);
+    if (scan.first_non_finite != n)
         throw py::value_error(std::string(name) + " contains a non-finite value (NaN or inf) at flat index " +
-                              std::to_string(bad));
+                              std::to_string(scan.first_non_finite));
+    if (max_abs != nullptr) *max_abs = scan.max_abs;
     return out;
 }
 
@@ -123,6 +125,42 @@ inline int thread_count(const py::handle& obj, const char* name, bool allow_nega
         throw py::value_error(std::string(name) + " must be " + range + ", got " +
                               py::str(obj).cast<std::string>());
     return value < 0 ? 0 : static_cast<int>(value);
+}
+
+inline std::string type_name(const py::handle& obj) { return py::type::of(obj).attr("__name__").cast<std::string>(); }
+
+// Scalar and text arguments are taken as py::handle and converted here, so that a wrong type is
+// a TypeError naming the argument rather than pybind11's "incompatible function arguments" dump.
+inline std::string str_arg(const py::handle& obj, const std::string& name) {
+    if (!py::isinstance<py::str>(obj))
+        throw py::type_error(name + " must be a str, got " + type_name(obj) + ": " + py::repr(obj).cast<std::string>());
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(obj.ptr(), &size);
+    if (utf8 == nullptr) {  // a lone surrogate
+        PyErr_Clear();
+        throw py::value_error(name + " is not valid Unicode text (it holds a lone surrogate)");
+    }
+    return std::string(utf8, static_cast<std::size_t>(size));
+}
+
+// A real number: a Python int or float, or a numpy scalar (not a bool, not a str).
+inline double real_arg(const py::handle& obj, const std::string& name) {
+    if (PyBool_Check(obj.ptr()) || !(PyFloat_Check(obj.ptr()) || PyLong_Check(obj.ptr()) ||
+                                     py::isinstance(obj, py::module_::import("numbers").attr("Real"))))
+        throw py::type_error(name + " must be a number, got " + type_name(obj) + ": " + py::repr(obj).cast<std::string>());
+    const double value = PyFloat_AsDouble(obj.ptr());
+    if (value == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+    return value;
+}
+
+// A list of str (a tuple too), each item named by its index in errors.
+inline std::vector<std::string> str_list_arg(const py::handle& obj, const std::string& name) {
+    if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj))
+        throw py::type_error(name + " must be a list of str, got " + type_name(obj));
+    std::vector<std::string> out;
+    std::size_t i = 0;
+    for (const py::handle item : obj) out.push_back(str_arg(item, name + "[" + std::to_string(i++) + "]"));
+    return out;
 }
 
 // Hands a vector's buffer to numpy without a copy (the capsule frees it with the array).

@@ -64,9 +64,13 @@ py::tuple align_spans_batch(const py::handle& gold_offsets, const py::handle& go
                             const py::handle& gold_ends, const py::handle& pred_offsets,
                             const py::handle& pred_starts, const py::handle& pred_ends,
                             const py::handle& gold_labels, const py::handle& pred_labels,
-                            const std::string& scheme, const std::string& method, double min_jaccard,
-                            double min_overlap_percent, const py::handle& threads_obj) {
+                            const py::handle& scheme_obj, const py::handle& method_obj,
+                            const py::handle& min_jaccard_obj, const py::handle& min_overlap_percent_obj,
+                            const py::handle& threads_obj) {
     const int n_threads = thread_count(threads_obj, "n_threads", true);
+    const std::string scheme = str_arg(scheme_obj, "scheme"), method = str_arg(method_obj, "method");
+    const double min_jaccard = real_arg(min_jaccard_obj, "min_jaccard");
+    const double min_overlap_percent = real_arg(min_overlap_percent_obj, "min_overlap_percent");
     AlignOptions opt;
     opt.scheme = parse_scheme(scheme);
     opt.method = parse_method(method);
@@ -110,8 +114,9 @@ void register_alignment(py::module_& m) {
     m.def("align_spans_batch", &align_spans_batch, py::arg("gold_offsets"), py::arg("gold_starts"),
           py::arg("gold_ends"), py::arg("pred_offsets"), py::arg("pred_starts"), py::arg("pred_ends"),
           py::kw_only(), py::arg("gold_labels") = py::none(), py::arg("pred_labels") = py::none(),
-          py::arg("scheme") = "jaccard", py::arg("method") = "auto", py::arg("min_jaccard") = 0.0,
-          py::arg("min_overlap_percent") = 1.0, py::arg("n_threads") = py::int_(0),
+          py::arg("scheme") = py::str("jaccard"), py::arg("method") = py::str("auto"),
+          py::arg("min_jaccard") = py::float_(0.0), py::arg("min_overlap_percent") = py::float_(1.0),
+          py::arg("n_threads") = py::int_(0),
           R"doc(Align gold and predicted character spans of many records (one-to-one, maximum weight).
 
 Records are in CSR layout: record r owns gold spans gold_offsets[r]:gold_offsets[r+1] (starts,

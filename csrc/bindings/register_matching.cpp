@@ -6,7 +6,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "bindings/arrays.hpp"
@@ -27,10 +29,24 @@ struct Store {
 
 Store validate_store(const py::handle& embeddings, const py::handle& offsets, const py::handle& weights) {
     Store s;
-    s.emb = float_array(embeddings, "embeddings", 2);
+    float max_abs = 0.0f;
+    s.emb = float_array(embeddings, "embeddings", 2, &max_abs);
     s.n_tokens = s.emb.shape(0);
     s.dim = s.emb.shape(1);
     if (s.dim < 1) throw py::value_error("embeddings must have at least one column (shape (T, D), D >= 1)");
+    // Finite rows can still overflow float32 dot products (1e30 everywhere gives P = inf and
+    // F = NaN): refused, as a non-finite value is.
+    double squared_norm = 0.0;
+    const auto rows = static_cast<std::size_t>(s.n_tokens), dim = static_cast<std::size_t>(s.dim);
+    const std::size_t big = rapidscore::first_oversized_row(s.emb.data(), rows, dim, max_abs, &squared_norm);
+    if (big != rows) {
+        char norm[32], limit[32];
+        std::snprintf(norm, sizeof norm, "%.3g", std::sqrt(squared_norm));
+        std::snprintf(limit, sizeof limit, "%.3g", std::sqrt(rapidscore::kMaxRowSquaredNorm));
+        throw py::value_error("embeddings row " + std::to_string(big) + " has L2 norm " + norm +
+                              ": its dot products overflow float32 (the rows must be L2-normalised token "
+                              "embeddings, norm 1; the largest norm accepted is " + limit + ")");
+    }
     s.offsets = index_array(offsets, "offsets", 1);
     if (s.offsets.size() < 1)
         throw py::value_error("offsets must hold n_sentences + 1 values (at least one, e.g. [0])");

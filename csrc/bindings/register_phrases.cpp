@@ -20,16 +20,34 @@ void register_phrases(py::module_& m) {
     py::class_<FuzzyPhraseMatcher>(m, "FuzzyPhraseMatcher",
                                    "Exact fast decision of max_k partial_ratio(response, phrase_k) / 100 > threshold "
                                    "(SELECT keyword detector) for ASCII responses.")
-        .def(py::init([](std::vector<std::string> phrases, std::vector<std::size_t> raw_lengths, double threshold) {
-                 return FuzzyPhraseMatcher(std::move(phrases), std::move(raw_lengths), threshold);
+        .def(py::init([](const py::handle& phrases_obj, const py::handle& lengths_obj, const py::handle& threshold) {
+                 std::vector<std::string> phrases = str_list_arg(phrases_obj, "processed_phrases");
+                 if (!py::isinstance<py::list>(lengths_obj) && !py::isinstance<py::tuple>(lengths_obj))
+                     throw py::type_error("raw_lengths must be a list of int, got " + type_name(lengths_obj));
+                 std::vector<std::size_t> raw_lengths;
+                 for (const py::handle item : lengths_obj) {
+                     const std::string where = "raw_lengths[" + std::to_string(raw_lengths.size()) + "]";
+                     if (!PyLong_Check(item.ptr()) || PyBool_Check(item.ptr()))
+                         throw py::type_error(where + " must be an int, got " + type_name(item));
+                     int overflow = 0;
+                     const long long length = PyLong_AsLongLongAndOverflow(item.ptr(), &overflow);
+                     if (overflow != 0 || length < 0)
+                         throw py::value_error(where + " must be an int >= 0, got " + py::repr(item).cast<std::string>());
+                     raw_lengths.push_back(static_cast<std::size_t>(length));
+                 }
+                 return FuzzyPhraseMatcher(std::move(phrases), std::move(raw_lengths),
+                                           real_arg(threshold, "threshold"));
              }),
              py::arg("processed_phrases"), py::arg("raw_lengths"), py::arg("threshold"))
         .def_property_readonly("threshold", &FuzzyPhraseMatcher::threshold)
         .def("__len__", &FuzzyPhraseMatcher::size)
         .def(
             "match",
-            [](const FuzzyPhraseMatcher& self, const py::list& texts, const py::handle& threads_obj) {
+            [](const FuzzyPhraseMatcher& self, const py::handle& texts_obj, const py::handle& threads_obj) {
                 const int n_threads = bindings::thread_count(threads_obj, "n_threads", true);
+                if (!py::isinstance<py::list>(texts_obj))
+                    throw py::type_error("texts must be a list of str, got " + type_name(texts_obj));
+                const auto texts = py::reinterpret_borrow<py::list>(texts_obj);
                 // A str that cannot be encoded as UTF-8 (a lone surrogate, e.g. from a JSON
                 // "\ud800" escape) is not an error: it is left to the reference path (status 2),
                 // which works on Python strings.
@@ -82,10 +100,12 @@ void register_phrases(py::module_& m) {
             "Returns (status int8: 0 below threshold, 1 above, 2 needs the reference path; "
             "best phrase index int32; best partial_ratio float64) per text.");
     m.def("expand_contractions_ascii",
-          [](const std::string& s) { return rapidscore::phrases::expand_contractions_ascii(s); }, py::arg("text"),
+          [](const py::handle& text) { return rapidscore::phrases::expand_contractions_ascii(str_arg(text, "text")); },
+          py::arg("text"),
           "SELECT's contraction rules for ASCII text (exposed for tests).");
     m.def("default_process_ascii",
-          [](const std::string& s) { return rapidscore::phrases::default_process_ascii(s); }, py::arg("text"),
+          [](const py::handle& text) { return rapidscore::phrases::default_process_ascii(str_arg(text, "text")); },
+          py::arg("text"),
           "rapidfuzz.utils.default_process for ASCII text (exposed for tests).");
 }
 

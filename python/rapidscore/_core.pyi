@@ -53,7 +53,8 @@ class _Matching(ModuleType):
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """P, R, F (float64, shape (m,)) of the (candidate, reference) pairs (m, 2).
 
-        embeddings (T, D) floating (converted to float32; NaN/inf refused), offsets (n + 1,)
+        embeddings (T, D) floating (converted to float32; NaN/inf refused, and rows whose L2 norm
+        exceeds 9.22e18, whose dot products would overflow float32), offsets (n + 1,)
         non-decreasing within [0, T], weights (T,), pairs indices in [0, n). ``floors`` (m, 2) bool
         starts pair k's precision / recall token maxima at 0 (bert-score's padding). All arguments
         must be numpy arrays. See ``rapidscore.kernels.matching.greedy_match``.

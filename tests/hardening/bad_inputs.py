@@ -213,7 +213,63 @@ API_CASES = [
     ("align-4000-overlapping", lambda f: _align_overlapping(4000), ValueError,
      "record 0: a cluster of 4000 gold x 4000 predicted overlapping spans needs the assignment solver"),
     ("align-200000-flat", lambda f: _align_flat(200_000), None, ""),
+    # issue 29 item 5: no NaN result from finite but huge embeddings, nor from a label embedder's inf
+    ("core-greedy-1e30-embeddings", lambda f: _core().matching.greedy_match(
+        np.full((2, 4), 1e30, "f"), np.array([0, 1, 2]), np.ones(2, "f"), np.array([[0, 1]])), ValueError,
+     "embeddings row 0 has L2 norm 2e+30: its dot products overflow float32"),
+    ("core-pairwise-1e30-embeddings", lambda f: _core().matching.pairwise_match(
+        np.full((2, 4), 1e30, "f"), np.array([0, 1, 2]), np.ones(2, "f"), np.array([0]), np.array([1])), ValueError,
+     "embeddings row 0 has L2 norm 2e+30"),
+    ("ner-embedder-inf", lambda f: _ner_embedded(np.inf), ValueError,
+     "label embedder returned a non-finite vector (NaN or inf) for label 'loc'"),
+    ("ner-embedder-nan", lambda f: _ner_embedded(NAN), ValueError, "label embedder returned a non-finite vector"),
+    ("ner-embedder-1e200", lambda f: _expect_dmberta_f1(_ner_embedded(1e200), 1.0), None, ""),
+    # issue 29 item 16: wrong types into _core are a TypeError naming the argument, not pybind11's
+    # "incompatible function arguments" signature dump
+    ("core-align-scheme-int", lambda f: _core().alignment.align_spans_batch(
+        [0, 1], [0], [3], [0, 1], [0], [3], scheme=5), TypeError, "scheme must be a str, got int: 5"),
+    ("core-align-method-none", lambda f: _core().alignment.align_spans_batch(
+        [0, 1], [0], [3], [0, 1], [0], [3], method=None), TypeError, "method must be a str, got NoneType"),
+    ("core-align-min-jaccard-str", lambda f: _core().alignment.align_spans_batch(
+        [0, 1], [0], [3], [0, 1], [0], [3], min_jaccard="0.5"), TypeError, "min_jaccard must be a number, got str"),
+    ("core-align-min-overlap-bool", lambda f: _core().alignment.align_spans_batch(
+        [0, 1], [0], [3], [0, 1], [0], [3], min_overlap_percent=True), TypeError,
+     "min_overlap_percent must be a number, got bool"),
+    ("core-phrases-str", lambda f: _core().phrases.FuzzyPhraseMatcher("sorry", [5], 0.9), TypeError,
+     "processed_phrases must be a list of str, got str"),
+    ("core-phrases-item-int", lambda f: _core().phrases.FuzzyPhraseMatcher(["sorry", 5], [5, 1], 0.9), TypeError,
+     "processed_phrases[1] must be a str, got int: 5"),
+    ("core-phrases-negative-length", lambda f: _core().phrases.FuzzyPhraseMatcher(["sorry"], [-1], 0.9),
+     ValueError, "raw_lengths[0] must be an int >= 0, got -1"),
+    ("core-phrases-threshold-str", lambda f: _core().phrases.FuzzyPhraseMatcher(["sorry"], [5], "0.9"), TypeError,
+     "threshold must be a number, got str: '0.9'"),
+    ("core-phrases-match-tuple", lambda f: _core().phrases.FuzzyPhraseMatcher(["sorry"], [5], 0.9).match(
+        ("i am sorry",)), TypeError, "texts must be a list of str, got tuple"),
+    ("core-phrases-process-bytes", lambda f: _core().phrases.default_process_ascii(b"abc"), TypeError,
+     "text must be a str, got bytes"),
+    ("core-phrases-contractions-none", lambda f: _core().phrases.expand_contractions_ascii(None), TypeError,
+     "text must be a str, got NoneType"),
 ]
+
+
+def _core():
+    from rapidscore import _core
+
+    return _core
+
+
+def _ner_embedded(value):
+    """LOC against PLACE with a label embedder returning ``value`` everywhere (identical labels)."""
+    import rapidscore.ner as ner
+
+    gold = [{"id": 1, "text": "Paris is big", "labels": {"Paris:0:5": "LOC"}}]
+    pred = [{"id": 1, "text": "Paris is big", "labels": {"Paris:0:5": "PLACE"}}]
+    return ner.evaluate(gold, pred, embedder=lambda labels: np.full((len(labels), 3), value))
+
+
+def _expect_dmberta_f1(result, f1):
+    assert result.dmberta["f1"] == f1, result.dmberta
+    return result
 
 
 def _expect_empty(result):

@@ -195,9 +195,14 @@ def test_non_finite_embedding_reported_at_its_flat_index(position, bad):
     expected = int(np.flatnonzero(~np.isfinite(flat))[0])
     with pytest.raises(ValueError, match=f"non-finite value \\(NaN or inf\\) at flat index {expected}$"):
         greedy_match(flat.reshape(E.shape), offsets, weights, [[0, 1]])
-    # Largest finite magnitudes and subnormals are finite.
+    # Largest finite magnitudes are finite (not reported as NaN/inf), but their dot products
+    # overflow: refused by their row's norm (issue 29 item 5). Subnormals are fine.
     edge = E.copy()
-    edge[0, :3] = [np.finfo(np.float32).max, -np.finfo(np.float32).max, np.float32(1e-45)]
+    edge[0, :2] = [np.finfo(np.float32).max, -np.finfo(np.float32).max]
+    with pytest.raises(ValueError, match=r"embeddings row 0 has L2 norm 4.81e\+38: its dot products overflow"):
+        greedy_match(edge, offsets, weights, [[0, 1]])
+    edge = E.copy()
+    edge[0, :2] = [np.float32(1e-45), -np.float32(1e-45)]
     greedy_match(edge, offsets, weights, [[0, 1]])
 
 
@@ -367,3 +372,39 @@ def test_padding_emulation_bad_batch_size():
             greedy_match(E, offsets, weights, [[0, 1]], bert_score_batch_size=bad)
     with pytest.raises(IndexError, match="pairs entry 0"):  # still the native message
         greedy_match(E, offsets, weights, [[0, 5]], bert_score_batch_size=4)
+
+
+# issue 29 item 5: finite embeddings whose float32 dot products overflow gave P = R = inf and
+# F = NaN (1e30 everywhere); every implementation now refuses the first such row by its norm.
+IMPLEMENTATIONS = ["native", "reference",
+                   pytest.param("torch", marks=pytest.mark.skipif(
+                       __import__("importlib").util.find_spec("torch") is None, reason="torch is not installed"))]
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_rows_whose_dot_products_overflow_are_refused(implementation) -> None:
+    offsets, weights = np.array([0, 1, 2]), np.ones(2, np.float32)
+    huge = np.full((2, 4), 1e30, np.float32)
+    message = "embeddings row 0 has L2 norm 2e\\+30: its dot products overflow float32"
+    with pytest.raises(ValueError, match=message):
+        greedy_match(huge, offsets, weights, [[0, 1]], implementation=implementation)
+    with pytest.raises(ValueError, match=message):
+        pairwise_match(huge, offsets, weights, [0], [1], implementation=implementation)
+    # the first oversized row is named, in any layer
+    rows = np.eye(4, dtype=np.float32)
+    rows[2, 1] = 1e20
+    with pytest.raises(ValueError, match="embeddings row 2 has L2 norm 1e\\+20"):
+        greedy_match(np.stack([np.eye(4, dtype=np.float32), rows]), np.arange(5), np.ones(4, np.float32),
+                     [[0, 2]], implementation=implementation)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_large_rows_below_the_bound_score_finite(implementation) -> None:
+    """One big value passes the quick bound check (dim x max^2) only row by row: accepted, and
+    every score is finite (the bound leaves room for float32 rounding)."""
+    E = np.zeros((3, 4), np.float32)
+    E[0, 0], E[1, 0], E[2, 1] = 5e18, 9e18, -9e18
+    P, R, F = greedy_match(E, np.arange(4), np.ones(3, np.float32), [[0, 1], [1, 2], [2, 0]],
+                           implementation=implementation)
+    assert np.isfinite(np.stack([P, R, F])).all()
+    assert P[0] == pytest.approx(4.5e37, rel=1e-6)

@@ -44,6 +44,29 @@ def check_finite(array: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} contains a non-finite value (NaN or inf) at flat index {bad[0]}")
 
 
+# The largest squared L2 norm of an embedding row whose float32 dot products stay finite (with
+# room for rounding): csrc/core/finite.hpp's kMaxRowSquaredNorm. Unit rows are far below it.
+MAX_ROW_SQUARED_NORM = float(np.finfo(np.float32).max) / 4
+
+
+def oversized_row_error(row: int, squared_norm: float) -> ValueError:
+    return ValueError(f"embeddings row {row} has L2 norm {np.sqrt(squared_norm):.3g}: its dot products overflow "
+                      "float32 (the rows must be L2-normalised token embeddings, norm 1; the largest norm accepted "
+                      f"is {np.sqrt(MAX_ROW_SQUARED_NORM):.3g})")
+
+
+def check_row_norms(layer: np.ndarray) -> None:
+    """ValueError for the first row of a finite float32 (T, D) layer whose dot products could
+    overflow to inf (and then make F NaN), as the native kernel refuses it."""
+    largest = float(np.abs(layer).max()) if layer.size else 0.0
+    if layer.shape[1] * largest * largest <= MAX_ROW_SQUARED_NORM:
+        return
+    squared = np.einsum("ij,ij->i", layer.astype(np.float64), layer.astype(np.float64))
+    bad = np.flatnonzero(squared > MAX_ROW_SQUARED_NORM)
+    if bad.size:
+        raise oversized_row_error(int(bad[0]), float(squared[bad[0]]))
+
+
 def index_array(value, name: str, ndim: int) -> np.ndarray:
     """An integer array as int64; float arrays are refused rather than truncated."""
     array = _require_array(value, name)
@@ -112,6 +135,7 @@ def embeddings(array: np.ndarray) -> np.ndarray:
     checked: np.ndarray = np.empty(layers.shape, dtype=np.float32)
     for k, layer in enumerate(layers):
         checked[k] = float_array(layer, "embeddings", 2)
+        check_row_norms(checked[k])
     check_embedding_columns(checked.shape[2])
     return checked
 

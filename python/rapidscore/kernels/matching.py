@@ -90,7 +90,8 @@ def greedy_match(
         embeddings: float array (T, D) of L2-normalised token embeddings of all sentences
             (normalisation is the caller's job: the kernel uses plain dot products), or
             (L, T, D) to score L layers at once (bert-score's ``all_layers``).
-            float16/float64 are converted to float32. NaN or inf raises ValueError.
+            float16/float64 are converted to float32. NaN or inf raises ValueError, and so
+            does a row whose L2 norm exceeds 9.22e18 (its float32 dot products would overflow).
             A ``torch.Tensor`` (cpu or cuda) is matched by torch where it lives.
         offsets: integer array (n + 1,), non-decreasing, within [0, T]: sentence ``s`` is
             rows ``offsets[s]:offsets[s + 1]`` (an empty range is an empty sentence).

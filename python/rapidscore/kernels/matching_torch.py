@@ -49,6 +49,15 @@ def _embedding_layers(embeddings):
     if bool(non_finite.any()):
         first = non_finite.nonzero()[0]  # row-major order: lowest layer, then lowest index
         raise ValueError(f"embeddings contains a non-finite value (NaN or inf) at flat index {int(first[1])}")
+    # finite rows whose dot products overflow float32 (P = inf, F = NaN): refused as natively
+    largest = float(layers.abs().amax()) if layers.numel() else 0.0
+    if layers.shape[2] * largest * largest > _checks.MAX_ROW_SQUARED_NORM:
+        squared = layers.double().square().sum(-1)  # (L, T)
+        for layer_squared in squared:
+            bad = (layer_squared > _checks.MAX_ROW_SQUARED_NORM).nonzero()
+            if len(bad):
+                row = int(bad[0, 0])
+                raise _checks.oversized_row_error(row, float(layer_squared[row]))
     _checks.check_embedding_columns(layers.shape[2])
     return layers, layered
 

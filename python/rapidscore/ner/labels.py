@@ -106,6 +106,14 @@ class LabelSimilarity:
             raise ValueError(
                 f"label embedder returned shape {vectors.shape} for {len(missing)} labels; expected (n_labels, dim)"
             )
+        bad_rows = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+        if bad_rows.size:
+            raise ValueError(f"label embedder returned a non-finite vector (NaN or inf) for label "
+                             f"{missing[bad_rows[0]]!r}; label embeddings must be finite")
+        # scaled by each row's largest magnitude first, so that the norm of huge finite values
+        # (1e200) does not overflow to inf
+        scale = np.abs(vectors).max(axis=1, keepdims=True) if vectors.shape[1] else np.zeros((len(missing), 1))
+        vectors = np.divide(vectors, scale, out=np.zeros_like(vectors), where=scale > 0)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
         for label, vector in zip(missing, vectors):
