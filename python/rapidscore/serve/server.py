@@ -41,7 +41,7 @@ def make_server(config: ServeConfig, app: Any = None, *, max_connections: int | 
     options: dict[str, Any] = dict(host=config.host, port=config.port, log_level=config.log_level, access_log=False,
                                    lifespan="on", http=guarded_protocol(guard), ws="none")
     options.update(uvicorn_options)
-    server = uvicorn.Server(uvicorn.Config(app, **options))
+    server: Any = uvicorn.Server(uvicorn.Config(app, **options))
     server.connection_guard = guard
     return server
 
@@ -118,7 +118,7 @@ def guarded_protocol(guard: ConnectionGuard) -> type:
                           f"'rapidscore[serve]' ({exc})") from exc
 
     class GuardedHttpToolsProtocol(HttpToolsProtocol):
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self.deadline: Any = None
             self.head_received = False  # bytes of a request head arrived (a late head gets 408)
