@@ -41,11 +41,20 @@ def _torch():
     return torch
 
 
-def _device(device):
+def _device(device) -> str:
+    """"cpu" or "cuda" from a torch device name (``"cuda:1"``, ``torch.device("cuda")``). Any
+    other name is refused: it used to run on the CPU without a word (``"gpu"`` included)."""
     if device is None:
         return "cpu"
-    device = str(device)
-    return "cuda" if device.startswith("cuda") else "cpu"
+    if not isinstance(device, str) and type(device).__name__ != "device":  # torch.device, without importing torch
+        raise TypeError(f"device must be a torch device name such as 'cpu' or 'cuda', got {type(device).__name__}: "
+                        f"{device!r}")
+    name = str(device)
+    kind, _, index = name.partition(":")
+    if kind in ("cpu", "cuda") and (not index or index.isdigit()):
+        return kind
+    hint = "; the GPU is 'cuda' (or 'cuda:0')" if kind.lower() in ("gpu", "cuda") else ""
+    raise ValueError(f"device must be 'cpu' or 'cuda' (a torch device name; 'cuda:N' too), got {name!r}{hint}")
 
 
 def _resolve(model_type, num_layers, lang, all_layers):
@@ -96,10 +105,11 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
     ((L+1, N) with all_layers), and the hash with ``return_hash=True``. See bert_score.score."""
     plan = ScoringPlan.from_normalized(*normalize_inputs(cands, refs))  # validated once, here
     padding_batch = _padding_batch_size(batch_size, engine_options)
+    check_positive_int(nthreads, "nthreads")  # the reference's idf worker count; "4" used to pass
+    device = _device(device)
     if rescale_with_baseline and lang is None:
         raise ValueError("Need to specify Language when rescaling with baseline")
     model_type, num_layers = _resolve(model_type, num_layers, lang, all_layers)
-    device = _device(device)
     rescale = rescale_with_baseline
     if rescale_with_baseline:
         path = baseline_path if baseline_path is not None else _baselines.default_baseline_path(lang, model_type)
@@ -128,12 +138,14 @@ class BERTScorer:
                  use_fast_tokenizer=False, **engine_options) -> None:
         if rescale_with_baseline and lang is None:
             raise ValueError("Need to specify Language when rescaling with baseline")
+        check_positive_int(nthreads, "nthreads")
+        engine_device = _device(device)
         model_type, num_layers = _resolve(model_type, num_layers, lang, all_layers)
         self._reference_padding = _padding_batch_size(batch_size, engine_options) is not None
         self._engine = BERTScore(model=model_type, layer=num_layers, lang=lang, idf=bool(idf), idf_sents=idf_sents,
                                  rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
                                  all_layers=all_layers, use_fast_tokenizer=use_fast_tokenizer,
-                                 device=_device(device), reference_empty_rule=True, **engine_options)
+                                 device=engine_device, reference_empty_rule=True, **engine_options)
         self.batch_size, self.nthreads, self.all_layers = batch_size, nthreads, all_layers
         self.device = device if device is not None else "cpu"
 

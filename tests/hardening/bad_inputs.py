@@ -59,6 +59,10 @@ class BadFiles:
         (r / "nan_baseline.tsv").write_text("LAYER,P,R,F\n0,0.5,nan,0.5\n", encoding="utf-8")
         (r / "inf_baseline.tsv").write_text("LAYER,P,R,F\n0,0.5,0.5,inf\n", encoding="utf-8")
         (r / "one_baseline.tsv").write_text("LAYER,P,R,F\n0,0.5,1.0,0.5\n", encoding="utf-8")
+        # issue 29 item 16
+        (r / "binary.idf").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
+        (r / "deep_rows.jsonl").write_text('{"candidate": ' * 5000 + '"a"' + "}" * 5000 + "\n", encoding="utf-8")
+        (r / "no_pyarrow.parquet").write_bytes(b"PAR1 not read: pyarrow is missing")
         for rows in (1, 3):
             (r / f"rows{rows}_baseline.tsv").write_text(
                 "LAYER,P,R,F\n" + "".join(f"{k},0.5,0.5,0.5\n" for k in range(rows)), encoding="utf-8")
@@ -249,7 +253,154 @@ API_CASES = [
      "text must be a str, got bytes"),
     ("core-phrases-contractions-none", lambda f: _core().phrases.expand_contractions_ascii(None), TypeError,
      "text must be a str, got NoneType"),
+    # issue 29 item 4: SentenceSimilarity.pairs / .rejection check their inputs as negative_rejection
+    ("nrr-pairs-flat-references", lambda f: _expect_flat_references_as_groups(), None, ""),
+    ("nrr-pairs-fewer-groups", lambda f: _similarity().pairs(["a", "b"], [["a"]]), ValueError,
+     "Different number of generated answers and references: 2 != 1"),
+    ("nrr-pairs-empty-group", lambda f: _similarity().pairs(["a"], [[]]), ValueError,
+     "references[0] is an empty list of references"),
+    ("nrr-rejection-fewer-groups", lambda f: _similarity().rejection(["a", "b"], [["a"]], 0.5), ValueError,
+     "Different number of generated answers and references: 2 != 1"),
+    ("nrr-rejection-empty-group", lambda f: _similarity().rejection(["a"], [[]], 0.5), ValueError,
+     "references[0] is an empty list of references"),
+    ("nrr-rejection-threshold-nan", lambda f: _similarity().rejection(["a"], ["a"], NAN), TypeError,
+     "threshold must be a number in [-1, 1], got nan"),
+    ("nrr-rejection-threshold-none", lambda f: _similarity().rejection(["a"], ["a"], None), TypeError,
+     "threshold must be a number in [-1, 1], got None"),
+    ("nrr-rejection-threshold-inf", lambda f: _similarity().rejection(["a"], ["a"], float("inf")), ValueError,
+     "threshold must be in [-1, 1] (a cosine similarity), got inf"),
+    ("nrr-rejection-threshold-minus-5", lambda f: _similarity().rejection(["a"], ["a"], -5), ValueError,
+     "threshold must be in [-1, 1] (a cosine similarity), got -5"),
+    # issue 29 item 6: settings that were accepted silently
+    ("bertscore-score-iter-memory-budget-0", lambda f: _bertscore().score_iter([("a", "b")], memory_budget=0),
+     ValueError, "memory_budget must be a positive int, got 0"),
+    ("bertscore-score-iter-memory-budget-minus-1", lambda f: _bertscore().score_iter(
+        [("a", "b")], memory_budget=-1), ValueError, "memory_budget must be a positive int, got -1"),
+    ("bertscore-chunk-results-memory-budget-0", lambda f: next(__import__(
+        "rapidscore.bertscore.streaming").bertscore.streaming.chunk_results(_bertscore(), [("a", "b")],
+                                                                         memory_budget=0)), ValueError,
+     "memory_budget must be a positive int, got 0"),
+    ("nrr-max-length-0", lambda f: __import__("rapidscore.nrr").nrr.SentenceSimilarity(max_length=0), ValueError,
+     "max_length must be a positive int, got 0"),
+    ("bert-score-device-gpu", lambda f: __import__("rapidscore.bert_score").bert_score.score(
+        ["a"], ["b"], lang="en", device="gpu"), ValueError, "got 'gpu'; the GPU is 'cuda' (or 'cuda:0')"),
+    ("bert-score-device-mps", lambda f: __import__("rapidscore.bert_score").bert_score.score(
+        ["a"], ["b"], lang="en", device="mps"), ValueError, "device must be 'cpu' or 'cuda'"),
+    ("bert-scorer-device-gpu", lambda f: __import__("rapidscore.bert_score").bert_score.BERTScorer(
+        lang="en", device="gpu"), ValueError, "got 'gpu'; the GPU is 'cuda'"),
+    ("bert-score-nthreads-str", lambda f: __import__("rapidscore.bert_score").bert_score.score(
+        ["a"], ["b"], lang="en", nthreads="4"), ValueError, "nthreads must be a positive int, got '4'"),
+    ("bert-scorer-nthreads-0", lambda f: __import__("rapidscore.bert_score").bert_score.BERTScorer(
+        lang="en", nthreads=0), ValueError, "nthreads must be a positive int, got 0"),
+    # issue 29 item 16: errors that name the argument, file or item
+    ("bertscore-score-iter-dict-item", lambda f: list(_bertscore().score_iter([{"candidate": "a", "reference": "b"}])),
+     TypeError, "item 0 must be a (candidate, reference) pair, got a dict with keys ['candidate', 'reference']"),
+    ("nrr-score-iter-chunk-size-0", lambda f: _similarity().score_iter([("a", "b")], chunk_size=0), ValueError,
+     "chunk_size must be a positive int, got 0"),
+    ("bertscore-idf-dict-nan", lambda f: _bertscore(idf={101: NAN}), ValueError,
+     "idf dict: the weight of token id 101 must be a finite number, got float: nan"),
+    ("bertscore-idf-dict-none", lambda f: _bertscore(idf={101: None}), ValueError,
+     "idf dict: the weight of token id 101 must be a finite number, got NoneType: None"),
+    ("bertscore-idf-dict-str-key", lambda f: _bertscore(idf={"cat": 1.0}), TypeError,
+     "idf dict keys must be int token ids, got str: 'cat'"),
+    ("bertscore-score-iter-idf-none", lambda f: list(_bertscore(idf=True).score_iter(
+        [("a", "b")], idf=_idf_with(101, None))), ValueError, "the weight of token id 101 must be a finite number"),
+    ("bertscore-score-iter-idf-binary-file", lambda f: list(_bertscore(idf=True).score_iter(
+        [("a", "b")], idf=f.binary)), ValueError, "binary.idf: not an idf file: byte 0x89 at offset 0"),
+    ("bertscore-layer-nan", lambda f: _bertscore(layer=NAN), TypeError,
+     "layer must be an int (a hidden-state index) or None, got float: nan"),
+    ("bertscore-model-5", lambda f: _bertscore(model=5), TypeError,
+     "model must be a hub id or a directory path (str or os.PathLike), got int: 5"),
+    ("ner-numpy-records", lambda f: _expect_dmberta_f1(_ner_numpy(3), 1.0), None, ""),
+    ("ner-numpy-2d", lambda f: _ner_numpy(3, ndim=2), TypeError,
+     "gold must be a list of records or of per-record entities, got a 2-D numpy array"),
+    ("select-file-directory", lambda f: __import__("rapidscore.abstention").abstention.load_select_file(
+        f.a_directory), IsADirectoryError, "is a directory; load_select_file reads one results file"),
+    ("select-file-root-path", lambda f: __import__("rapidscore.abstention").abstention.load_select_file(
+        "/t.json", eval_type="abstention"), ValueError, "the path does not hold {model}/{eval_type}/{technique}"),
+    ("results-tree-a-file", lambda f: __import__("rapidscore.abstention").abstention.load_results_tree(f.c),
+     NotADirectoryError, "c.txt' is not a directory"),
+    ("results-tree-eval-types-str", lambda f: __import__("rapidscore.abstention").abstention.load_results_tree(
+        f.good_tree, eval_types="abstention"), TypeError,
+     "eval_types must be a list of names, got one str 'abstention'; use ['abstention']"),
+    ("results-tree-eval-types-unknown", lambda f: __import__("rapidscore.abstention").abstention.load_results_tree(
+        f.good_tree, eval_types=["abstension"]), ValueError, "eval_types: 'abstension' is not one of abstention"),
+    ("results-tree-models-str", lambda f: __import__("rapidscore.abstention").abstention.load_results_tree(
+        f.good_tree, models="model"), TypeError, "models must be a list of names, got one str 'model'"),
+    ("find-experiments-eval-types-str", lambda f: __import__("rapidscore.abstention").abstention.find_experiments(
+        f.good_tree, eval_types="abstention"), TypeError, "eval_types must be a list of names, got one str"),
+    ("results-tree-eval-types-list", lambda f: _expect_records(__import__(
+        "rapidscore.abstention").abstention.load_results_tree(f.good_tree, eval_types=["abstention"]), 1), None, ""),
+    ("read-texts-deep-jsonl", lambda f: __import__("rapidscore.common.io").common.io.read_texts(
+        f.deep_rows, "candidate"), ValueError, "deep_rows.jsonl:1: JSON nested too deeply to read"),
+    ("flat-table-deep-jsonl", lambda f: __import__("rapidscore.abstention").abstention.load_flat_table(
+        f.deep_rows), ValueError, "deep_rows.jsonl: line 1: invalid JSON: JSON nested too deeply to read"),
+    ("read-texts-parquet-without-pyarrow", lambda f: _without_pyarrow(lambda: __import__(
+        "rapidscore.common.io").common.io.read_texts(f.no_pyarrow, "text")), ImportError,
+     "no_pyarrow.parquet: reading Parquet files needs pyarrow (pip install pyarrow)"),
 ]
+
+
+def _similarity():
+    """The default SentenceSimilarity (one per process: rows only need a loaded model)."""
+    from rapidscore.nrr import SentenceSimilarity
+
+    global _SIMILARITY
+    if _SIMILARITY is None:
+        _SIMILARITY = SentenceSimilarity()
+    return _SIMILARITY
+
+
+_SIMILARITY = None
+
+
+def _expect_flat_references_as_groups():
+    """A flat list of references is one reference per answer (it was iterated by characters:
+    0.166 instead of 0.857), in pairs and in rejection."""
+    model = _similarity()
+    generated, reference = ["a cat sat on the mat"], "a cat sat on a mat"
+    flat, nested = model.pairs(generated, [reference]), model.pairs(generated, [[reference]])
+    assert flat[0].tolist() == nested[0].tolist() and flat[0][0] > 0.9, (flat, nested)
+    result = model.rejection(generated, [reference], 0.5)
+    assert result.similarities.tolist() == nested[0].tolist() and result.n_rejected == 0, result
+    return result
+
+
+def _idf_with(token, weight):
+    from collections import defaultdict
+
+    weights = defaultdict(lambda: 1.0)
+    weights[token] = weight
+    return weights
+
+
+def _ner_numpy(n, ndim=1):
+    import rapidscore.ner as ner
+
+    records = [{"id": i, "text": "Paris is big", "labels": {"Paris:0:5": "LOC"}} for i in range(n)]
+    gold = np.empty(n, dtype=object)
+    gold[:] = records
+    return ner.evaluate(gold if ndim == 1 else gold.reshape(1, n), np.array(records), label_similarity="exact")
+
+
+def _expect_records(report, n):
+    assert len(report.records) == n, report
+    return report
+
+
+def _without_pyarrow(call):
+    import sys
+
+    saved = {name: sys.modules.get(name) for name in ("pyarrow", "pyarrow.parquet")}
+    sys.modules.update(dict.fromkeys(saved))  # None: the import fails as if pyarrow were not installed
+    try:
+        return call()
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                del sys.modules[name]
+            else:
+                sys.modules[name] = module
 
 
 def _core():
@@ -334,4 +485,8 @@ CLI_CASES = [
                                    "{latin1_baseline}", "-l", "0", "-q"], "latin1_baseline.tsv:2: not valid UTF-8"),
     ("ner-empty-files", ["ner", "--gold", "{empty_gold}", "--pred", "m={empty_pred}", "--label-similarity", "exact",
                          "-q"], "no records"),
+    # issue 29 item 16: deep nesting names the file and line
+    ("bertscore-deep-jsonl", ["bertscore", "--input", "{deep_rows}", "--output", "{root}/deep_out.jsonl", "-q"],
+     "deep_rows.jsonl:1: JSON nested too deeply to read"),
+    ("abstention-deep-jsonl", ["abstention", "{deep_rows}", "-q"], "deep_rows.jsonl: line 1: invalid JSON"),
 ]

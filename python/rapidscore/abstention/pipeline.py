@@ -37,8 +37,11 @@ from rapidscore.abstention.results import (
     EVAL_TYPES,
     ResultFile,
     ResultsError,
+    check_results_root,
+    eval_types_arg,
     iter_file_groups,
     list_result_files,
+    names_arg,
     parse_json,
     read_bytes,
     record_problem,
@@ -98,11 +101,11 @@ def find_experiments(root: str | os.PathLike, *, models: Iterable[str] | None = 
     applies to every experiment not named. Experiments not mapped get :func:`find_taxonomy`'s.
     Raises ResultsError when no results file is found."""
     root = os.path.abspath(os.fspath(root))
-    if not os.path.isdir(root):
-        raise FileNotFoundError(f"results directory {root!r} does not exist")
+    check_results_root(root)
+    models, techniques = names_arg(models, "models"), names_arg(techniques, "techniques")
     wanted_models = set(models) if models else None
     wanted_techniques = set(techniques) if techniques else None
-    eval_types = tuple(eval_types)
+    eval_types = eval_types_arg(eval_types)
     taxonomies = dict(taxonomies or {})
     found: list[Experiment] = []
 

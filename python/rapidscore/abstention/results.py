@@ -121,7 +121,34 @@ def _path_fields(path: str, model: str | None, technique: str | None, eval_type:
     for suffix in (".gz", ".json"):
         if stem.endswith(suffix):
             stem = stem[: -len(suffix)]
+    if (model is None and len(parts) < 3) or (eval_type is None and len(parts) < 2):  # was an IndexError
+        raise ValueError(f"{path}: the path does not hold {{model}}/{{eval_type}}/{{technique}}.json.gz; "
+                         "pass model= and eval_type=")
     return model or parts[-3], technique or stem, eval_type or parts[-2]
+
+
+def names_arg(values: Iterable[str] | None, name: str, allowed: tuple[str, ...] | None = None) -> list[str] | None:
+    """A list of names (models, techniques, eval types), or None. A single string is refused: it
+    was iterated by characters (``eval_types="abstention"`` looked for "a", "b", ...)."""
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be a list of names, got one {type(values).__name__} {values!r}; "
+                        f"use [{values!r}]")
+    if isinstance(values, Mapping) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a list of names, got {type(values).__name__}")
+    names = list(values)
+    for value in names:
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must hold strings, got {type(value).__name__}: {value!r}")
+        if allowed is not None and value not in allowed:
+            raise ValueError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
+    return names
+
+
+def eval_types_arg(eval_types: Iterable[str] | None) -> tuple[str, ...]:
+    """The eval types to load: a list of :data:`EVAL_TYPES` names (None: all of them)."""
+    return EVAL_TYPES if eval_types is None else tuple(names_arg(eval_types, "eval_types", EVAL_TYPES) or ())
 
 
 def _is_record(value) -> bool:
@@ -135,6 +162,9 @@ def load_select_file(path: str | os.PathLike, *, model: str | None = None, techn
     default to the path components ``{model}/{eval_type}/{technique}.json.gz``."""
     _check_on_error(on_error)
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a directory; load_select_file reads one results file (.json.gz or "
+                                ".json): for a tree of them, use load_results_tree")
     report = report if report is not None else LoadReport()
     model, technique, eval_type = _path_fields(path, model, technique, eval_type)
     try:
@@ -263,17 +293,29 @@ def list_result_files(folder: str, models: set[str] | None = None, techniques: s
     return files
 
 
+def check_results_root(root: str) -> None:
+    """FileNotFoundError / NotADirectoryError unless ``root`` is a directory (a file was reported
+    as a directory that "does not exist")."""
+    if os.path.isdir(root):
+        return
+    if os.path.exists(root):
+        raise NotADirectoryError(f"results directory {root!r} is not a directory (a results tree holds "
+                                 "{model}/{eval_type}/{technique}.json.gz; one file: load_select_file)")
+    raise FileNotFoundError(f"results directory {root!r} does not exist")
+
+
 def load_results_tree(root: str | os.PathLike, *, models: Iterable[str] | None = None,
                       techniques: Iterable[str] | None = None, eval_types: Iterable[str] = EVAL_TYPES,
                       on_error: str = "raise", progress: bool = False) -> LoadReport:
     """Every ``{root}/{model}/{eval_type}/{technique}.json[.gz]`` file under ``root``."""
     _check_on_error(on_error)
     root = os.fspath(root)
-    if not os.path.isdir(root):
-        raise FileNotFoundError(f"results directory {root!r} does not exist")
+    check_results_root(root)
+    models, techniques = names_arg(models, "models"), names_arg(techniques, "techniques")
+    wanted_types = eval_types_arg(eval_types)
     files = [(f.path, f.model, f.eval_type, f.technique)
              for f in list_result_files(root, set(models) if models else None,
-                                        set(techniques) if techniques else None, tuple(eval_types))]
+                                        set(techniques) if techniques else None, wanted_types)]
     if not files:
         raise ResultsError(f"{root}: no results files found under {{model}}/{{eval_type}}/{{technique}}.json.gz "
                            "(a folder of experiments: rapidscore.abstention.find_experiments)")
@@ -309,11 +351,12 @@ def load_flat_table(table, *, on_error: str = "raise") -> LoadReport:
                         continue
                     try:
                         rows.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
+                    except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
                         if on_error == "skip":
                             rows.append(None)
                             continue
-                        raise ResultsError(f"{source}: line {line_no}: invalid JSON: {exc}") from exc
+                        problem = "JSON nested too deeply to read" if isinstance(exc, RecursionError) else exc
+                        raise ResultsError(f"{source}: line {line_no}: invalid JSON: {problem}") from None
     elif hasattr(table, "to_dict") and hasattr(table, "columns"):
         rows, start = table.to_dict(orient="records"), 0
     else:

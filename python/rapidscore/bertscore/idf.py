@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -104,6 +105,11 @@ class DocumentFrequencies:
                 data = json.load(handle)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: not valid JSON: {exc.msg}") from None
+        except UnicodeDecodeError as exc:  # a binary file: the bare error named no file
+            raise ValueError(f"{path}: not an idf file: byte {exc.object[exc.start]:#04x} at offset {exc.start} is "
+                             "not UTF-8 text (idf files are the JSON that DocumentFrequencies.save writes)") from None
+        except RecursionError:
+            raise ValueError(f"{path}: not an idf file: JSON nested too deeply") from None
         return cls.from_dict(data, path)
 
     def __eq__(self, other) -> bool:
@@ -141,4 +147,31 @@ def token_weights(ids: np.ndarray, idf: dict | None, special_ids: tuple[int, ...
             raise ValueError(f"idf dict has no weight for token ids {missing[:10]}"
                              f"{' ...' if len(missing) > 10 else ''}; give every id or use a defaultdict")
         values = [idf[int(u)] for u in unique]
-    return np.asarray(values, dtype=np.float32)[inverse]
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            weights = np.asarray(values, dtype=np.float32)  # None becomes NaN; beyond float32, inf
+    except (TypeError, ValueError):
+        weights = None
+    if weights is None or not np.isfinite(weights).all():  # name the first bad weight
+        for k, (token, value) in enumerate(zip(unique.tolist(), values)):
+            check_idf_weight(token, value)
+            if weights is not None and not np.isfinite(weights[k]):
+                raise ValueError(f"idf dict: the weight of token id {token} is {value!r}, beyond float32")
+    assert weights is not None  # check_idf_weight raised otherwise
+    return weights[inverse]
+
+
+def check_idf_weight(token, value) -> None:
+    """ValueError unless ``value`` is a finite number (None and NaN used to reach the scores as NaN)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"idf dict: the weight of token id {token!r} must be a finite number, got "
+                         f"{type(value).__name__}: {value!r}")
+
+
+def check_idf_dict(idf: dict) -> dict:
+    """``idf`` (token id -> weight) with every key an int and every weight a finite number."""
+    for token, value in idf.items():
+        if isinstance(token, (bool, np.bool_)) or not isinstance(token, numbers.Integral):
+            raise TypeError(f"idf dict keys must be int token ids, got {type(token).__name__}: {token!r}")
+        check_idf_weight(token, value)
+    return idf

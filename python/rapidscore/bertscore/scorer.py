@@ -13,6 +13,7 @@ scorer runs the phases per chunk, a Ray worker per block.
 
 from __future__ import annotations
 
+import numbers
 import os
 import warnings
 from collections.abc import Iterable, Iterator, Sequence, Sized
@@ -23,7 +24,7 @@ import numpy as np
 
 from rapidscore._version import __version__
 from rapidscore.bertscore import baselines as _baselines
-from rapidscore.bertscore.idf import DocumentFrequencies, idf_from_ids, token_weights
+from rapidscore.bertscore.idf import DocumentFrequencies, check_idf_dict, idf_from_ids, token_weights
 from rapidscore.bertscore.result import BERTScoreResult
 from rapidscore.bertscore.streaming import PairScore
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
@@ -117,6 +118,13 @@ class BERTScore:
         from rapidscore.encoder import get_encoder
         from rapidscore.encoder.windows import check_long_texts
 
+        # named here: os.fspath(5) and int(nan) failed with messages that named no argument
+        if model is not None and not isinstance(model, (str, os.PathLike)):
+            raise TypeError(f"model must be a hub id or a directory path (str or os.PathLike), got "
+                            f"{type(model).__name__}: {model!r:.80}")
+        if layer is not None and (isinstance(layer, (bool, np.bool_)) or not isinstance(layer, numbers.Integral)):
+            raise TypeError(f"layer must be an int (a hidden-state index) or None, got {type(layer).__name__}: "
+                            f"{layer!r}")
         if model is None and encoder is not None:
             model = encoder.model_name
         if model is None:
@@ -128,6 +136,8 @@ class BERTScore:
             raise ValueError("rescale_with_baseline=True needs lang (or a baseline_path)")
         if not isinstance(idf, (bool, dict)):
             raise TypeError(f"idf must be a bool or a dict token id -> weight, got {type(idf).__name__}")
+        if isinstance(idf, dict):
+            check_idf_dict(idf)
         if long_texts is not None:
             check_long_texts(long_texts)
         if encoder is None:  # the process-wide cache: one loaded model per setting
@@ -290,6 +300,11 @@ class BERTScore:
         """
         from rapidscore.bertscore.streaming import chunk_results, flatten
 
+        # checked at the call, not when the first chunk is read (memory_budget=0 used to pass)
+        check_positive_int(chunk_size, "chunk_size")
+        for name, value in (("max_tokens", max_tokens), ("memory_budget", memory_budget)):
+            if value is not None:
+                check_positive_int(value, name)
         results = chunk_results(self, pairs, chunk_size=chunk_size, max_tokens=max_tokens,
                                 memory_budget=memory_budget, cache_tokens=cache_tokens, idf=idf, rescale=rescale,
                                 reference_batch_size=reference_batch_size)

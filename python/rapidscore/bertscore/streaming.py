@@ -105,6 +105,8 @@ def chunk_results(scorer: BERTScore, pairs: Iterable, *, chunk_size: int = DEFAU
     """``(items, result)`` per chunk: the validated ``(candidate, [references])`` items and their
     BERTScoreResult, in input order. See ``BERTScore.score_iter`` for the options."""
     chunk_size = check_positive_int(chunk_size, "chunk_size")
+    if memory_budget is not None:  # 0 or -1 used to mean a budget of one token
+        memory_budget = check_positive_int(memory_budget, "memory_budget")
     if max_tokens is None:
         max_tokens = tokens_for_budget(scorer, DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget)
     max_tokens = check_positive_int(max_tokens, "max_tokens")

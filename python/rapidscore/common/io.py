@@ -109,6 +109,9 @@ def jsonl_objects(lines: Iterable[str], name: str) -> Iterator[tuple[dict, str]]
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{where}: not valid JSON: {exc.msg}") from None
+        except RecursionError:  # was raised bare, naming neither the file nor the line
+            raise ValueError(f"{where}: JSON nested too deeply to read (over ~{sys.getrecursionlimit()} "
+                             "levels)") from None
         if not isinstance(item, dict):
             raise ValueError(f"{where}: each line must be a JSON object, got {type(item).__name__}")
         yield item, where
@@ -130,17 +133,18 @@ def _delimited_rows(path: str, delimiter: str) -> tuple[list[str], Generator[tup
     return columns, rows()
 
 
-def _import_parquet():
+def _import_parquet(path: str):
     try:
         import pyarrow.parquet as parquet
-    except ImportError as exc:
-        raise ImportError("reading Parquet files needs pyarrow: pip install pyarrow") from exc
+    except ImportError as exc:  # named the package but not the file that needed it
+        raise ImportError(f"{path}: reading Parquet files needs pyarrow (pip install pyarrow), or convert the "
+                          "file to JSONL or CSV") from exc
     return parquet
 
 
 def _parquet_columns(path: str) -> list[str]:
     check_input_file(path)
-    return list(_import_parquet().read_schema(path).names)
+    return list(_import_parquet(path).read_schema(path).names)
 
 
 def _pick_column(path: str, column: str | None, columns: list[str], kind: str) -> str:
@@ -182,7 +186,7 @@ def iter_column(path: str | os.PathLike, column: str | None = None) -> Iterator[
             yield where, value
     else:
         column = _pick_column(path, column, _parquet_columns(path), "Parquet")
-        values = _import_parquet().read_table(path, columns=[column]).column(column).to_pylist()
+        values = _import_parquet(path).read_table(path, columns=[column]).column(column).to_pylist()
         for number, value in enumerate(values, 1):
             yield f"{path}: row {number}", value
 
@@ -222,7 +226,7 @@ def read_records(path: str | os.PathLike, default: str = "jsonl") -> Iterator[tu
         yield from rows
     elif fmt == "parquet":
         _parquet_columns(path)  # the same FileNotFoundError as the other formats
-        for number, row in enumerate(_import_parquet().read_table(path).to_pylist(), 1):
+        for number, row in enumerate(_import_parquet(path).read_table(path).to_pylist(), 1):
             yield row, f"{path}: row {number}"
     else:
         raise ValueError(f"read_records: default must be one of jsonl, csv, tsv, parquet, got {default!r}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 __all__ = ["check_pair", "iter_pairs", "chunks", "BoundedCache", "is_one_shot"]
@@ -22,6 +22,9 @@ def check_pair(item: Any, index: int, names: tuple[str, str] = ("candidate", "re
     string or a non-empty list of strings. TypeError / ValueError name the item's index.
     """
     first, second = names
+    if isinstance(item, Mapping):  # item[0] of a dict was a bare KeyError: 0
+        raise TypeError(f"item {index} must be a ({first}, {second}) pair, got a dict with keys {list(item)!r:.80}; "
+                        f"pass tuples, e.g. ((row[{first!r}], row[{second!r}]) for row in rows)")
     if isinstance(item, (str, bytes)) or (not isinstance(item, Sequence) and not hasattr(item, "__len__")):
         raise TypeError(f"item {index} must be a ({first}, {second}) pair, got {type(item).__name__}: {item!r:.80}")
     try:

@@ -412,6 +412,9 @@ class Comparison(dict):
 
 
 def _records_of(data: Any, texts, ids, source: str) -> list:
+    if type(data).__module__.partition(".")[0] in ("numpy", "pandas", "pyarrow"):
+        # a 1-D array or Series of records, as text inputs accept (its truth value was ambiguous)
+        data = as_list(data, source, "a list of records or of per-record entities")
     if data and isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and isinstance(data[0], Record):
         return list(data)
     return to_records(data, texts=texts, ids=ids, source=source)

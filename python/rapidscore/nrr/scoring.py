@@ -24,6 +24,7 @@ from rapidscore.common.inputs import as_list, normalize_inputs
 from rapidscore.common.result import import_pandas
 from rapidscore.common.signature import Signature
 from rapidscore.encoder.model_source import DEFAULT_MODEL
+from rapidscore.errors import check_positive_int
 from rapidscore.nrr.threshold import nrr_curve
 
 if TYPE_CHECKING:
@@ -141,7 +142,11 @@ class SentenceSimilarity:
             from rapidscore.encoder.sentence_pipeline import load_pipeline
 
             # The pipeline first: a module rapidscore does not implement fails before any model loads.
-            max_length = encoder_options.pop("max_length", None) or load_pipeline(resolve_model(model)).max_seq_length
+            max_length = encoder_options.pop("max_length", None)
+            if max_length is None:
+                max_length = load_pipeline(resolve_model(model)).max_seq_length
+            else:  # 0 used to fall back to the pipeline's length silently
+                max_length = check_positive_int(max_length, "max_length")
             self.encoder = get_encoder(model, layer=layer, max_length=max_length, **encoder_options)
             self.pipeline = self.encoder.sentence_pipeline
             self.prompt = self.pipeline.resolve_prompt(None, prompt_name)  # an unknown name fails here
@@ -191,12 +196,20 @@ class SentenceSimilarity:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
-    def pairs(self, generated: list[str], groups: list[list[str]], *,
+    def pairs(self, generated, groups, *,
               embed: Callable[[list[str]], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Best similarity of each generated answer over its references, and that reference's index.
 
+        ``groups``: one reference string or list of references per answer, checked as
+        :func:`negative_rejection` checks them (as many as ``generated``, none empty).
         ``embed``: sentence vectors of a list of texts, in place of the encoder's (a batching
         service passes the rows it computed for many requests at once)."""
+        generated, groups = check_items(generated, groups)
+        return self._pairs(generated, groups, embed)
+
+    def _pairs(self, generated: list[str], groups: list[list[str]],
+               embed: Callable[[list[str]], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`pairs` of checked inputs."""
         flat = [ref for group in groups for ref in group]
         owners = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
         if self.method == "embedding":
@@ -227,20 +240,29 @@ class SentenceSimilarity:
         """Stream ``(generated, reference)`` items (a reference may be a list of references) in
         chunks of at most ``chunk_size`` items and ``max_chars`` characters; yields
         ``(similarity, best_reference_index)`` per item in input order, equal to ``pairs`` over
-        the same items. A bad item raises TypeError/ValueError naming its index."""
+        the same items. A bad item raises TypeError/ValueError naming its index; a bad
+        ``chunk_size`` or ``max_chars`` raises at the call."""
+        chunk_size = check_positive_int(chunk_size, "chunk_size")
+        max_chars = check_positive_int(max_chars, "max_chars")
+        return self._score_chunks(items, chunk_size, max_chars)
+
+    def _score_chunks(self, items, chunk_size: int, max_chars: int) -> Iterator[tuple[float, int]]:
         from rapidscore.common.stream import chunks, iter_pairs
 
         def cost(item: tuple[str, list[str]]) -> int:
             return len(item[0]) + sum(len(r) for r in item[1])
 
         for chunk in chunks(iter_pairs(items, ("generated", "reference")), chunk_size, cost, max_chars):
-            sims, best = self.pairs([g for g, _refs in chunk], [refs for _g, refs in chunk])
+            sims, best = self._pairs([g for g, _refs in chunk], [refs for _g, refs in chunk])
             yield from zip(sims.tolist(), best.tolist())
 
-    def rejection(self, generated: list[str], groups: list[list[str]], threshold: float, *,
+    def rejection(self, generated, groups, threshold: float, *,
                   embed: Callable[[list[str]], np.ndarray] | None = None) -> NRRResult:
-        """``negative_rejection`` of validated inputs (``embed`` as in :meth:`pairs`)."""
-        sims, best = self.pairs(generated, groups, embed=embed)
+        """``negative_rejection`` with this model: the inputs and ``threshold`` are checked as
+        there (``embed`` as in :meth:`pairs`)."""
+        threshold = check_threshold(threshold)
+        generated, groups = check_items(generated, groups)
+        sims, best = self._pairs(generated, groups, embed)
         rejected = sims < np.float32(threshold)
         signature = str(Signature([*self.signature_fields, ("threshold", threshold),
                                    ("nrefs", max(len(g) for g in groups))], name="nrr"))
@@ -252,7 +274,7 @@ def similarity(generated, references, model: str | os.PathLike = DEFAULT_MODEL, 
                **options) -> np.ndarray:
     """Per-item similarity (float32) between generated answers and their reference(s)."""
     generated, groups = check_items(generated, references)
-    return SentenceSimilarity(model, method, **options).pairs(generated, groups)[0]
+    return SentenceSimilarity(model, method, **options)._pairs(generated, groups)[0]
 
 
 def negative_rejection(generated, references, threshold: float = 0.8, model: str | os.PathLike = DEFAULT_MODEL,
