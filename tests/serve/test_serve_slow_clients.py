@@ -163,3 +163,25 @@ def test_health_answers_when_every_connection_holds_a_request(server) -> None:
     assert server.open_connections() <= MAX_CONNECTIONS + HEALTH_RESERVE
     for sock in busy + reserve + [refused]:
         sock.close()
+
+
+def test_a_body_sent_after_an_early_answer_is_bounded_too() -> None:
+    # issue 29 item 8: a body over the limit is answered 413 from its Content-Length at once; the
+    # client may keep sending it (bounded by body_timeout), and once it ends the connection is
+    # idle and closed (uvicorn's keep-alive timer was cancelled by the body's bytes)
+    live = ReadyServer(ServeConfig(header_timeout=HEADER_TIMEOUT, body_timeout=BODY_TIMEOUT, max_body_bytes=10))
+    try:
+        head = (b"POST /v1/bertscore HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+                b"content-length: 40\r\n\r\n")
+        for rest in (b"", b"x" * 20):  # the body never ends; the body ends after the answer
+            sock = connect(live.address, head + b"y" * 20)
+            if rest:
+                time.sleep(0.1)
+                sock.sendall(rest)
+            received, waited = read_until_closed(sock, timeout=BODY_TIMEOUT + HEADER_TIMEOUT + 5)
+            assert received.startswith(b"HTTP/1.1 413 ") and received.count(b"HTTP/1.1") == 1, received
+            assert waited < BODY_TIMEOUT + HEADER_TIMEOUT + 1
+            sock.close()
+        wait_until(lambda: live.open_connections() == 0)
+    finally:
+        live.stop()

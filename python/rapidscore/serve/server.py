@@ -144,11 +144,13 @@ def guarded_protocol(guard: ConnectionGuard) -> type:
                 self.transport.close()
 
         def data_received(self, data: bytes) -> None:
-            if not self.in_request:
-                self.head_received = True
-                if self.deadline is None:  # a new request starts (after a keep-alive wait)
-                    self._arm(guard.header_timeout, self._head_timed_out)
+            if not self.in_request and self.deadline is None:  # a new request starts (after a keep-alive wait)
+                self._arm(guard.header_timeout, self._head_timed_out)
             super().data_received(data)
+
+        def on_message_begin(self) -> None:
+            self.head_received = True
+            super().on_message_begin()
 
         def on_headers_complete(self) -> None:
             self.in_request, self.head_received = True, False
@@ -159,6 +161,10 @@ def guarded_protocol(guard: ConnectionGuard) -> type:
         def on_message_complete(self) -> None:
             self._disarm()
             super().on_message_complete()
+            if not self.in_request:
+                # Answered before its body ended (413 from Content-Length): the body's bytes
+                # cancelled uvicorn's keep-alive timer, so this one closes the idle connection.
+                self._arm(guard.header_timeout, self._head_timed_out)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
