@@ -185,3 +185,20 @@ def test_a_body_sent_after_an_early_answer_is_bounded_too() -> None:
         wait_until(lambda: live.open_connections() == 0)
     finally:
         live.stop()
+
+
+def test_an_endless_request_head_is_cut_at_max_header_bytes() -> None:
+    # issue 29 item 8: the head's size was not bounded either (100 MB of headers sent within the
+    # header timeout were held in memory); beyond max_header_bytes: 431 and closed
+    live = ReadyServer(ServeConfig(max_header_bytes=4096))
+    try:
+        # Just over the limit, then nothing: the server reads every byte before it closes (bytes
+        # left unread would make the close a reset, which may discard the answer before it is read).
+        sock = connect(live.address, b"GET /health HTTP/1.1\r\n" + (b"x-filler: " + b"a" * 1000 + b"\r\n") * 5)
+        received, _ = read_until_closed(sock, timeout=5)
+        assert received.startswith(b"HTTP/1.1 431 ") and b"request head over 4096 bytes" in received
+        sock.close()
+        with httpx.Client(base_url=live.url) as client:  # a head under the limit passes
+            assert client.get("/health", headers={"x-filler": "a" * 3000}).status_code == 200
+    finally:
+        live.stop()

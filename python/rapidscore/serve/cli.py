@@ -54,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds a client has to send its request head (default 10; later: 408, closed)")
     parser.add_argument("--body-timeout", type=float, default=None,
                         help="seconds a client has to send its request body after the head (default 30)")
+    parser.add_argument("--max-header-bytes", type=int, default=None,
+                        help="request line and headers size at most (default 65536; more: 431, closed)")
     parser.add_argument("--max-connections", type=int, default=None,
                         help="open connections at most (default 1000); at the cap the longest idle one is closed "
                              "to make room, and /health still answers")
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers, solo_threads=args.solo_threads, max_items=args.max_items,
         max_body_bytes=args.max_body_bytes, warmup=args.warmup,
         log_level=args.log_level, header_timeout=args.header_timeout, body_timeout=args.body_timeout,
-        max_connections=args.max_connections, api_key_file=args.api_key_file, insecure=args.insecure,
-        cors_origins=args.cors_origins, docs=args.docs)
+        max_header_bytes=args.max_header_bytes, max_connections=args.max_connections,
+        api_key_file=args.api_key_file, insecure=args.insecure, cors_origins=args.cors_origins, docs=args.docs)
     serve(config, announce="json" if args.json else ("none" if args.quiet else "text"))
     return 0

@@ -43,7 +43,8 @@ class ServeConfig:
     ``max_body_bytes`` (more: 413).
     Connections: ``header_timeout`` (seconds for a request head, from the connection opening or,
     on a keep-alive connection, from the request's first byte; later: 408 and closed),
-    ``body_timeout`` (seconds for the body, from the end of the head), ``max_connections`` (open
+    ``body_timeout`` (seconds for the body, from the end of the head), ``max_header_bytes`` (request
+    line and headers; more: 431 and closed), ``max_connections`` (open
     connections at most; at the cap the longest idle one is closed to make room, and a few more
     answer /health only).
     Access: ``api_key`` (requests other than /health need it in ``Authorization: Bearer`` or
@@ -76,6 +77,7 @@ class ServeConfig:
     log_level: str = "warning"
     header_timeout: float = 10.0
     body_timeout: float = 30.0
+    max_header_bytes: int = 65536
     max_connections: int = 1000
     api_key: str | None = field(default=None, repr=False)
     insecure: bool = False
@@ -86,7 +88,7 @@ class ServeConfig:
         from rapidscore.errors import check_positive_int
 
         for name in ("batch_tokens", "max_batch_requests", "max_queue", "workers", "max_items", "max_body_bytes",
-                     "max_connections"):
+                     "max_header_bytes", "max_connections"):
             check_positive_int(getattr(self, name), name)
         for name in ("header_timeout", "body_timeout"):
             value = getattr(self, name)

@@ -37,7 +37,8 @@ def make_server(config: ServeConfig, app: Any = None, *, max_connections: int | 
         from rapidscore.serve.app import create_app
 
         app = create_app(config)
-    guard = ConnectionGuard(max_connections or config.max_connections, config.header_timeout, config.body_timeout)
+    guard = ConnectionGuard(max_connections or config.max_connections, config.header_timeout, config.body_timeout,
+                            config.max_header_bytes)
     options: dict[str, Any] = dict(host=config.host, port=config.port, log_level=config.log_level, access_log=False,
                                    lifespan="on", http=guarded_protocol(guard), ws="none")
     options.update(uvicorn_options)
@@ -56,8 +57,10 @@ class ConnectionGuard:
     no work, so they give way to new ones, and a health probe always gets in while any
     connection is idle. ``evicted``: connections closed that way."""
 
-    def __init__(self, max_connections: int, header_timeout: float, body_timeout: float):
+    def __init__(self, max_connections: int, header_timeout: float, body_timeout: float,
+                 max_header_bytes: int = 65536):
         self.max_connections, self.header_timeout, self.body_timeout = max_connections, header_timeout, body_timeout
+        self.max_header_bytes = max_header_bytes
         self.regular: set = set()
         self.idle: OrderedDict = OrderedDict()  # regular connections without a request, longest idle first
         self.reserve: set = set()
@@ -110,7 +113,9 @@ def guarded_protocol(guard: ConnectionGuard) -> type:
     20,000 sockets that sent only a request line exhausted the process's file descriptors. Here a
     request head must arrive within ``header_timeout`` of the connection opening (on a keep-alive
     connection: of the request's first byte), its body within ``body_timeout`` of the head; a late
-    client gets 408 and the connection closes (one that sent nothing is just closed)."""
+    client gets 408 and the connection closes (one that sent nothing is just closed). Nor does it
+    bound the head's size (100 MB of headers were held in memory): beyond ``max_header_bytes``,
+    431 and closed."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ModuleNotFoundError as exc:  # httptools is part of the [serve] extra
@@ -121,7 +126,8 @@ def guarded_protocol(guard: ConnectionGuard) -> type:
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self.deadline: Any = None
-            self.head_received = False  # bytes of a request head arrived (a late head gets 408)
+            self.reading_head = False  # a request head has begun and is not complete (a late one gets 408)
+            self.head_bytes = 0
             self.in_request = False  # head complete, response not yet complete
             kind = guard.admit(self)
             if kind == "refused":
@@ -147,13 +153,22 @@ def guarded_protocol(guard: ConnectionGuard) -> type:
             if not self.in_request and self.deadline is None:  # a new request starts (after a keep-alive wait)
                 self._arm(guard.header_timeout, self._head_timed_out)
             super().data_received(data)
+            if self.reading_head:  # counted after parsing: bytes of a head, not of a body after it
+                self.head_bytes += len(data)
+                if self.head_bytes > guard.max_header_bytes and not self.transport.is_closing():
+                    self._disarm()
+                    if not self.in_request:  # no response of ours under way
+                        self.transport.write(_raw_response(
+                            "431 Request Header Fields Too Large",
+                            f"request head over {guard.max_header_bytes} bytes"))
+                    self.transport.close()
 
         def on_message_begin(self) -> None:
-            self.head_received = True
+            self.reading_head, self.head_bytes = True, 0
             super().on_message_begin()
 
         def on_headers_complete(self) -> None:
-            self.in_request, self.head_received = True, False
+            self.in_request, self.reading_head = True, False
             guard.busy(self)
             self._arm(guard.body_timeout, self._body_timed_out)
             super().on_headers_complete()
@@ -185,7 +200,7 @@ def guarded_protocol(guard: ConnectionGuard) -> type:
             self.deadline = None
             if self.transport.is_closing():
                 return
-            if self.head_received and not self.in_request:  # no response of ours under way
+            if self.reading_head and not self.in_request:  # no response of ours under way
                 self.transport.write(_raw_response(
                     "408 Request Timeout", f"request head not received within {guard.header_timeout:g} s"))
             self.transport.close()
