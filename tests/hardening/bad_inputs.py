@@ -489,4 +489,10 @@ CLI_CASES = [
     ("bertscore-deep-jsonl", ["bertscore", "--input", "{deep_rows}", "--output", "{root}/deep_out.jsonl", "-q"],
      "deep_rows.jsonl:1: JSON nested too deeply to read"),
     ("abstention-deep-jsonl", ["abstention", "{deep_rows}", "-q"], "deep_rows.jsonl: line 1: invalid JSON"),
+    # issue 29 items 8 and 11: the server's settings are refused before anything starts
+    ("serve-open-bind", ["serve", "--host", "0.0.0.0"], "host 0.0.0.0 is reachable from other machines"),
+    ("serve-header-timeout", ["serve", "--header-timeout", "0"], "header_timeout must be a positive number"),
+    ("serve-max-connections", ["serve", "--max-connections", "0"], "max_connections must be a positive int"),
+    ("serve-key-file-missing", ["serve", "--api-key-file", "{root}/no-such-key"], "API key file not found"),
+    ("serve-cors-origin", ["serve", "--cors-origin", "https://app.example.com/"], "is not an origin"),
 ]
