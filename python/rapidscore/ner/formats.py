@@ -24,6 +24,10 @@ from typing import Any, Callable, NamedTuple
 
 FORMATS = ("auto", "seed", "hf", "gliner", "spacy", "presidio", "nervaluate", "prodigy", "tuples")
 
+# The largest offset: spans are int64 in the alignment kernels, whose lengths and unions of
+# two spans must fit (a 2**70 offset used to end in a bare OverflowError).
+MAX_OFFSET = 2**62 - 1
+
 _SEED_KEY = re.compile(r"^(?P<surface>.*):(?P<start>[^:]*):(?P<end>[^:]*)$", re.DOTALL)
 _BIO_PREFIX = re.compile(r"^(?P<prefix>[BIESLU])-(?P<type>.+)$")
 
@@ -67,6 +71,9 @@ def _check_span(start: int, end: int, record: Any, item: Any) -> None:
     """``item`` (the entity as given) is only formatted when the check fails."""
     if start < 0 or end < 0:
         raise ValueError(f"{_where(record)}: entity {item!r} has a negative offset")
+    if start > MAX_OFFSET or end > MAX_OFFSET:
+        raise ValueError(f"{_where(record)}: entity {item!r:.200} has an offset beyond the largest supported "
+                         f"character offset ({MAX_OFFSET} = 2**62 - 1)")
     if end < start:
         raise ValueError(f"{_where(record)}: entity {item!r} ends before it starts (end {end} < start {start})")
 
@@ -112,8 +119,8 @@ def _score(value: Any, record: Any) -> float | None:
         return None
     try:
         return float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{_where(record)}: entity score must be a number, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond a float's range
+        raise ValueError(f"{_where(record)}: entity score must be a number, got {value!r:.200}") from None
 
 
 def _span_entity(item: Any, label_key: tuple, surface_key: tuple, record: Any) -> Entity:
@@ -279,6 +286,8 @@ def to_entities(entities: Any, format: str = "auto", record: Any = None) -> list
     if entities is None:
         return []
     if isinstance(entities, (list, tuple)) and entities and all(isinstance(e, Entity) for e in entities):
+        for entity in entities:
+            _check_span(_offset(entity.start, "start", record), _offset(entity.end, "end", record), record, entity)
         return list(entities)
     if format == "auto":
         format = detect_format(entities, record)

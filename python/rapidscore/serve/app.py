@@ -16,8 +16,9 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, Union
 
 from rapidscore.errors import OverloadedError
-from rapidscore.serve.batching import BatchingScorer
+from rapidscore.serve.batching import BatchingScorer, RequestTooLargeError
 from rapidscore.serve.config import ServeConfig
+from rapidscore.serve.disconnects import CLIENT_GONE, ClientDisconnects
 from rapidscore.serve.security import install_access_control
 from rapidscore.serve.service import ScoringService
 
@@ -51,7 +52,7 @@ class BERTScoreResponse(BaseModel):
 class SimilarityRequest(BaseModel):
     generated: list[Text] = Field(min_length=1, description="Generated answers.")
     references: list[ReferenceCell] = Field(description="Ground truth per answer: a string or a list of strings.")
-    threshold: float | None = Field(default=None, ge=-1.0, le=1.0,
+    threshold: float | None = Field(default=None, ge=-1.0, le=1.0, strict=True,  # strict: true is not 1.0
                                     description="Rejected when the similarity is below it (default: the server's).")
 
 
@@ -64,17 +65,21 @@ class SimilarityResponse(BaseModel):
     signature: str
 
 
+# rapidscore.ner.formats.FORMATS, spelled out for the schema
+EntityFormat = Literal["auto", "seed", "hf", "gliner", "spacy", "presidio", "nervaluate", "prodigy", "tuples"]
+
+
 class NERRequest(BaseModel):
     gold: list[Any] = Field(description="Gold records ({id, text, labels}) or per-record entity lists.")
     predictions: list[Any] = Field(description="Predicted records or entity lists, joined to gold by id or position.")
     texts: list[Text | None] | None = None
-    format: str = "auto"
-    gold_format: str | None = None
+    format: EntityFormat = "auto"
+    gold_format: EntityFormat | None = None
     label_similarity: Literal["embedding", "exact"] | None = None
-    min_jaccard: float = Field(default=0.0, ge=0.0, le=1.0)
-    min_overlap_percent: float = Field(default=1.0, ge=0.0, le=100.0)
+    min_jaccard: float = Field(default=0.0, ge=0.0, le=1.0, strict=True)
+    min_overlap_percent: float = Field(default=1.0, ge=0.0, le=100.0, strict=True)
     semeval_matching: Literal["optimal", "nervaluate"] = "optimal"
-    records: bool = Field(default=False, description="Include per-record detail.")
+    records: bool = Field(default=False, strict=True, description="Include per-record detail.")
 
 
 class RefusalResponseItem(BaseModel):
@@ -194,7 +199,7 @@ class _BodyLimit:
             except _ClientError as exc:
                 await _send_error(send_recording, exc.status, exc.detail, exc.field)
         path = scope.get("path", "")
-        if path.startswith("/v1/"):
+        if path.startswith("/v1/") and not scope.get(CLIENT_GONE):  # a client that left: ClientDisconnects counts it
             self.service.metrics.observe_request(path, status[0], time.perf_counter() - started)
 
     async def _answer_fast(self, route: tuple, scope: dict, receive: Any, send: Any) -> None:
@@ -323,8 +328,10 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
             return await asyncio.wrap_future(submit(*args, **kwargs))
         except OverloadedError as exc:
             raise _ClientError(503, str(exc), headers={"Retry-After": str(math.ceil(exc.retry_after))}) from None
-        except (ValueError, TypeError) as exc:
-            raise _ClientError(400, str(exc)) from None
+        except RequestTooLargeError as exc:  # over max_texts / max_tokens
+            raise _ClientError(413, str(exc), exc.field) from None
+        except (ValueError, TypeError, OverflowError) as exc:  # the library names the field where it can
+            raise _ClientError(400, str(exc), getattr(exc, "field", None)) from None
 
     @app.post("/v1/bertscore", response_model=BERTScoreResponse, responses=_ERRORS)
     async def bertscore(body: BERTScoreRequest) -> Any:
@@ -388,6 +395,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
     fast_routes = {"/v1/bertscore": (BERTScoreRequest, bertscore),
                    "/v1/similarity": (SimilarityRequest, similarity)} if fast_path else None
     app.add_middleware(_BodyLimit, service=service, limit=config.max_body_bytes, fast_routes=fast_routes)
+    app.add_middleware(ClientDisconnects, service=service)  # outermost: cancels the work of clients that left
     install_access_control(app, config)  # outside the body limit: no body is read before the key is checked
     return app
 

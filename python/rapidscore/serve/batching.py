@@ -6,6 +6,10 @@ takes the oldest request and every request queued behind it up to a token budget
 encoder pass over the distinct sentences of the whole batch, and finishes each request from that
 shared result. A request that arrives while the worker is idle runs at once (no waiting window:
 batches form from what queued up during the previous pass, as TEI and Triton do by default).
+A request larger than the budget is encoded in pieces (whole texts, each piece within what is
+left of a batch's budget) and goes back to the end of the queue after each piece, so requests
+that arrived meanwhile run between its pieces; its scores are computed once every piece is in,
+exactly as a direct call's.
 
 :class:`BatchingScorer` puts one scorer (BERTScore, SentenceSimilarity, a refusal detector) in
 front of a batcher: ``submit(...) -> concurrent.futures.Future``, ``await ascore(...)`` and
@@ -21,7 +25,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,18 +33,62 @@ import numpy as np
 
 from rapidscore.errors import OverloadedError, check_positive_int
 
-__all__ = ["MicroBatcher", "BatchingScorer", "BatchStats"]
+__all__ = ["MicroBatcher", "BatchingScorer", "BatchStats", "RequestTooLargeError"]
+
+
+class RequestTooLargeError(ValueError):
+    """A request over a per-request limit (texts or tokens): refused before it is queued.
+
+    ``limit``: the setting's name (``max_texts``, ``max_tokens``), ``value``: the request's
+    count, ``maximum``: the limit, ``field``: the request's argument that carries the texts (the
+    HTTP server answers 413 naming it)."""
+
+    def __init__(self, message: str, *, limit: str, value: int, maximum: int, field: str):
+        super().__init__(message)
+        self.limit, self.value, self.maximum, self.field = limit, value, maximum, field
+
+
+class JobFuture(Future):
+    """A job's future. ``cancel()`` on a job that already started (a request encoded in pieces)
+    returns False, as for any running future, but marks it ``abandoned``: the worker drops its
+    remaining pieces and fails it with ``CancelledError`` (nobody waits for it: an HTTP client
+    that went away)."""
+
+    abandoned = False
+
+    def cancel(self) -> bool:
+        self.abandoned = True
+        return super().cancel()
 
 
 @dataclass
 class Job:
-    """One queued request: what its task needs to run it, its token count, and its future."""
+    """One queued request: what its task needs to run it, its token count, and its future.
+
+    ``units``: tokens of each text when the task can encode the request in pieces (None: it runs
+    whole); ``done`` of them are encoded, their partial results in ``partials``; ``piece``: the
+    texts the current batch encodes (None: the whole job, run with other requests' payloads)."""
 
     task: Any  # the _Task that prepared it and runs it
     payload: Any
     tokens: int
-    future: Future = field(default_factory=Future)
+    future: Future = field(default_factory=JobFuture)
     queued_at: float = field(default_factory=time.perf_counter)
+    units: np.ndarray | None = None
+    done: int = 0
+    partials: list = field(default_factory=list)
+    piece: tuple[int, int] | None = None
+
+    @property
+    def remaining_tokens(self) -> int:
+        """Tokens still to encode (all of them before the first piece)."""
+        if self.units is None or self.done == 0:
+            return self.tokens
+        return int(self.units[self.done:].sum())
+
+    @property
+    def abandoned(self) -> bool:
+        return bool(getattr(self.future, "abandoned", False)) or self.future.cancelled()
 
 
 @dataclass
@@ -52,6 +100,8 @@ class BatchStats:
     tokens: int = 0
     rejected: int = 0
     failed: int = 0
+    dropped: int = 0  # cancelled (the caller went away) before or between their pieces: never finished
+    pieces: int = 0  # pieces of requests encoded in parts
     queue_depth: int = 0
     busy_seconds: float = 0.0
 
@@ -60,7 +110,10 @@ class MicroBatcher:
     """A bounded request queue and the worker thread that batches it.
 
     ``batch_tokens``: the most tokens (sum over a batch's requests, special tokens included) one
-    batch takes; a single request larger than that still runs, alone. ``max_batch_requests``: the
+    batch takes. A request larger than that runs in pieces when its task can encode it in parts
+    (BERTScore, similarity, refusal detectors: whole texts per piece, each within the budget left
+    in a batch), going back to the end of the queue after each piece, so one large request cannot
+    hold the workers while others wait; one that cannot (``call``) runs alone. ``max_batch_requests``: the
     most requests per batch. ``max_queue``: requests waiting (not counting the running batch);
     a submit beyond it raises :class:`~rapidscore.errors.OverloadedError` at once.
     ``workers``: worker threads (default 1). With 2 or more, a batch is formed and encoded while
@@ -143,7 +196,8 @@ class MicroBatcher:
             if not drain:
                 while self._queue:
                     job = self._queue.popleft()
-                    if job.future.set_running_or_notify_cancel():
+                    # a job between its pieces is running already
+                    if job.done or job.future.set_running_or_notify_cancel():
                         job.future.set_exception(OverloadedError("the scorer shut down before this request ran"))
                 self._queued_tokens = 0
             self._cond.notify_all()
@@ -162,7 +216,9 @@ class MicroBatcher:
 
     def _take_batch(self) -> tuple[list[Job], bool] | None:
         """The oldest job and those queued behind it within the budgets, and whether no other
-        worker is running a batch (None: closed and empty)."""
+        worker is running a batch (None: closed and empty). A job that can run in pieces and
+        does not fit what is left of the budget gets a piece that does (``job.piece``; at least
+        one text when the batch is empty)."""
         with self._cond:
             while not self._queue:
                 if self._closing:
@@ -178,14 +234,36 @@ class MicroBatcher:
                 limit = min(limit, -(-(len(self._queue) + self._running_requests) // self.workers))
             while self._queue and len(batch) < limit:
                 job = self._queue[0]
-                if batch and tokens + job.tokens > self.batch_tokens:
+                need = job.remaining_tokens
+                piece = None
+                if job.units is not None and (job.done or tokens + need > self.batch_tokens):
+                    # in pieces: the texts that fit what is left of the budget
+                    room = self.batch_tokens - tokens
+                    stop = job.done + int(np.searchsorted(np.cumsum(job.units[job.done:]), room, side="right"))
+                    if stop == job.done:
+                        if batch:
+                            break
+                        stop = job.done + 1
+                    piece = (job.done, stop)
+                    size = int(job.units[job.done:stop].sum())
+                elif batch and tokens + need > self.batch_tokens:
                     break
+                else:
+                    size = need
                 self._queue.popleft()
-                self._queued_tokens -= job.tokens
-                if not job.future.set_running_or_notify_cancel():
-                    continue  # its caller cancelled it while it waited
+                self._queued_tokens -= need
+                if job.done == 0:
+                    if not job.future.set_running_or_notify_cancel():
+                        self._stats.dropped += 1
+                        continue  # its caller cancelled it while it waited
+                elif job.abandoned:  # its caller went away between two pieces
+                    self._stats.dropped += 1
+                    job.partials.clear()
+                    job.future.set_exception(CancelledError())
+                    continue
+                job.piece = piece
                 batch.append(job)
-                tokens += job.tokens
+                tokens += size
             if batch:
                 self._running += 1
                 self._running_requests += len(batch)
@@ -202,14 +280,26 @@ class MicroBatcher:
             if not batch:
                 continue
             started = time.perf_counter()
-            outcomes = [outcome for task, jobs in _group_by_task(batch) for outcome in _run_group(task, jobs, alone)]
+            whole = [job for job in batch if job.piece is None]
+            outcomes = [outcome for task, jobs in _group_by_task(whole) for outcome in _run_group(task, jobs, alone)]
+            unfinished = []
+            tokens = sum(job.tokens for job in whole)
+            for job in batch:
+                if job.piece is not None:
+                    assert job.units is not None
+                    tokens += int(job.units[job.piece[0]:job.piece[1]].sum())
+                    outcome = _run_piece(job, alone)
+                    if outcome is None:
+                        unfinished.append(job)
+                    else:
+                        outcomes.append(outcome)
             seconds = time.perf_counter() - started
-            tokens = sum(job.tokens for job in batch)
             # Counted before the answers go out, so a caller that got its answer sees its batch counted.
             with self._cond:
                 stats = self._stats
                 stats.batches += 1
-                stats.requests += len(batch)
+                stats.requests += len(outcomes)
+                stats.pieces += len(batch) - len(whole)
                 stats.tokens += tokens
                 stats.failed += sum(1 for _, failed, _ in outcomes if failed)
                 stats.busy_seconds += seconds
@@ -220,11 +310,18 @@ class MicroBatcher:
                 with contextlib.suppress(Exception):  # a metrics hook must never stop the worker
                     self.on_batch(len(batch), tokens, seconds)
             for job, failed, value in outcomes:
+                job.partials.clear()
                 if failed:
                     job.future.set_exception(value)
                 else:
                     job.future.set_result(value)
             with self._cond:
+                # Back to the end of the queue: requests that came meanwhile run before its next piece.
+                for job in unfinished:
+                    self._queue.append(job)
+                    self._queued_tokens += job.remaining_tokens
+                if unfinished:
+                    self._cond.notify()
                 # Busy until its answers are out: a worker taking a batch meanwhile is not alone.
                 self._running -= 1
                 self._running_requests -= len(batch)
@@ -249,6 +346,23 @@ def _run_group(task: Any, jobs: list[Job], alone: bool) -> list[tuple[Job, bool,
             return [(jobs[0], True, exc)]
         return [outcome for job in jobs for outcome in _run_group(task, [job], alone)]
     return [(job, False, result) for job, result in zip(jobs, results)]
+
+
+def _run_piece(job: Job, alone: bool) -> tuple[Job, bool, Any] | None:
+    """Encode the job's current piece; once every piece is in, its result (job, failed, result
+    or exception); None while pieces remain."""
+    assert job.piece is not None
+    start, stop = job.piece
+    units = job.units
+    assert units is not None
+    try:
+        job.partials.append(job.task.run_piece(job.payload, start, stop, alone))
+        job.done = stop
+        if stop < len(units):
+            return None
+        return job, False, job.task.finish_pieces(job.payload, job.partials, alone)
+    except BaseException as exc:  # handed to the caller's future
+        return job, True, exc
 
 
 class _CallTask:
@@ -276,10 +390,43 @@ class _BERTScoreTask:
         self.solo = solo
         self.encoder = scorer.encoder
 
-    def prepare(self, cands: Sequence[str], refs: Any) -> tuple[Any, int]:
+    def prepare(self, cands: Sequence[str], refs: Any, *, limits: _Limits | None = None) -> tuple[Any, int]:
         plan = self.scorer.plan(cands, refs)
+        if limits is not None:  # before tokenising: a count of what was sent
+            limits.check_texts(plan.n_candidates + len(plan.pairs), "references", "candidates and references")
         ids, truncated = self.encoder.tokenizer.encode(plan.texts)
-        return (plan, ids, truncated), sum(len(i) for i in ids)
+        tokens = sum(len(i) for i in ids)
+        if limits is not None:
+            limits.check_tokens(tokens, "references", "its distinct texts tokenised")
+        return (plan, ids, truncated), tokens
+
+    @staticmethod
+    def units(payload: Any) -> np.ndarray:
+        return np.fromiter((len(i) for i in payload[1]), dtype=np.int64, count=len(payload[1]))
+
+    def run_piece(self, payload: Any, start: int, stop: int, alone: bool) -> Any:
+        """Token embeddings of the request's distinct texts ``start:stop`` (a sentence's do not
+        depend on the other sentences of its call: the same rows as one call of them all)."""
+        scorer = self.solo if alone and self.solo is not None else self.scorer
+        return scorer.encoder.embed_ids(payload[1][start:stop], unpadded=True)
+
+    def finish_pieces(self, payload: Any, stores: list, alone: bool) -> Any:
+        from rapidscore.encoder.store import TokenStore
+
+        plan, ids, truncated = payload
+        scorer = self.solo if alone and self.solo is not None else self.scorer
+        lengths = self.units(payload)
+        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        if all(store.on_host for store in stores):
+            embeddings = np.concatenate([store.embeddings for store in stores], axis=-2)
+        else:
+            import torch
+
+            embeddings = torch.cat([store.embeddings for store in stores], dim=-2)
+        store = TokenStore(ids=np.concatenate([store.ids for store in stores]), offsets=offsets,
+                           embeddings=embeddings, order=np.arange(len(ids), dtype=np.int64), truncated=truncated)
+        return scorer.finish(plan, store)
 
     def run(self, payloads: list, alone: bool) -> list:
         from rapidscore.encoder.store import TokenStore, row_ranges
@@ -324,14 +471,40 @@ class _SimilarityTask:
         self.solo = solo
         self.encoder = model.encoder
 
-    def prepare(self, generated: Any, references: Any, threshold: float = 0.8) -> tuple[Any, int]:
+    def prepare(self, generated: Any, references: Any, threshold: float = 0.8, *,
+                limits: _Limits | None = None) -> tuple[Any, int]:
         from rapidscore.nrr.scoring import check_items, check_threshold
 
         threshold = check_threshold(threshold)
         generated, groups = check_items(generated, references)
+        if limits is not None:  # before tokenising: a count of what was sent
+            limits.check_texts(len(generated) + sum(len(group) for group in groups), "references",
+                               "answers and references")
         texts = list(dict.fromkeys(generated + [r for group in groups for r in group]))
-        tokens = sum(len(ids) for ids in self.encoder.tokenize(texts))
-        return (generated, groups, threshold, texts), tokens
+        lengths = np.fromiter((len(ids) for ids in self.encoder.tokenize(texts)), dtype=np.int64, count=len(texts))
+        tokens = int(lengths.sum())
+        if limits is not None:
+            limits.check_tokens(tokens, "references", "its distinct texts tokenised")
+        return (generated, groups, threshold, texts, lengths), tokens
+
+    def units(self, payload: Any) -> np.ndarray | None:
+        # method "bertscore" scores each request alone from its texts: nothing to encode in pieces
+        return payload[4] if self.model.method == "embedding" else None
+
+    def run_piece(self, payload: Any, start: int, stop: int, alone: bool) -> Any:
+        """Sentence vectors of the request's distinct texts ``start:stop``."""
+        model = self.solo if alone and self.solo is not None else self.model
+        return model.sentence_vectors(payload[3][start:stop], unpadded=True)
+
+    def finish_pieces(self, payload: Any, pieces: list, alone: bool) -> Any:
+        generated, groups, threshold, texts, _ = payload
+        model = self.solo if alone and self.solo is not None else self.model
+        vectors = np.concatenate(pieces)
+        row = {text: k for k, text in enumerate(texts)}
+
+        def embed(batch: list[str]) -> np.ndarray:
+            return vectors[[row[t] for t in batch]]
+        return model.rejection(generated, groups, threshold, embed=embed)
 
     def run(self, payloads: list, alone: bool) -> list:
         model = self.solo if alone and self.solo is not None else self.model
@@ -345,7 +518,7 @@ class _SimilarityTask:
             def embed(texts: list[str]) -> np.ndarray:
                 return vectors[[row[t] for t in texts]]
         return [model.rejection(generated, groups, threshold, embed=embed)
-                for generated, groups, threshold, _ in payloads]
+                for generated, groups, threshold, _, _ in payloads]
 
 
 class _DetectorTask:
@@ -354,14 +527,51 @@ class _DetectorTask:
     def __init__(self, detector: Any):
         self.detector = detector
 
-    def prepare(self, responses: Any) -> tuple[Any, int]:
+    def prepare(self, responses: Any, *, limits: _Limits | None = None) -> tuple[Any, int]:
         from rapidscore.abstention.detectors import response_texts
 
         texts = response_texts(responses)
-        return texts, max(1, sum(len(t) for t in texts) // 4)  # characters / 4 ~ tokens; not merged
+        if limits is not None:
+            limits.check_texts(len(texts), "responses", "responses")
+        tokens = max(1, sum(len(t) for t in texts) // 4)  # characters / 4 ~ tokens; not merged
+        if limits is not None:
+            limits.check_tokens(tokens, "responses", "estimated as characters / 4")
+        return texts, tokens
 
     def run(self, payloads: list, alone: bool) -> list:
         return [self.detector.detect(texts) for texts in payloads]
+
+    @staticmethod
+    def units(payload: Any) -> np.ndarray:
+        return np.fromiter((max(1, len(t) // 4) for t in payload), dtype=np.int64, count=len(payload))
+
+    def run_piece(self, payload: Any, start: int, stop: int, alone: bool) -> Any:
+        return self.detector.detect(payload[start:stop])  # each response is judged on its own
+
+    def finish_pieces(self, payload: Any, pieces: list, alone: bool) -> Any:
+        return np.concatenate(pieces).astype(bool, copy=False)
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """Per-request limits of a BatchingScorer (None: none): checked while preparing."""
+
+    max_texts: int | None = None
+    max_tokens: int | None = None
+
+    def check_texts(self, count: int, field: str, what: str) -> None:
+        if self.max_texts is not None and count > self.max_texts:
+            raise RequestTooLargeError(
+                f"{field}: the request holds {count} texts ({what}), over the limit of {self.max_texts} "
+                f"per request (max_texts); split it into smaller requests",
+                limit="max_texts", value=count, maximum=self.max_texts, field=field)
+
+    def check_tokens(self, count: int, field: str, how: str) -> None:
+        if self.max_tokens is not None and count > self.max_tokens:
+            raise RequestTooLargeError(
+                f"{field}: the request holds {count} tokens ({how}), over the limit of {self.max_tokens} "
+                f"per request (max_tokens); split it into smaller requests",
+                limit="max_tokens", value=count, maximum=self.max_tokens, field=field)
 
 
 def _task_for(scorer: Any, solo: Any = None) -> Any:
@@ -398,6 +608,12 @@ class BatchingScorer:
     otherwise one is made from ``batcher_options`` (``batch_tokens``, ``max_batch_requests``,
     ``max_queue``, ``workers``, ``on_batch``) and closed by :meth:`close`.
 
+    ``max_request_texts``, ``max_request_tokens``: per-request limits (None: none) on the texts
+    sent (candidates and every reference; answers and references; responses) and on the tokens
+    of its distinct texts (special tokens included; a detector's responses: characters / 4).
+    Over either, ``submit`` raises :class:`RequestTooLargeError` (a ValueError) naming the
+    limit and the count.
+
     ``solo``: the same scorer built with more runtime threads (``num_threads``), used for a batch
     that runs while no other worker is busy. With several workers on a CPU, each worker's scorer
     runs on ``cores / workers`` threads, which is best under load; a lone request then gets
@@ -412,16 +628,23 @@ class BatchingScorer:
     """
 
     def __init__(self, scorer: Any, *, solo: Any = None, batcher: MicroBatcher | None = None,
+                 max_request_texts: int | None = None, max_request_tokens: int | None = None,
                  **batcher_options: Any):
         self.scorer = scorer
         self._task = _task_for(scorer, solo)
+        self._limits = _Limits(
+            None if max_request_texts is None else check_positive_int(max_request_texts, "max_request_texts"),
+            None if max_request_tokens is None else check_positive_int(max_request_tokens, "max_request_tokens"))
         self._owns_batcher = batcher is None
         self.batcher = batcher if batcher is not None else MicroBatcher(**batcher_options)
 
     def prepare(self, *args: Any, **kwargs: Any) -> Job:
-        """Validate and tokenise a request (in the caller's thread) without queueing it."""
-        payload, tokens = self._task.prepare(*args, **kwargs)
-        return Job(task=self._task, payload=payload, tokens=tokens)
+        """Validate and tokenise a request (in the caller's thread) without queueing it; a request
+        over ``max_request_texts`` or ``max_request_tokens`` raises RequestTooLargeError (the
+        texts are counted before tokenising)."""
+        payload, tokens = self._task.prepare(*args, limits=self._limits, **kwargs)
+        units = getattr(self._task, "units", None)
+        return Job(task=self._task, payload=payload, tokens=tokens, units=None if units is None else units(payload))
 
     def submit(self, *args: Any, **kwargs: Any) -> Future:
         """Queue a request; a future of the scorer's result."""

@@ -40,7 +40,10 @@ class ServeConfig:
     session. Default: the thread budget, on a CPU with 2+ workers and ``num_threads`` unset;
     0 turns it off).
     Limits per request: ``max_items`` (candidates, answers, responses or records; more: 413),
-    ``max_body_bytes`` (more: 413).
+    ``max_body_bytes`` (more: 413), ``max_texts`` (texts sent: candidates and every reference,
+    answers and references, or responses; more: 413), ``max_tokens`` (tokens of its distinct
+    texts, special tokens included; more: 413). A request over ``batch_tokens`` is encoded in
+    pieces between other requests' batches, so it does not hold the workers.
     Connections: ``header_timeout`` (seconds for a request head, from the connection opening or,
     on a keep-alive connection, from the request's first byte; later: 408 and closed),
     ``body_timeout`` (seconds for the body, from the end of the head), ``max_header_bytes`` (request
@@ -73,6 +76,8 @@ class ServeConfig:
     solo_threads: int | None = None
     max_items: int = 1024
     max_body_bytes: int = 1_000_000
+    max_texts: int = 8192
+    max_tokens: int = 65536
     warmup: bool = True
     log_level: str = "warning"
     header_timeout: float = 10.0
@@ -88,7 +93,7 @@ class ServeConfig:
         from rapidscore.errors import check_positive_int
 
         for name in ("batch_tokens", "max_batch_requests", "max_queue", "workers", "max_items", "max_body_bytes",
-                     "max_header_bytes", "max_connections"):
+                     "max_texts", "max_tokens", "max_header_bytes", "max_connections"):
             check_positive_int(getattr(self, name), name)
         for name in ("header_timeout", "body_timeout"):
             value = getattr(self, name)

@@ -1,5 +1,6 @@
 """Prometheus text exposition of the server's counters and histograms, written by hand (no
-client library): requests by endpoint and status, request latency, batch sizes, queue depth."""
+client library): requests by endpoint and status, request latency, batch sizes, queue depth,
+clients that went away before their answer."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 
 __all__ = ["Histogram", "ServerMetrics"]
 
+CLIENT_CLOSED_REQUEST = 499  # nginx's status for a client that closed the connection before the answer
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 BATCH_REQUEST_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 BATCH_TOKEN_BUCKETS = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
@@ -52,15 +54,20 @@ class ServerMetrics:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.requests: dict[tuple[str, int], int] = {}
+        self.disconnects: dict[str, int] = {}
         self.latency: dict[str, Histogram] = {}
         self.batch_requests = Histogram(BATCH_REQUEST_BUCKETS)
         self.batch_tokens = Histogram(BATCH_TOKEN_BUCKETS)
         self.batch_seconds = Histogram(LATENCY_BUCKETS)
 
     def observe_request(self, endpoint: str, status: int, seconds: float) -> None:
+        """One answered request; status 499 (CLIENT_CLOSED_REQUEST): its client went away first,
+        counted in ``rapidscore_client_disconnects_total`` too."""
         with self._lock:
             key = (endpoint, status)
             self.requests[key] = self.requests.get(key, 0) + 1
+            if status == CLIENT_CLOSED_REQUEST:
+                self.disconnects[endpoint] = self.disconnects.get(endpoint, 0) + 1
             histogram = self.latency.get(endpoint)
             if histogram is None:
                 histogram = self.latency[endpoint] = Histogram(LATENCY_BUCKETS)
@@ -72,13 +79,18 @@ class ServerMetrics:
             self.batch_tokens.observe(n_tokens)
             self.batch_seconds.observe(seconds)
 
-    def render(self, *, queue_depth: int, max_queue: int, rejected: int, ready: bool) -> str:
+    def render(self, *, queue_depth: int, max_queue: int, rejected: int, ready: bool, dropped: int = 0) -> str:
         """The Prometheus text format (version 0.0.4)."""
         with self._lock:
             lines = ["# HELP rapidscore_requests_total HTTP requests by endpoint and status code.",
                      "# TYPE rapidscore_requests_total counter"]
             for (endpoint, status), count in sorted(self.requests.items()):
                 lines.append(f'rapidscore_requests_total{{endpoint="{_escape(endpoint)}",status="{status}"}} {count}')
+            lines += ["# HELP rapidscore_client_disconnects_total Requests whose client closed the connection "
+                      "before the answer (status 499 above).",
+                      "# TYPE rapidscore_client_disconnects_total counter"]
+            for endpoint, count in sorted(self.disconnects.items()):
+                lines.append(f'rapidscore_client_disconnects_total{{endpoint="{_escape(endpoint)}"}} {count}')
             lines += ["# HELP rapidscore_request_duration_seconds Request latency, from the first byte to the answer.",
                       "# TYPE rapidscore_request_duration_seconds histogram"]
             for endpoint, histogram in sorted(self.latency.items()):
@@ -98,6 +110,9 @@ class ServerMetrics:
                   "# TYPE rapidscore_queue_capacity gauge", f"rapidscore_queue_capacity {max_queue}",
                   "# HELP rapidscore_rejected_total Requests refused because the queue was full or closing.",
                   "# TYPE rapidscore_rejected_total counter", f"rapidscore_rejected_total {rejected}",
+                  "# HELP rapidscore_dropped_total Accepted requests dropped before they were computed "
+                  "(their client went away).",
+                  "# TYPE rapidscore_dropped_total counter", f"rapidscore_dropped_total {dropped}",
                   "# HELP rapidscore_ready 1 once the models are loaded and warm.",
                   "# TYPE rapidscore_ready gauge", f"rapidscore_ready {int(ready)}"]
         return "\n".join(lines) + "\n"

@@ -62,15 +62,17 @@ class ScoringService:
             def similarity(options: dict | None) -> SentenceSimilarity | None:
                 return None if options is None else SentenceSimilarity(model, config.similarity_method, **options)
 
-            self.bertscore = BatchingScorer(bertscore(config.encoder_options), solo=bertscore(solo_options),
-                                            batcher=self.batcher)
+            # Every request within the texts and tokens limits (413 beyond); larger than a batch,
+            # it is encoded in pieces between other requests' batches.
+            limits: dict[str, Any] = dict(batcher=self.batcher, max_request_texts=config.max_texts,
+                          max_request_tokens=config.max_tokens)
+            self.bertscore = BatchingScorer(bertscore(config.encoder_options), solo=bertscore(solo_options), **limits)
             self.similarity = BatchingScorer(similarity(config.encoder_options), solo=similarity(solo_options),
-                                             batcher=self.batcher)
+                                             **limits)
             detector_options = {}
             if config.refusal_method == "embedding":
                 detector_options = dict(model=config.model, encoder_options=self._unpadded_options)
-            self.refusal = BatchingScorer(get_detector(config.refusal_method, **detector_options),
-                                          batcher=self.batcher)
+            self.refusal = BatchingScorer(get_detector(config.refusal_method, **detector_options), **limits)
             if config.warmup:  # first calls make sessions and allocate buffers: not on the first requests
                 self.bertscore.warm_up(*_WARMUP_PAIR)
                 self.similarity.warm_up(*_WARMUP_PAIR, threshold=config.similarity_threshold)
@@ -97,19 +99,67 @@ class ScoringService:
         """DMBertA and SemEval scores (``rapidscore.ner.evaluate``), run in the worker in queue
         order. Each request embeds its own labels (a per-request label cache keeps memory bounded
         by the request, not by every label ever seen)."""
-        from rapidscore.ner.evaluation import evaluate
-
         options.setdefault("label_similarity", self.config.ner_label_similarity)
         options.setdefault("label_model", self.config.model)
         options.setdefault("encoder_options", self._unpadded_options)
         n_entities = sum(len(item) if hasattr(item, "__len__") else 1 for item in (*gold, *predictions))
-        return self.batcher.call(evaluate, gold, predictions, tokens=max(1, 4 * n_entities), **options)
+        return self.batcher.call(evaluate_naming_the_field, gold, predictions, tokens=max(1, 4 * n_entities),
+                                 **options)
 
     def render_metrics(self) -> str:
         stats = self.batcher.stats()
         return self.metrics.render(queue_depth=stats.queue_depth, max_queue=self.batcher.max_queue,
-                                   rejected=stats.rejected, ready=self.ready.is_set())
+                                   rejected=stats.rejected, dropped=stats.dropped, ready=self.ready.is_set())
 
     def close(self, *, drain: bool = True, timeout: float | None = None) -> None:
         """Stop taking requests; answer the queued ones (unless ``drain=False``)."""
         self.batcher.close(drain=drain, timeout=timeout)
+
+
+def evaluate_naming_the_field(gold: Any, predictions: Any, **options: Any) -> Any:
+    """``rapidscore.ner.evaluate``; bad input raises ValueError/TypeError whose message starts with
+    the request's field at fault (``gold[3]``, ``predictions``) and whose ``field`` attribute
+    names it, for the HTTP answer. The field is found only after a failure (each side is
+    converted again, record by record), so valid requests pay nothing for it."""
+    from rapidscore.ner.evaluation import evaluate
+
+    try:
+        return evaluate(gold, predictions, **options)
+    except (ValueError, TypeError, OverflowError) as exc:
+        field = _ner_field_at_fault(gold, predictions, options)
+        if field is None:
+            raise
+        message = str(exc) if str(exc).startswith(field) else f"{field}: {exc}"
+        error = (TypeError if isinstance(exc, TypeError) else ValueError)(message)
+        error.field = field  # type: ignore[attr-defined]
+        raise error from exc
+
+
+def _ner_field_at_fault(gold: Any, predictions: Any, options: dict) -> str | None:
+    """The first side, or record of a side, that fails to convert on its own, or ``predictions``
+    when they do not join the gold records (None: neither)."""
+    from rapidscore.ner.evaluation import prepare
+    from rapidscore.ner.records import join_by_id, to_records
+
+    texts = options.get("texts")
+    if texts is not None and (not isinstance(gold, list) or len(texts) != len(gold)):
+        return "texts"
+    entity_format = options.get("format", "auto")
+    sides = []
+    for side, data, side_format in (("gold", gold, options.get("gold_format") or entity_format),
+                                    ("predictions", predictions, entity_format)):
+        try:
+            records = to_records(data, texts=texts, source=side)
+        except (ValueError, TypeError, OverflowError):
+            return side
+        for record in records:
+            try:
+                prepare([record], texts=[record.text], format=side_format)
+            except (ValueError, TypeError, OverflowError):
+                return record.where
+        sides.append(records)
+    try:
+        join_by_id(sides[0], sides[1], "model")  # ids and texts of the predictions against the gold's
+    except (ValueError, TypeError):
+        return "predictions"
+    return None
