@@ -23,7 +23,7 @@ COMMANDS = {
     "abstention": ("rapidscore.abstention.cli", "abstention metrics over a concept taxonomy (SELECT)"),
     "ner": ("rapidscore.ner.cli", "NER evaluation with DMBertA and SemEval schemes"),
     "serve": ("rapidscore.serve.cli", "HTTP scoring service with micro-batching (the [serve] extra)"),
-    "export": ("rapidscore.encoder.export_cli", "export a model's ONNX graphs into a cache (build machine; [export])"),
+    "export": ("rapidscore.export_cli", "export a model's ONNX graphs into a cache (build machine; [export])"),
 }
 
 

