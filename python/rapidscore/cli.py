@@ -105,12 +105,13 @@ class _NotesOnStderr:
             def emit(self, record: logging.LogRecord) -> None:  # sys.stderr at the time of the note (tests replace it)
                 print(record.getMessage(), file=sys.stderr)
 
-        notes = cls(Handler(logging.INFO))
+        handler = Handler(logging.INFO)
+        notes = cls(handler)
         logger = logging.getLogger("rapidscore")
         notes.level = logger.level
         if logger.getEffectiveLevel() > logging.INFO:
             logger.setLevel(logging.INFO)
-        logger.addHandler(notes.handler)
+        logger.addHandler(handler)
         return notes
 
     def detach(self) -> None:

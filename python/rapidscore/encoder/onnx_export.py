@@ -30,6 +30,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 from rapidscore.encoder.model_source import fingerprint, weightless_record
 from rapidscore.errors import ModelNotFoundError, RapidscoreWarning
@@ -391,7 +392,7 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
         json.dump(spec.to_json(), handle)
     import transformers
 
-    meta = {
+    meta: dict[str, Any] = {
         "model_dir": str(model_dir), "model_type": config.model_type, "layer": layer,
         "precision": precision, "opset": OPSET, "exporter_version": EXPORTER_VERSION,
         "exporter": exporter, "torch": torch.__version__, "transformers": transformers.__version__,
