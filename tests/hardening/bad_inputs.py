@@ -228,6 +228,10 @@ API_CASES = [
      "label embedder returned a non-finite vector (NaN or inf) for label 'loc'"),
     ("ner-embedder-nan", lambda f: _ner_embedded(NAN), ValueError, "label embedder returned a non-finite vector"),
     ("ner-embedder-1e200", lambda f: _expect_dmberta_f1(_ner_embedded(1e200), 1.0), None, ""),
+    ("nrr-pairs-embed-inf", lambda f: _similarity().pairs(["a"], ["b"], embed=lambda texts: np.full(
+        (len(texts), 3), np.inf)), ValueError, "sentence vector 0 holds a non-finite value (NaN or inf)"),
+    ("nrr-rejection-embed-nan", lambda f: _similarity().rejection(["a"], ["b"], 0.5, embed=lambda texts: np.full(
+        (len(texts), 3), NAN)), ValueError, "sentence vector 0 holds a non-finite value (NaN or inf)"),
     # issue 29 item 16: wrong types into _core are a TypeError naming the argument, not pybind11's
     # "incompatible function arguments" signature dump
     ("core-align-scheme-int", lambda f: _core().alignment.align_spans_batch(
@@ -305,6 +309,11 @@ API_CASES = [
      "idf dict keys must be int token ids, got str: 'cat'"),
     ("bertscore-score-iter-idf-none", lambda f: list(_bertscore(idf=True).score_iter(
         [("a", "b")], idf=_idf_with(101, None))), ValueError, "the weight of token id 101 must be a finite number"),
+    ("bertscore-score-iter-idf-str", lambda f: list(_bertscore(idf=True).score_iter(
+        [("a", "b")], idf=_idf_with(101, "2.5"))), ValueError,
+     "the weight of token id 101 must be a finite number, got str: '2.5'"),
+    ("bertscore-score-iter-idf-beyond-float32", lambda f: list(_bertscore(idf=True).score_iter(
+        [("a", "b")], idf=_idf_with(101, 1e300))), ValueError, "the weight of token id 101 is 1e+300, beyond float32"),
     ("bertscore-score-iter-idf-binary-file", lambda f: list(_bertscore(idf=True).score_iter(
         [("a", "b")], idf=f.binary)), ValueError, "binary.idf: not an idf file: byte 0x89 at offset 0"),
     ("bertscore-layer-nan", lambda f: _bertscore(layer=NAN), TypeError,

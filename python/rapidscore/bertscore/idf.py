@@ -147,18 +147,16 @@ def token_weights(ids: np.ndarray, idf: dict | None, special_ids: tuple[int, ...
             raise ValueError(f"idf dict has no weight for token ids {missing[:10]}"
                              f"{' ...' if len(missing) > 10 else ''}; give every id or use a defaultdict")
         values = [idf[int(u)] for u in unique]
-    try:
-        with np.errstate(over="ignore", invalid="ignore"):
-            weights = np.asarray(values, dtype=np.float32)  # None becomes NaN; beyond float32, inf
-    except (TypeError, ValueError):
-        weights = None
-    if weights is None or not np.isfinite(weights).all():  # name the first bad weight
-        for k, (token, value) in enumerate(zip(unique.tolist(), values)):
+    for token, value in zip(unique.tolist(), values):
+        if type(value) is not float:  # None and "2.5" would convert silently (to NaN, to 2.5)
             check_idf_weight(token, value)
-            if weights is not None and not np.isfinite(weights[k]):
-                raise ValueError(f"idf dict: the weight of token id {token} is {value!r}, beyond float32")
-    assert weights is not None  # check_idf_weight raised otherwise
-    return weights[inverse]
+    with np.errstate(over="ignore", invalid="ignore"):
+        table = np.asarray(values, dtype=np.float32)  # beyond float32: inf
+    if not np.isfinite(table).all():  # name the first bad weight
+        k = int(np.flatnonzero(~np.isfinite(table))[0])
+        check_idf_weight(unique[k].item(), values[k])
+        raise ValueError(f"idf dict: the weight of token id {unique[k]} is {values[k]!r}, beyond float32")
+    return table[inverse]
 
 
 def check_idf_weight(token, value) -> None:

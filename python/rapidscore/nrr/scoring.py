@@ -191,6 +191,10 @@ class SentenceSimilarity:
 
     def _unit(self, vectors: np.ndarray) -> np.ndarray:
         vectors = np.asarray(vectors, dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1)) if vectors.ndim == 2 else np.zeros(0, np.int64)
+        if bad.size:  # a NaN similarity is never below the threshold: the item would pass unseen
+            raise ValueError(f"sentence vector {bad[0]} holds a non-finite value (NaN or inf); similarities "
+                             "need finite embeddings")
         if self.pipeline.normalizes:
             return vectors  # unit already (a zero vector stays zero)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -418,6 +418,7 @@ class _BERTScoreTask:
         lengths = self.units(payload)
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
+        embeddings: Any
         if all(store.on_host for store in stores):
             embeddings = np.concatenate([store.embeddings for store in stores], axis=-2)
         else:

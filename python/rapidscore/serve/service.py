@@ -130,8 +130,8 @@ def evaluate_naming_the_field(gold: Any, predictions: Any, **options: Any) -> An
         if field is None:
             raise
         message = str(exc) if str(exc).startswith(field) else f"{field}: {exc}"
-        error = (TypeError if isinstance(exc, TypeError) else ValueError)(message)
-        error.field = field  # type: ignore[attr-defined]
+        error: Exception = (TypeError if isinstance(exc, TypeError) else ValueError)(message)
+        setattr(error, "field", field)  # noqa: B010 - read by the HTTP layer with getattr
         raise error from exc
 
 
