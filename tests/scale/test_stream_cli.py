@@ -118,7 +118,8 @@ def test_a_killed_run_resumes_to_the_uninterrupted_output(model, pairs_file, tmp
     assert cli(*args, "--output", str(full), stdin="".join(lines)).returncode == 0
 
     out = tmp_path / "out.jsonl"
-    # stdin is fed by hand, so the kill lands part way for certain: 60 rows in, none after
+    # stdin is fed by hand, so the kill lands part way for certain: 60 rows in, none after (the
+    # rows of -b 64's batches that are complete, 40 of them, can be written)
     proc = subprocess.Popen([sys.executable, "-m", "rapidscore", "bertscore", *args, "--output", str(out)],
                             stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdin is not None
@@ -144,7 +145,8 @@ def test_resume_refuses_another_input_or_other_settings(model, pairs_file, tmp_p
     proc = subprocess.Popen([sys.executable, "-m", "rapidscore", "bertscore", *args],
                             stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdin is not None
-    proc.stdin.write("".join(lines[:30]))
+    # a chunk is written once the pairs after it in its -b 64 batch are read: 60 rows (80 pairs) in
+    proc.stdin.write("".join(lines[:60]))
     proc.stdin.flush()
     _wait_for_rows(tmp_path / "out.jsonl.resume.json", 20, proc)
     proc.send_signal(signal.SIGKILL)

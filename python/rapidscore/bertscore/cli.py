@@ -201,7 +201,7 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
 
     from rapidscore.bertscore import BERTScore
     from rapidscore.bertscore.idf import DocumentFrequencies
-    from rapidscore.bertscore.streaming import DEFAULT_CHUNK_PAIRS, chunk_results
+    from rapidscore.bertscore.streaming import DEFAULT_CHUNK_PAIRS, ReadCounter, chunk_results
     from rapidscore.common.stream_io import RowIds, count_rows, run_stream
 
     if args.make_baseline or args.show:
@@ -237,12 +237,16 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
     ids = RowIds(args.id_column)
     windowed = [0, 0]  # texts and windows, counted per chunk (a text repeated across chunks counts again)
 
-    def score_chunks(items, first_index: int):
+    # counts the pairs of the rows a resumed run skips: they place its first chunk in -b's batches
+    read = ReadCounter(make_items(), args.batch_size or None)
+
+    def score_chunks(items, first_index: int, advance):
         index = first_index
         budget = None if args.memory_budget is None else int(args.memory_budget * 2**20)
         for chunk, result in chunk_results(scorer, ids.strip(items), chunk_size=args.chunk_size or DEFAULT_CHUNK_PAIRS,
                                            memory_budget=budget, cache_tokens=args.cache_tokens, idf=counts,
-                                           reference_batch_size=args.batch_size or None):
+                                           reference_batch_size=args.batch_size or None,
+                                           before=read.before() if args.batch_size else None, progress=advance):
             windowed[0] += result.details["windowed"]
             windowed[1] += result.details["windows"]
             scores = zip(result.precision.tolist(), result.recall.tolist(), result.f1.tolist())
@@ -256,10 +260,10 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
                 "candidate_column": args.candidate_column if args.input else None,
                 "reference_column": args.reference_column if args.input else None, "id_column": args.id_column}
     source = args.input or args.cand
-    run_stream(items=iter(make_items()), score_chunks=score_chunks, output=args.output,
+    run_stream(items=read, score_chunks=score_chunks, output=args.output,
                output_fmt=args.output_format, columns=columns, settings=settings, resume=args.resume,
                progress=show_progress(args), total=count_rows(source, args.input_format if args.input else None),
-               quiet=args.quiet)
+               quiet=args.quiet, chunk_progress=True)
     if scorer.long_texts == "window" and not args.quiet:
         _note_windows(scorer, windowed[0], windowed[1], None)
     return 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numbers
 import os
 import warnings
-from collections.abc import Iterable, Iterator, Sequence, Sized
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -298,24 +298,16 @@ class BERTScore:
         ValueError). A bad item raises TypeError/ValueError naming its index.
         Thread-safe as ``score``: each call keeps its own state.
         """
-        from rapidscore.bertscore.streaming import chunk_results, flatten
+        from rapidscore.bertscore.streaming import pair_scores
 
         # checked at the call, not when the first chunk is read (memory_budget=0 used to pass)
         check_positive_int(chunk_size, "chunk_size")
         for name, value in (("max_tokens", max_tokens), ("memory_budget", memory_budget)):
             if value is not None:
                 check_positive_int(value, name)
-        results = chunk_results(self, pairs, chunk_size=chunk_size, max_tokens=max_tokens,
-                                memory_budget=memory_budget, cache_tokens=cache_tokens, idf=idf, rescale=rescale,
-                                reference_batch_size=reference_batch_size)
-        scores = flatten(results)
-        if progress:
-            from tqdm.auto import tqdm
-
-            total = len(pairs) if isinstance(pairs, Sized) else None
-            scores = tqdm(scores, total=total, unit="pair",
-                          desc="BERTScore")
-        return iter(scores)
+        return pair_scores(self, pairs, progress=progress, chunk_size=chunk_size, max_tokens=max_tokens,
+                           memory_budget=memory_budget, cache_tokens=cache_tokens, idf=idf, rescale=rescale,
+                           reference_batch_size=reference_batch_size)
 
     def document_frequencies(self, pairs: Iterable) -> DocumentFrequencies:
         """Document counts of the references of a stream of ``(candidate, reference)`` pairs:
@@ -336,20 +328,31 @@ class BERTScore:
         return self.encoder.encode_unique(plan.texts, progress=self.progress if progress is None else progress)
 
     def finish(self, plan: ScoringPlan, store: TokenStore, *, rescale: bool | None = None,
-               reference_batch_size: int | None = None, idf_weights: dict | None = None) -> BERTScoreResult:
+               reference_batch_size: int | None = None, idf_weights: dict | None = None,
+               padding_floors: np.ndarray | None = None) -> BERTScoreResult:
         """Phase 3: weights, matching, best reference per candidate, rescaling.
 
         ``idf_weights``: idf weights to use instead of the scorer's (a stream's, computed over all
-        its references; ignored when the scorer has idf=False)."""
+        its references; ignored when the scorer has idf=False). ``padding_floors``: bert-score's
+        padding of each of the plan's pairs, (pairs, 2) bool as ``kernels.padding.padding_floors``
+        gives it, instead of ``reference_batch_size`` (a stream's chunk, whose batches of the
+        reference reach into the chunks around it)."""
         if reference_batch_size is not None:
             reference_batch_size = check_positive_int(reference_batch_size, "reference_batch_size")
+        if padding_floors is not None:
+            if reference_batch_size is not None:
+                raise ValueError("give reference_batch_size or padding_floors, not both")
+            padding_floors = np.asarray(padding_floors)
+            if padding_floors.shape != plan.pairs.shape or padding_floors.dtype != np.bool_:
+                raise ValueError(f"padding_floors must be a bool array of shape {plan.pairs.shape} (one row per "
+                                 f"pair), got {padding_floors.dtype} {padding_floors.shape}")
         if len(store) != len(plan.texts):
             raise ValueError(f"the store holds {len(store)} texts, the plan {len(plan.texts)}")
         idf_dict = self._idf_of_call(idf_weights, lambda: [store.token_ids(k) for k in plan.pairs[:, 1]])
         weights, real_tokens, _ = self._weights(store, idf_dict)
 
         pairs = store.order[plan.pairs]  # stored sentence of each side
-        scores = self._match(store, weights, pairs, reference_batch_size)  # (layers?, pairs, 3)
+        scores = self._match(store, weights, pairs, reference_batch_size, padding_floors)  # (layers?, pairs, 3)
         empty = (real_tokens[pairs[:, 0]] == 0) | (real_tokens[pairs[:, 1]] == 0)
         return self._result(plan, scores, empty, rescale, store.truncated, store.lengths()[store.order])
 
@@ -464,7 +467,7 @@ class BERTScore:
             "references); they use uniform weights instead of giving NaN", RapidscoreWarning, stacklevel=stacklevel)
 
     def _match(self, store: TokenStore, weights: np.ndarray, pairs: np.ndarray,
-               reference_batch_size=None) -> np.ndarray:
+               reference_batch_size=None, padding_floors: np.ndarray | None = None) -> np.ndarray:
         from rapidscore.kernels.matching import greedy_match
 
         if not store.unit_rows:
@@ -472,8 +475,12 @@ class BERTScore:
             store.unit_rows = True
 
         def one_layer(embeddings):
-            p, r, f = greedy_match(embeddings, store.offsets, weights, pairs,
-                                   num_threads=self.num_threads, bert_score_batch_size=reference_batch_size)
+            if padding_floors is not None:
+                p, r, f = _match_with_floors(embeddings, store.offsets, weights, pairs, padding_floors,
+                                             self.num_threads)
+            else:
+                p, r, f = greedy_match(embeddings, store.offsets, weights, pairs,
+                                       num_threads=self.num_threads, bert_score_batch_size=reference_batch_size)
             return np.stack([p, r, f], axis=-1).astype(np.float64)
 
         def all_of_them():
@@ -487,6 +494,22 @@ class BERTScore:
             with exact_fp32(store.device):
                 return all_of_them()
         return all_of_them()
+
+
+def _match_with_floors(embeddings, offsets: np.ndarray, weights: np.ndarray, pairs: np.ndarray,
+                       floors: np.ndarray, num_threads: int | None):
+    """``greedy_match`` of one layer with bert-score's padding given per pair (the kernels' own
+    ``floors``) instead of computed from a batch size over these pairs alone."""
+    if is_torch_tensor(embeddings):
+        from rapidscore.kernels.matching_torch import match_rows
+
+        P, R, F = match_rows(embeddings.unsqueeze(0), offsets, weights, pairs[:, 0], pairs[:, 1], floors)
+        return P[0], R[0], F[0]
+    from rapidscore import _core
+    from rapidscore.threads import check_num_threads, lease
+
+    with lease(check_num_threads(num_threads)) as threads:
+        return _core.matching.greedy_match(embeddings, offsets, weights, pairs, threads, floors)
 
 
 def _scale_to_unit_rows(embeddings) -> None:

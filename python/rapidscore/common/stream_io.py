@@ -427,37 +427,50 @@ class RowIds:
 
 
 class _Progress:
-    """Rows written, rate and ETA on stderr (tqdm)."""
+    """Rows done, rate and ETA on stderr (tqdm): moved within a chunk (``advance``) and by the
+    chunk's rows when they are written (``update``)."""
 
     def __init__(self, enabled: bool, total: int | None, initial: int, unit: str):
         self.bar = None
+        self.in_chunk = 0  # rows of the chunk in flight already on the bar
         if enabled:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=total, initial=initial, unit=unit, desc="scoring", dynamic_ncols=True,
                             smoothing=0.1, file=sys.stderr)
 
+    def advance(self, done: int) -> None:
+        """``done`` rows of the chunk in flight are scored (not yet written)."""
+        if self.bar is not None and done > self.in_chunk:
+            self.bar.update(done - self.in_chunk)
+            self.in_chunk = done
+
     def update(self, n: int) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
+        if self.bar is not None and n > self.in_chunk:
+            self.bar.update(n - self.in_chunk)
+        self.in_chunk = 0
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
 
-def run_stream(*, items: Iterator, score_chunks: Callable[[Iterator, int], Iterator[tuple[list, list[dict]]]],
+def run_stream(*, items: Iterator, score_chunks: Callable[..., Iterator[tuple[list, list[dict]]]],
                output: str, output_fmt: str | None, columns: Sequence[str], settings: dict, resume: bool,
-               progress: bool, total: int | None, unit: str = "pair", quiet: bool = False) -> int:
+               progress: bool, total: int | None, unit: str = "pair", quiet: bool = False,
+               chunk_progress: bool = False) -> int:
     """Score ``items`` with ``score_chunks(items, first_index)`` (``(items, rows)`` per chunk)
-    into ``output``. Returns the number of rows in the finished output."""
+    into ``output``. Returns the number of rows in the finished output. ``chunk_progress``:
+    ``score_chunks(items, first_index, advance)`` calls ``advance(rows done)`` within a chunk, so
+    that the bar moves (with rate and ETA) before the chunk is written."""
     fmt = output_format(output, output_fmt)
     writer = StreamWriter(output, fmt, columns, settings, resume=resume)
     writer.verify_prefix(items)
     bar = _Progress(progress, total, writer.rows, unit)
     started, done_here = time.perf_counter(), 0
     try:
-        for chunk_items, rows in score_chunks(items, writer.rows):
+        chunks = score_chunks(items, writer.rows, bar.advance) if chunk_progress else score_chunks(items, writer.rows)
+        for chunk_items, rows in chunks:
             writer.write(chunk_items, rows)
             bar.update(len(rows))
             done_here += len(rows)
