@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from importlib import import_module
+from typing import NoReturn
 
 from rapidscore._version import __version__
 
@@ -38,8 +39,16 @@ def _available_commands():
         yield name, module, help_text
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line, as every command error is (the usage dump is
+    one --help away). Sub-commands' parsers are of this class too (add_subparsers' default)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rapidscore",
         description="Fast, reference-exact evaluation metrics for LLM and NER outputs.",
         epilog="Run 'rapidscore COMMAND --help' for a command's options.")
@@ -59,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
 USER_ERRORS = (ValueError, TypeError, KeyError, OSError, ImportError, RuntimeError, RecursionError, MemoryError)
 
 
+def _one_line(text: str) -> str:
+    # messages from other libraries (the hub's) may span lines; a command's error is one line
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
         return f"{exc.filename}: {exc.strerror}"  # not "[Errno 21] Is a directory: 'DIR'"
@@ -71,7 +85,10 @@ def _describe(exc: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the command's parser, whose --help lists its options
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     notes = _NotesOnStderr.attach(args)
     try:
         return int(args._run(args) or 0)
@@ -82,7 +99,13 @@ def main(argv: list[str] | None = None) -> int:
         # status 2, never a traceback (RAPIDSCORE_DEBUG=1 shows it, for bug reports).
         if os.environ.get("RAPIDSCORE_DEBUG"):
             raise
-        print(f"rapidscore {args.command}: error: {_describe(exc)}", file=sys.stderr)
+        print(f"rapidscore {args.command}: error: {_one_line(_describe(exc))}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a failure no check foresaw (a bug): one line and exit 2 too
+        if os.environ.get("RAPIDSCORE_DEBUG"):
+            raise
+        print(f"rapidscore {args.command}: error: {type(exc).__name__}: {_one_line(str(exc))} (unexpected; "
+              "RAPIDSCORE_DEBUG=1 shows the traceback for a bug report)", file=sys.stderr)
         return 2
     finally:
         notes.detach()

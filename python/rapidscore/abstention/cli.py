@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rapidscore.common.cli_options import add_common_options, encoder_options, show_progress
+from rapidscore.common.cli_options import add_common_options, encoder_options, non_negative_int, show_progress
 
 FORMATS = ("text", "markdown", "latex", "csv", "json")
 
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--levels", action="store_true", help="also print the breakdown by taxonomy depth")
     parser.add_argument("--skip-malformed", action="store_true",
                         help="skip malformed records / empty seeds (counts are reported) instead of failing")
-    parser.add_argument("--workers", type=int, default=0,
+    parser.add_argument("--workers", type=non_negative_int, default=0,
                         help="processes reading and deciding results files (0 = one per CPU, 1 = none)")
     parser.add_argument("--plot-dir", help="write per-level trend and correlation heatmap PNGs here ([plot] extra)")
     # --backend/--device/--precision: the encoder of --method embedding
@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from rapidscore.abstention.pipeline import DecisionStats, evaluate, find_experiments
     from rapidscore.abstention.results import load_flat_table
     from rapidscore.abstention.taxonomy import Taxonomy
+    from rapidscore.common.io import check_outputs
 
     if args.plot_dir and os.path.exists(args.plot_dir) and not os.path.isdir(args.plot_dir):
         raise NotADirectoryError(f"--plot-dir {args.plot_dir} exists and is not a directory")
@@ -110,12 +111,20 @@ def run(args: argparse.Namespace) -> int:
     method, detector = _detector(args)
     detector_name = getattr(detector, "name", method)
     taxonomies = _taxonomy_map(args.taxonomy)
+    # the taxonomies named on the command line are read before any results file: a typo fails at once
+    given_taxonomies = {path: Taxonomy.load(path) for path in dict.fromkeys(taxonomies.values()) if path}
+    inputs = {"results": args.results, "--taxonomy": list(given_taxonomies), "--names": args.names}
 
     # each item: (name, taxonomy path, group counts, decision stats, per-cell stats, skipped)
     evaluated = []
     if os.path.isdir(args.results):
-        for exp in find_experiments(args.results, models=args.models, techniques=args.techniques,
-                                    taxonomies=taxonomies):
+        experiments_found = find_experiments(args.results, models=args.models, techniques=args.techniques,
+                                             taxonomies=taxonomies)
+        # the table goes to --output at the end, after the results are read: it must not be one of them
+        check_outputs({"--output": args.output},
+                      {**inputs, "results": [f.path for exp in experiments_found for f in exp.files],
+                       "taxonomy": [exp.taxonomy for exp in experiments_found if exp.taxonomy]})
+        for exp in experiments_found:
             result = evaluate(exp.files, detector, method=method, recompute=args.recompute,
                               check_stored=args.check_stored, on_error=on_error, workers=args.workers,
                               progress=progress)
@@ -124,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not os.path.exists(args.results):
             raise FileNotFoundError(f"{args.results!r} does not exist")
+        check_outputs({"--output": args.output}, inputs)
         loaded = load_flat_table(args.results, on_error=on_error)
         if not loaded.records:
             raise ValueError(f"{args.results}: no records to evaluate")
@@ -142,7 +152,11 @@ def run(args: argparse.Namespace) -> int:
             details = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items()))
             _note(args, f"{label}skipped {sum(skipped.values())} record(s)/group(s): {details}")
         _decision_note(args, name, stats, detector_name)
-        taxonomy = Taxonomy.load(taxonomy_path) if taxonomy_path else None
+        taxonomy: Taxonomy | None = None
+        if taxonomy_path in given_taxonomies:
+            taxonomy = given_taxonomies[taxonomy_path]
+        elif taxonomy_path:
+            taxonomy = Taxonomy.load(taxonomy_path)
         if len(evaluated) > 1 or taxonomy_path:
             _note(args, f"{label}taxonomy {taxonomy_path or 'none found'}")
         scores = metrics.concept_scores_from_counts(counts, taxonomy=taxonomy)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rapidscore.common.io import iter_lines
+from rapidscore.common.io import check_output_directory, iter_lines
 
 __all__ = ["packaged_baseline_dir", "default_baseline_path", "available_baselines", "read_baseline", "rescale",
            "write_baseline", "reference_baseline_dir"]
@@ -158,7 +158,7 @@ def write_baseline(path: str | os.PathLike, table: np.ndarray) -> None:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"baseline output {path} is a directory; give a file name")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    check_output_directory(path, "baseline output")  # the file only: a mistyped directory is an error
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["LAYER", "P", "R", "F"])

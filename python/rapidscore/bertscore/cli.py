@@ -6,8 +6,16 @@ import argparse
 import json
 import os
 import sys
+import time
 
-from rapidscore.common.cli_options import add_common_options, add_long_texts_option, show_progress
+from rapidscore.common.cli_options import (
+    add_common_options,
+    add_long_texts_option,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    show_progress,
+)
 from rapidscore.common.stream_io import add_stream_arguments
 
 
@@ -22,11 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--model", default=None, help="model hub id or directory "
                         "(default: the embedded all-MiniLM-L6-v2 unless --lang is given)")
     parser.add_argument("-l", "--num_layers", type=int, default=None, help="layer to use (default: tuned layer)")
-    parser.add_argument("-b", "--batch_size", type=int, default=64,
+    parser.add_argument("-b", "--batch_size", type=non_negative_int, default=64,
                         help="the reference's batch size, whose zero padding the scores reproduce so that they "
                              "equal the reference CLI's (0: maxima over real tokens only); the encoder batches "
                              "by token budget (--batch-tokens) either way")
-    parser.add_argument("--batch-tokens", type=int, default=None,
+    parser.add_argument("--batch-tokens", type=positive_int, default=None,
                         help="padded tokens per encoder batch "
                              "(default: 1024 on CPU in fp32, 2048 in bf16, 16384 on GPU)")
     add_long_texts_option(parser)
@@ -54,9 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     stream.add_argument("--reference-column", nargs="+", default=["reference"], metavar="COLUMN",
                         help="with --input: the references' column(s); several columns, or a list in a "
                              "JSONL/Parquet cell, = several references")
-    stream.add_argument("--memory-budget", type=float, default=None, metavar="MIB",
+    stream.add_argument("--memory-budget", type=positive_float, default=None, metavar="MIB",
                         help="MiB of token embeddings per chunk (default 256)")
-    stream.add_argument("--cache-tokens", type=int, default=0, metavar="N",
+    stream.add_argument("--cache-tokens", type=non_negative_int, default=0, metavar="N",
                         help="keep the embeddings of recent texts across chunks (an LRU cache of N tokens)")
     stream.add_argument("--idf-file", default=None, metavar="FILE",
                         help="idf document counts to weight with (implies --idf); written by --write-idf")
@@ -71,6 +79,8 @@ def _inputs(args: argparse.Namespace) -> tuple[list[str], list]:
         raise ValueError("give candidates with -c and references with -r")
     if os.path.isfile(args.cand):
         cands = read_texts(args.cand, args.column)
+        if not cands:  # a mean over no pair is not a score (nrr says the same)
+            raise ValueError(f"nothing to evaluate: {args.cand} is empty")
         per_file = []
         for ref_file in args.ref:
             if not os.path.isfile(ref_file):
@@ -101,8 +111,8 @@ def _looks_like_path(text: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rapidscore.bertscore import BERTScore, compute_baseline
-    from rapidscore.common.io import read_texts
+    from rapidscore.bertscore import compute_baseline
+    from rapidscore.common.io import check_output_directory, check_outputs, read_texts
 
     engine = dict(backend=args.backend, precision=args.precision, device=args.device, num_threads=args.threads,
                   batch_tokens=args.batch_tokens)
@@ -111,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--make-baseline scores the corpus as bert-score does: leave out --long-texts")
         if not args.out:
             raise ValueError("--make-baseline needs --out FILE")
+        check_outputs({"--out": args.out}, {"--make-baseline": args.make_baseline,
+                                            "--baseline_path": args.baseline_path})
+        check_output_directory(args.out, "--out")
         # the baseline maker keeps the reference's default: a progress bar only with -v
         progress = (args.verbose and not args.quiet) if args.progress is None else args.progress
         table = compute_baseline(read_texts(args.make_baseline, args.column), args.model, n_pairs=args.pairs,
@@ -120,9 +133,11 @@ def run(args: argparse.Namespace) -> int:
     engine["long_texts"] = args.long_texts
     if args.output or args.input or args.write_idf or args.resume:
         return _run_streaming(args, engine)
-    scorer = BERTScore(model=args.model, layer=args.num_layers, lang=args.lang, idf=args.idf,
-                       rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
-                       use_fast_tokenizer=args.use_fast_tokenizer, progress=show_progress(args), **engine)
+    if args.show and args.fname:
+        check_outputs({"--fname": args.fname}, {"-c": args.cand, "-r": args.ref, "--baseline_path": args.baseline_path})
+    started = time.perf_counter()
+    scorer = _scorer(args, idf=args.idf, progress=show_progress(args), **engine)
+    loaded = time.perf_counter()
     if args.show:
         from rapidscore.bertscore.plot import plot_similarity
 
@@ -131,9 +146,10 @@ def run(args: argparse.Namespace) -> int:
         plot_similarity(scorer, cands[0], first_ref, fname=args.fname)
         return 0
     cands, refs = _inputs(args)
-    if args.batch_size < 0:
-        raise ValueError(f"--batch_size must be >= 0, got {args.batch_size}")
+    scoring = time.perf_counter()
     result = scorer.score(cands, refs, reference_batch_size=args.batch_size or None)
+    if args.verbose and not args.quiet:
+        _print_timings(len(cands), loaded - started, time.perf_counter() - scoring)
     if args.json:
         json.dump({"hash": scorer.hash, "signature": result.signature,
                    "mean": {"P": result.mean_precision, "R": result.mean_recall, "F1": result.mean_f1},
@@ -153,6 +169,31 @@ def run(args: argparse.Namespace) -> int:
         for i, (p, r, f) in enumerate(zip(result.precision, result.recall, result.f1), start=1):
             print(f"| {i} | {p:.3f} | {r:.3f} | {f:.3f} |")
     return 0
+
+
+def _scorer(args: argparse.Namespace, **options):
+    """The BERTScore of the command's options; with --lang (and no -m), a model that is not
+    available is explained by the language: whether bert-score knows it, and which model it picks."""
+    from rapidscore.bertscore import BERTScore
+    from rapidscore.errors import ModelNotFoundError
+
+    try:
+        return BERTScore(model=args.model, layer=args.num_layers, lang=args.lang,
+                         rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
+                         use_fast_tokenizer=args.use_fast_tokenizer, **options)
+    except ModelNotFoundError as exc:
+        if args.lang is None or args.model is not None:
+            raise
+        from rapidscore.bertscore.tables import describe_language
+
+        raise ModelNotFoundError(f"{describe_language(args.lang)}, which is not available here: {exc}") from exc
+
+
+def _print_timings(pairs: int, load_seconds: float, score_seconds: float) -> None:
+    """-v: where the time went (on stderr: stdout keeps the reference CLI's lines)."""
+    rate = f" ({pairs / score_seconds:.1f} pairs/s)" if score_seconds > 0 else ""
+    print(f"rapidscore bertscore: model loaded in {load_seconds:.2f} seconds; scored {pairs} "
+          f"pair{'s' if pairs != 1 else ''} in {score_seconds:.2f} seconds{rate}", file=sys.stderr)
 
 
 def _long_text_counts(scorer, details: dict) -> dict:
@@ -199,24 +240,25 @@ class _Reiterable:
 
 def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
 
-    from rapidscore.bertscore import BERTScore
     from rapidscore.bertscore.idf import DocumentFrequencies
     from rapidscore.bertscore.streaming import DEFAULT_CHUNK_PAIRS, ReadCounter, chunk_results
+    from rapidscore.common.io import check_outputs
     from rapidscore.common.stream_io import RowIds, count_rows, run_stream
 
     if args.make_baseline or args.show:
         raise ValueError("--make-baseline and --show do not stream: leave out --input/--output")
-    if args.batch_size < 0:
-        raise ValueError(f"--batch_size must be >= 0, got {args.batch_size}")
-    if args.memory_budget is not None and args.memory_budget <= 0:
-        raise ValueError(f"--memory-budget must be > 0 MiB, got {args.memory_budget}")
     if not args.output and not args.write_idf:
         raise ValueError("streaming writes --output FILE (or '-') or --write-idf FILE")
+    # before anything is opened for writing: an output over an input would truncate it unread
+    check_outputs({"--output": args.output, "--write-idf": args.write_idf},
+                  {"--input": args.input, "-c": args.cand, "-r": args.ref, "--idf-file": args.idf_file,
+                   "--baseline_path": args.baseline_path})
     make_items = _stream_items(args)
     use_idf = args.idf or args.idf_file is not None
-    scorer = BERTScore(model=args.model, layer=args.num_layers, lang=args.lang, idf=use_idf,
-                       rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
-                       use_fast_tokenizer=args.use_fast_tokenizer, **engine)
+    started = time.perf_counter()
+    scorer = _scorer(args, idf=use_idf, **engine)
+    if args.verbose and not args.quiet:
+        print(f"rapidscore bertscore: model loaded in {time.perf_counter() - started:.2f} seconds", file=sys.stderr)
     pairs = _Reiterable(make_items)
     counts = None
     if args.idf_file:
@@ -244,7 +286,8 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
         index = first_index
         budget = None if args.memory_budget is None else int(args.memory_budget * 2**20)
         for chunk, result in chunk_results(scorer, ids.strip(items), chunk_size=args.chunk_size or DEFAULT_CHUNK_PAIRS,
-                                           memory_budget=budget, cache_tokens=args.cache_tokens, idf=counts,
+                                           memory_budget=budget, cache_tokens=args.cache_tokens,
+                                           idf=counts if use_idf else None,  # --write-idf alone: no weighting
                                            reference_batch_size=args.batch_size or None,
                                            before=read.before() if args.batch_size else None, progress=advance):
             windowed[0] += result.details["windowed"]
@@ -256,7 +299,7 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
 
     columns = ["index", *(["id"] if args.id_column else []), "precision", "recall", "f1"]
     settings = {"command": "bertscore", "signature": scorer.signature, "batch_size": args.batch_size,
-                "idf_documents": counts.n_documents if counts is not None else None,
+                "idf_documents": counts.n_documents if counts is not None and use_idf else None,
                 "candidate_column": args.candidate_column if args.input else None,
                 "reference_column": args.reference_column if args.input else None, "id_column": args.id_column}
     source = args.input or args.cand

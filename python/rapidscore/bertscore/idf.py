@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -21,6 +22,37 @@ IDF_FORMAT = "rapidscore-idf"
 IDF_FORMAT_VERSION = 1
 
 
+def _model_name(model) -> str | None:
+    """The name an idf file records: the embedded model's short name ("all-MiniLM-L6-v2") is
+    written as its hub id, so that files of the one model carry one name."""
+    if model is None:
+        return None
+    from rapidscore.encoder.model_source import DEFAULT_MODEL
+
+    name = os.fspath(model)
+    return DEFAULT_MODEL if name == DEFAULT_MODEL.rsplit("/", 1)[-1] else name
+
+
+def _model_identity(model: str) -> str:
+    """What two names of one model have in common: the hub id for the embedded model's names
+    and its directory, the resolved path for any other existing directory ("dir/", "./dir", a
+    link to it), else the name itself."""
+    from rapidscore.encoder.model_source import DEFAULT_MODEL, embedded_model_dir
+
+    name = _model_name(model)
+    assert name is not None
+    if not os.path.isdir(name):
+        return name
+    path = os.path.realpath(name)
+    embedded = embedded_model_dir()
+    return DEFAULT_MODEL if embedded is not None and path == os.path.realpath(embedded) else path
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model names (hub ids or directories) name one model."""
+    return a == b or _model_identity(a) == _model_identity(b)
+
+
 class DocumentFrequencies:
     """Document counts per token id over M documents: what idf is computed from, mergeable.
 
@@ -33,7 +65,7 @@ class DocumentFrequencies:
     def __init__(self, counts: dict[int, int] | None = None, n_documents: int = 0, *, tokenizer: str | None = None):
         self.counts: Counter = Counter(counts or {})
         self.n_documents = int(n_documents)
-        self.tokenizer = tokenizer  # what produced the ids (model name), checked when loading
+        self.tokenizer = _model_name(tokenizer)  # what produced the ids (model name), checked when loading
 
     def add(self, documents) -> DocumentFrequencies:
         """Count token id sequences (each a document: its id *set* counts once)."""
@@ -45,12 +77,18 @@ class DocumentFrequencies:
 
     def merge(self, other: DocumentFrequencies) -> DocumentFrequencies:
         """Add another block's counts into this one (returns self)."""
-        if self.tokenizer and other.tokenizer and self.tokenizer != other.tokenizer:
+        if self.tokenizer and other.tokenizer and not same_model(self.tokenizer, other.tokenizer):
             raise ValueError(f"cannot merge document counts of {other.tokenizer!r} into {self.tokenizer!r}")
         self.counts.update(other.counts)
         self.n_documents += other.n_documents
         self.tokenizer = self.tokenizer or other.tokenizer
         return self
+
+    def check_model(self, model) -> None:
+        """ValueError unless these counts were made with ``model``'s tokenizer (any name of the
+        model: see :func:`same_model`; counts that name no model pass)."""
+        if self.tokenizer and not same_model(self.tokenizer, os.fspath(model)):
+            raise ValueError(f"the idf counts were made with {self.tokenizer!r}, the scorer uses {os.fspath(model)!r}")
 
     def idf(self) -> defaultdict:
         """idf(w) = ln((M + 1) / (df(w) + 1)); unseen ids ln(M + 1) (a defaultdict)."""
@@ -84,7 +122,6 @@ class DocumentFrequencies:
     def save(self, path) -> None:
         """Write the counts as JSON (atomically: a temporary file renamed into place)."""
         import json
-        import os
 
         path = os.fspath(path)
         tmp = f"{path}.tmp{os.getpid()}"
@@ -95,7 +132,6 @@ class DocumentFrequencies:
     @classmethod
     def load(cls, path) -> DocumentFrequencies:
         import json
-        import os
 
         path = os.fspath(path)
         if not os.path.isfile(path):

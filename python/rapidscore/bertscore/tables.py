@@ -165,6 +165,25 @@ def model_for_language(lang: str) -> str:
     return MODEL_FOR_LANGUAGE.get(lang.lower(), DEFAULT_MODEL_FOR_OTHER_LANGUAGES)
 
 
+def describe_language(lang: str) -> str:
+    """Whether bert-score knows ``lang`` (a model of its own, or a published baseline) and the
+    model it picks, in words: a missing model is then explained by the language, not only by the
+    model's name."""
+    from rapidscore.bertscore.baselines import available_baselines
+
+    code = lang.lower()
+    model = model_for_language(lang)
+    if code in MODEL_FOR_LANGUAGE:
+        return f"--lang {lang!r}: bert-score's model for it is {model}"
+    baseline_languages = sorted({language for language, _model in available_baselines()})
+    if code in baseline_languages:
+        return (f"--lang {lang!r}: bert-score's model for it is {model} (its model for every language but "
+                f"{', '.join(sorted(MODEL_FOR_LANGUAGE))})")
+    return (f"--lang {lang!r} is not a language bert-score has a model or a baseline for (models: "
+            f"{', '.join(sorted(MODEL_FOR_LANGUAGE))}; baselines: {', '.join(baseline_languages)}); like "
+            f"bert-score, rapidscore gives any other code {model}")
+
+
 def tuned_layer(model: str) -> int | None:
     """The reference's default layer for a model name, or None when it has none."""
     return TUNED_LAYER.get(model)

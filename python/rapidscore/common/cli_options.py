@@ -10,8 +10,40 @@ import argparse
 from rapidscore.common.choices import BACKENDS, DEVICES, LONG_TEXTS, PRECISIONS
 
 __all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "add_common_options", "add_long_texts_option", "encoder_options",
-           "show_progress"]
+           "show_progress", "positive_int", "non_negative_int", "positive_float"]
 
+
+# argparse types: a bad number is the parser's one-line error naming the option, never a value
+# that silently means the default (0 chunks) or a traceback deep in the metric.
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):  # NaN fails the comparison
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
 
 
 def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
@@ -25,7 +57,7 @@ def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
     ``progress_default``: whether progress bars show when neither --progress nor --quiet is given.
     """
     group = parser.add_argument_group("common options")
-    group.add_argument("--threads", *threads_aliases, dest="threads", type=int, default=threads_default,
+    group.add_argument("--threads", *threads_aliases, dest="threads", type=non_negative_int, default=threads_default,
                        metavar="N", help="threads for native code and the encoder (default: all cores)")
     if model:
         group.add_argument("--backend", default=None, choices=BACKENDS,

@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from rapidscore.common.cli_options import positive_int
 from rapidscore.common.io import decoded_lines, jsonl_objects
 
 __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "iter_rows", "row_items", "file_items",
@@ -62,7 +63,7 @@ def add_stream_arguments(parser: argparse.ArgumentParser, *, item: str = "pair")
     group.add_argument("--resume", action="store_true",
                        help="continue a partly written --output (checked against its input and settings)")
     group.add_argument("--id-column", default=None, help="copy this input column to the output rows")
-    group.add_argument("--chunk-size", type=int, default=None, metavar="N",
+    group.add_argument("--chunk-size", type=positive_int, default=None, metavar="N",
                        help="items per chunk at most (default: the metric's)")
     return group
 

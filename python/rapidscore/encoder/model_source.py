@@ -90,9 +90,10 @@ def _from_hub(repo_id: str) -> Path:
     weightless = weightless_copy_dir(repo_id)
     if (weightless / WEIGHTLESS_RECORD).is_file():  # exported into the rapidscore cache (rapidscore export)
         return weightless
+    # `hf` is huggingface_hub's command line since 0.34 (huggingface-cli before it)
     hint = (
         f"model {repo_id!r} is not a local directory and not in the Hugging Face cache. "
-        "Download it once where the hub is reachable (huggingface-cli download "
+        "Download it once where the hub is reachable (hf download "
         f"{repo_id}) or pass the path of a local copy."
     )
     if repo_id in _EMBEDDED_NAMES:

@@ -28,6 +28,9 @@ def padding_floors(offsets: np.ndarray, pairs: np.ndarray, batch_size) -> np.nda
     cand_len, ref_len = lengths[pairs[:, 0]], lengths[pairs[:, 1]]
     floors = np.zeros(pairs.shape, dtype=bool)
     if len(pairs):
+        # a batch of more pairs than there are is one batch (as in bert-score), and numpy's int64
+        # could not hold a size such as 10**20
+        batch_size = min(batch_size, len(pairs))
         starts = np.arange(0, len(pairs), batch_size)
         batch = np.arange(len(pairs)) // batch_size
         floors[:, 0] = ref_len < np.maximum.reduceat(ref_len, starts)[batch]

@@ -86,6 +86,13 @@ def run(args: argparse.Namespace) -> int:
         json.dump(result.to_dict(records=True), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
+    if not args.quiet:  # -q: the table only
+        _print_repairs(result)
+    print(result.table(markdown=True))
+    return 0
+
+
+def _print_repairs(result) -> None:
     first = next(iter(result.values()))
     gold_repairs = first.repairs["gold"]
     print(f"{first.n_records} records; gold repairs: {gold_repairs['trimmed']} trimmed, "
@@ -97,5 +104,3 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name} repairs: {rep['trimmed']} trimmed, {rep['reanchored']} re-anchored, "
                   f"{rep['duplicates']} duplicates, {rep['dropped']} dropped")
     print()
-    print(result.table(markdown=True))
-    return 0

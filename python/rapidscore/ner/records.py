@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rapidscore.common.io import read_records
+from rapidscore.common.io import detect_format, read_records
 
 ENTITY_KEYS = ("labels", "entities", "spans", "ents")
 TEXT_KEYS = ("text", "prompt")
@@ -106,12 +106,23 @@ def _read_lines(path: str):
     return read_records(path, default="jsonl")
 
 
+def _struct_keys(entities: Any) -> Any:
+    """Seed entities read from Parquet: a column of dicts is one struct of every record's keys
+    (pandas and pyarrow write it so), None where a record lacks a key; those keys are absent,
+    not entities without a label. (In JSON a None label stays an error.)"""
+    if isinstance(entities, dict) and not {"spans", "ents"} & set(entities):
+        return {key: value for key, value in entities.items() if value is not None}
+    return entities
+
+
 def read_jsonl(path: str, *, require_id: bool = True) -> list[Record]:
     """Records of a JSONL file (one ``{"id", "text", "labels"}`` object per line)."""
     records = []
+    from_parquet = detect_format(path, default="jsonl") == "parquet"
     for position, (item, where) in enumerate(_read_lines(path)):
         rid = _record_id(item, position, where, require_id)
-        records.append(Record(rid, _text_of(item, where), _entities_of(item, where), where))
+        entities = _entities_of(item, where)
+        records.append(Record(rid, _text_of(item, where), _struct_keys(entities) if from_parquet else entities, where))
     _check_unique(records, path)
     return records
 
@@ -122,6 +133,7 @@ def read_combined_jsonl(path: str) -> tuple[list[Record], dict]:
     gold: list[Record] = []
     predictions: dict[str, list[Record]] = {}
     models = None
+    from_parquet = detect_format(path, default="jsonl") == "parquet"
     for position, (item, where) in enumerate(_read_lines(path)):
         if "gold" not in item or not isinstance(item.get("predictions"), dict):
             raise ValueError(f"{where}: a combined file needs 'gold' and a 'predictions' object on every line")
@@ -133,9 +145,10 @@ def read_combined_jsonl(path: str) -> tuple[list[Record], dict]:
         elif set(item["predictions"]) != set(models):
             raise ValueError(f"{where}: predictions name models {sorted(item['predictions'])}, "
                              f"expected {sorted(models)}")
-        gold.append(Record(rid, text, item["gold"], where))
+        gold.append(Record(rid, text, _struct_keys(item["gold"]) if from_parquet else item["gold"], where))
         for name in models:
-            predictions[name].append(Record(rid, text, item["predictions"][name], where))
+            entities = item["predictions"][name]
+            predictions[name].append(Record(rid, text, _struct_keys(entities) if from_parquet else entities, where))
     _check_unique(gold, path)
     if not gold:
         raise ValueError(f"{path}: no records")

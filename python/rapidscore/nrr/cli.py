@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rapidscore.common.io import read_column, read_texts
+    from rapidscore.common.io import check_outputs, read_column, read_texts
     from rapidscore.encoder.model_source import DEFAULT_MODEL
     from rapidscore.nrr import negative_rejection, plot_similarities
 
@@ -37,7 +37,10 @@ def run(args: argparse.Namespace) -> int:
         return _run_streaming(args)
     if not args.generated or not args.references:
         raise ValueError("give --generated and --references (or --input/--output to stream)")
+    check_outputs({"--plot": args.plot}, {"--generated": args.generated, "--references": args.references})
     generated = read_texts(args.generated, args.generated_column)
+    if not generated:  # the same words as bertscore's
+        raise ValueError(f"nothing to evaluate: {args.generated} is empty")
     per_file = [read_column(path, args.reference_column) for path in args.references]
     for path, refs in zip(args.references, per_file):
         if len(refs) != len(generated):
@@ -65,6 +68,7 @@ def _run_streaming(args: argparse.Namespace) -> int:
 
     import numpy as np
 
+    from rapidscore.common.io import check_outputs
     from rapidscore.common.stream import chunks
     from rapidscore.common.stream_io import RowIds, count_rows, file_items, row_items, run_stream
     from rapidscore.encoder.model_source import DEFAULT_MODEL
@@ -74,6 +78,9 @@ def _run_streaming(args: argparse.Namespace) -> int:
         raise ValueError("streaming writes --output FILE (or '-')")
     if args.plot:
         raise ValueError("--plot needs every similarity at once: leave out --output")
+    # before anything is opened for writing: an output over an input would truncate it unread
+    check_outputs({"--output": args.output},
+                  {"--input": args.input, "--generated": args.generated, "--references": args.references})
     threshold = check_threshold(args.threshold)
     if args.input:
         if args.generated or args.references:
