@@ -121,6 +121,17 @@ def test_an_output_beside_its_input_still_streams(tmp_path, tiny_bert, capsys) -
     assert len((tmp_path / "scores.jsonl").read_text().splitlines()) == 2
 
 
+def test_write_idf_beside_an_unweighted_stream(tmp_path, tiny_bert, capsys) -> None:
+    # found with item 1's cases: --write-idf FILE --output OUT without --idf handed the counts to an
+    # unweighted scorer ("idf= was given but the scorer was created with idf=False")
+    pairs = write_pairs(tmp_path / "pairs.jsonl")
+    common = ["bertscore", "-m", tiny_bert, "-l", "1", "-q", "--input", str(pairs)]
+    assert main([*common, "--output", str(tmp_path / "plain.jsonl")]) == 0
+    assert main([*common, "--output", str(tmp_path / "out.jsonl"), "--write-idf", str(tmp_path / "idf.json")]) == 0
+    assert (tmp_path / "out.jsonl").read_text() == (tmp_path / "plain.jsonl").read_text()
+    assert json.loads((tmp_path / "idf.json").read_text())["n_documents"] == 2
+
+
 # -- item 14: tracebacks ---------------------------------------------------------------------------
 
 def test_a_batch_size_beyond_int64_is_one_batch_in_the_api(tiny_bert) -> None:
