@@ -11,6 +11,7 @@ pairs makes the reference's batches pad the others.
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -54,7 +55,7 @@ def streamed(scorer, pairs, **options) -> np.ndarray:
 
 
 @pytest.mark.parametrize("refs", REFERENCES.values(), ids=REFERENCES.keys())
-def test_the_data_exercises_the_padding(scorer, refs):
+def test_the_data_exercises_the_padding(scorer, refs) -> None:
     # issue 29 item 3: without pairs whose scores the padding changes, the tests below could not fail
     padded, unpadded = scorer.score(CANDS, refs, reference_batch_size=8), scorer.score(CANDS, refs)
     assert (padded.f1 != unpadded.f1).sum() >= 5
@@ -65,7 +66,7 @@ def test_the_data_exercises_the_padding(scorer, refs):
 @pytest.mark.parametrize("chunking", [dict(chunk_size=3), dict(chunk_size=5), dict(chunk_size=13),
                                       dict(chunk_size=50), dict(max_tokens=90)],
                          ids=["3", "5", "13", "50", "token-budget"])
-def test_every_chunking_gives_the_in_memory_scores(scorer, refs, batch_size, chunking):
+def test_every_chunking_gives_the_in_memory_scores(scorer, refs, batch_size, chunking) -> None:
     # issue 29 item 3: chunk sizes that do not divide the batch size, and chunks cut by the token
     # budget, give the in-memory scores float for float
     expected = scores(scorer.score(CANDS, refs, reference_batch_size=batch_size))
@@ -73,7 +74,7 @@ def test_every_chunking_gives_the_in_memory_scores(scorer, refs, batch_size, chu
     assert np.array_equal(got, expected)
 
 
-def test_halved_chunks_and_the_cache_keep_the_in_memory_scores(scorer):
+def test_halved_chunks_and_the_cache_keep_the_in_memory_scores(scorer) -> None:
     # issue 29 item 3: a chunk over the token budget is halved (texts far longer than their
     # character estimate), and cached texts skip the model: neither moves a batch's padding
     long_cands = [c + " " + " ".join("7" * 40) if i % 10 == 3 else c for i, c in enumerate(CANDS)]
@@ -86,7 +87,7 @@ def test_halved_chunks_and_the_cache_keep_the_in_memory_scores(scorer):
 
 
 @pytest.mark.parametrize("start", [1, 21, 40])
-def test_a_stream_that_continues_another_keeps_its_batches(scorer, start):
+def test_a_stream_that_continues_another_keeps_its_batches(scorer, start) -> None:
     # issue 29 item 3: a resumed run scores rows start.. as the whole run does: the rows before
     # shift the reference's batches (PairsBefore: their pair count and the last batch's items)
     expected = scores(scorer.score(CANDS, MULTI, reference_batch_size=8))
@@ -99,7 +100,7 @@ def test_a_stream_that_continues_another_keeps_its_batches(scorer, start):
     assert np.array_equal(np.concatenate([scores(r) for _, r in results]), expected[start:])
 
 
-def test_batches_too_large_to_read_ahead_are_refused(scorer):
+def test_batches_too_large_to_read_ahead_are_refused(scorer) -> None:
     # issue 29 item 3: a stream reads up to B - 1 pairs ahead of each chunk; a batch larger than
     # that bound is refused with the rule, never scored with other padding
     pairs = list(zip(CANDS, REFS))
@@ -110,8 +111,44 @@ def test_batches_too_large_to_read_ahead_are_refused(scorer):
     # one batch as large as the stream's chunk limit is fine
     got = streamed(scorer, pairs, chunk_size=200, reference_batch_size=200)
     assert np.array_equal(got, scores(scorer.score(CANDS, REFS, reference_batch_size=200)))
-    with pytest.raises(TypeError, match="before.pairs"):
+    with pytest.raises(TypeError, match=r"before\.pairs"):
         next(chunk_results(scorer, pairs, reference_batch_size=8, before=PairsBefore(1.5, [])))  # type: ignore[arg-type]
+
+
+def test_a_chunk_reads_ahead_only_to_the_end_of_its_batch(scorer) -> None:
+    # issue 29 item 3: the read-ahead is the rest of the chunk's last batch, no more (a chunk that
+    # ends a batch reads nothing: over a pipe it would wait for input it does not need)
+    pulled = []
+
+    def stream():
+        for pair in zip(CANDS, REFS):
+            pulled.append(pair)
+            yield pair
+
+    for chunk_size, read in ((8, 8), (5, 8), (11, 16)):
+        pulled.clear()
+        next(chunk_results(scorer, stream(), chunk_size=chunk_size, reference_batch_size=8))
+        assert len(pulled) == read
+
+
+def test_padding_floors_on_a_device_store_match_the_host_kernel(scorer) -> None:
+    # issue 29 item 3: finish(padding_floors=) on torch embeddings (a GPU store; here the CPU)
+    # gives what the native kernel gives the same floors
+    torch = pytest.importorskip("torch", reason="a torch-tensor store")
+    from rapidscore.kernels.padding import padding_floors
+
+    plan = scorer.plan(CANDS, MULTI)
+    expected = scorer.finish(plan, scorer.encode(plan), reference_batch_size=8)
+    store = scorer.encode(plan)
+    floors = padding_floors(store.offsets, store.order[plan.pairs], 8)
+    on_host = scorer.finish(plan, store, padding_floors=floors)
+    store = scorer.encode(plan)
+    store.embeddings = torch.from_numpy(store.embeddings)
+    on_device = scorer.finish(plan, store, padding_floors=floors)
+    assert np.array_equal(scores(on_host), scores(expected))
+    assert np.allclose(scores(on_device), scores(expected), atol=1e-6)
+    with pytest.raises(ValueError, match="padding_floors must be a bool array"):
+        scorer.finish(plan, scorer.encode(plan), padding_floors=floors[:3])
 
 
 # -- the command line -------------------------------------------------------------------------
@@ -123,14 +160,14 @@ def _pairs_file(tmp_path, refs):
 
 
 def _read_scores(path) -> np.ndarray:
-    rows = [json.loads(line) for line in open(path, encoding="utf-8")]
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert [row["index"] for row in rows] == list(range(N))
     return np.array([[row["precision"], row["recall"], row["f1"]] for row in rows], dtype=np.float32)
 
 
 @pytest.mark.parametrize("refs", REFERENCES.values(), ids=REFERENCES.keys())
 @pytest.mark.parametrize("chunk_size", ["30", "50"])
-def test_cli_chunk_size_does_not_change_the_scores(model, tmp_path, refs, chunk_size):
+def test_cli_chunk_size_does_not_change_the_scores(model, tmp_path, refs, chunk_size) -> None:
     # issue 29 item 3: --chunk-size with the default -b 64 gives the in-memory (-c/-r) scores
     expected = scores(BERTScore(model).score(CANDS, refs, reference_batch_size=64))
     out = tmp_path / "out.jsonl"
@@ -139,7 +176,7 @@ def test_cli_chunk_size_does_not_change_the_scores(model, tmp_path, refs, chunk_
     assert np.array_equal(_read_scores(out), expected)
 
 
-def test_cli_resume_part_way_through_a_batch(model, tmp_path, monkeypatch):
+def test_cli_resume_part_way_through_a_batch(model, tmp_path, monkeypatch) -> None:
     # issue 29 item 3: a run stopped after rows that end inside a reference batch resumes to the
     # scores of an uninterrupted run
     expected = scores(BERTScore(model).score(CANDS, MULTI, reference_batch_size=8))
@@ -161,3 +198,62 @@ def test_cli_resume_part_way_through_a_batch(model, tmp_path, monkeypatch):
     assert state["rows"] == 21 and sum(len(g) for g in MULTI[:21]) % 8 != 0
     assert main(args + ["--resume"]) == 0
     assert np.array_equal(_read_scores(tmp_path / "out.jsonl"), expected)
+
+
+# -- progress within a chunk ------------------------------------------------------------------
+
+class RecordingBar:
+    """Stands in for tqdm: records every update."""
+
+    made: ClassVar[list[RecordingBar]] = []
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.total = kwargs.get("total")
+        self.updates: list[int] = []
+        RecordingBar.made.append(self)
+
+    def update(self, n: int = 1) -> None:
+        self.updates.append(n)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture()
+def recording_bar(monkeypatch) -> list[RecordingBar]:
+    import tqdm.auto
+
+    RecordingBar.made = []
+    monkeypatch.setattr(tqdm.auto, "tqdm", RecordingBar)
+    return RecordingBar.made
+
+
+def test_progress_moves_as_a_chunks_batches_finish(model) -> None:
+    # issue 29 item 17: the chunk's pairs are reported as its encoder batches finish, before its
+    # scores are out, and embedding in slices leaves every score as it was
+    scorer = BERTScore(model, batch_tokens=64)
+    pairs = list(zip(CANDS, MULTI))
+    seen: list[int] = []
+    [(chunk, result)] = list(chunk_results(scorer, pairs, reference_batch_size=8, progress=seen.append))
+    assert len(chunk) == N and len(seen) > 5 and seen == sorted(seen) and seen[0] < N // 4 and seen[-1] == N
+    assert np.array_equal(scores(result), scores(scorer.score(CANDS, MULTI, reference_batch_size=8)))
+
+
+def test_score_iter_progress_counts_pairs_within_chunks(model, recording_bar) -> None:
+    # issue 29 item 17: score_iter(progress=True) moves its bar within each chunk, in pairs, to the total
+    scorer = BERTScore(model, batch_tokens=64)
+    got = streamed(scorer, list(zip(CANDS, REFS)), chunk_size=48, progress=True)
+    [bar] = recording_bar
+    assert bar.total == N and sum(bar.updates) == N and len(bar.updates) > 4
+    assert np.array_equal(got, scores(scorer.score(CANDS, REFS)))
+
+
+def test_cli_progress_moves_before_the_chunk_is_written(model, tmp_path, recording_bar) -> None:
+    # issue 29 item 17: the bar (rows, rate, ETA against the counted total) moved only when a whole
+    # chunk (16,384 rows by default) was written; it now moves as the chunk's batches finish
+    out = tmp_path / "out.jsonl"
+    assert main(["bertscore", "-m", model, "--input", str(_pairs_file(tmp_path, MULTI)), "--output", str(out),
+                 "--batch-tokens", "64", "--progress", "-q"]) == 0
+    [bar] = recording_bar
+    assert bar.total == N and sum(bar.updates) == N and len(bar.updates) > 5  # one chunk, many moves
+    assert np.array_equal(_read_scores(out), scores(BERTScore(model).score(CANDS, MULTI, reference_batch_size=64)))

@@ -200,6 +200,8 @@ class _PaddingBatches:
 def _pair_lengths(scorer: BERTScore, items: Iterable[tuple[str, Sequence[str]]], n: int) -> np.ndarray:
     """(k, 2) candidate and reference tokens of the first ``n`` pairs of ``items`` (k < n when
     they run out), as the encoder stores them: stripped and tokenised, no model."""
+    if n <= 0:  # nothing to read: a chunk that ends a batch must not wait for more input (a pipe)
+        return np.zeros((0, 2), dtype=np.int64)
     cands: list[str] = []
     refs: list[str] = []
     for cand, group in items:
@@ -208,7 +210,7 @@ def _pair_lengths(scorer: BERTScore, items: Iterable[tuple[str, Sequence[str]]],
             refs.append(ref.strip())
         if len(refs) >= n:
             break
-    if not refs:
+    if not refs:  # the stream ended
         return np.zeros((0, 2), dtype=np.int64)
     texts = list(dict.fromkeys(cands + refs))
     ids, _truncated = scorer.encoder.tokenizer.encode(texts)
