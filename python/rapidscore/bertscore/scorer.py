@@ -296,6 +296,12 @@ class BERTScore:
         a dict; else the scorer's own weights (``idf_sents``, a dict); else a first pass over the
         stream's references, which needs a re-iterable ``pairs`` (a list; a generator raises
         ValueError). A bad item raises TypeError/ValueError naming its index.
+
+        ``reference_batch_size`` B: the numbers of ``score(..., reference_batch_size=B)`` whatever
+        the chunks; a chunk's padding comes from the reference's batches it overlaps, so up to
+        B - 1 pairs after it are read ahead and tokenised (B at most max(chunk_size, 16384),
+        else ValueError). ``progress``: a bar in pairs on stderr that moves as each chunk's
+        encoder batches finish (docs/scale.md).
         Thread-safe as ``score``: each call keeps its own state.
         """
         from rapidscore.bertscore.streaming import pair_scores
