@@ -111,9 +111,10 @@ class MicroBatcher:
 
     ``batch_tokens``: the most tokens (sum over a batch's requests, special tokens included) one
     batch takes. A request larger than that runs in pieces when its task can encode it in parts
-    (BERTScore, similarity, refusal detectors: whole texts per piece, each within the budget left
-    in a batch), going back to the end of the queue after each piece, so one large request cannot
-    hold the workers while others wait; one that cannot (``call``) runs alone. ``max_batch_requests``: the
+    (BERTScore, similarity, refusal detectors: whole texts per piece, each within ``piece_tokens``,
+    default a quarter of ``batch_tokens``, and the budget left in the batch), going back to the
+    end of the queue after each piece, so one large request cannot hold the workers while others
+    wait; one that cannot (``call``) runs alone. ``max_batch_requests``: the
     most requests per batch. ``max_queue``: requests waiting (not counting the running batch);
     a submit beyond it raises :class:`~rapidscore.errors.OverloadedError` at once.
     ``workers``: worker threads (default 1). With 2 or more, a batch is formed and encoded while
@@ -128,8 +129,12 @@ class MicroBatcher:
 
     def __init__(self, *, batch_tokens: int = 8192, max_batch_requests: int = 256, max_queue: int = 1024,
                  workers: int = 1, on_batch: Callable[[int, int, float], None] | None = None,
-                 name: str = "rapidscore-batcher"):
+                 piece_tokens: int | None = None, name: str = "rapidscore-batcher"):
         self.batch_tokens = check_positive_int(batch_tokens, "batch_tokens")
+        # A quarter of a batch per piece: a batch that holds a piece has room for other requests,
+        # and a request that arrives during a piece waits for a quarter of a full batch's time.
+        self.piece_tokens = max(1, self.batch_tokens // 4) if piece_tokens is None else \
+            check_positive_int(piece_tokens, "piece_tokens")
         self.max_batch_requests = check_positive_int(max_batch_requests, "max_batch_requests")
         self.max_queue = check_positive_int(max_queue, "max_queue")
         self.on_batch = on_batch
@@ -238,7 +243,7 @@ class MicroBatcher:
                 piece = None
                 if job.units is not None and (job.done or tokens + need > self.batch_tokens):
                     # in pieces: the texts that fit what is left of the budget
-                    room = self.batch_tokens - tokens
+                    room = min(self.batch_tokens - tokens, self.piece_tokens)
                     stop = job.done + int(np.searchsorted(np.cumsum(job.units[job.done:]), room, side="right"))
                     if stop == job.done:
                         if batch:
@@ -281,40 +286,33 @@ class MicroBatcher:
                 continue
             started = time.perf_counter()
             whole = [job for job in batch if job.piece is None]
+            pieces = [job for job in batch if job.piece is not None]
             outcomes = [outcome for task, jobs in _group_by_task(whole) for outcome in _run_group(task, jobs, alone)]
+            whole_tokens = sum(job.tokens for job in whole)
+            if pieces and outcomes:
+                # The whole requests are answered before the pieces run: they do not wait for them.
+                self._count(outcomes, whole_tokens)
+                self._answer(outcomes)
+                outcomes = []
             unfinished = []
-            tokens = sum(job.tokens for job in whole)
-            for job in batch:
-                if job.piece is not None:
-                    assert job.units is not None
-                    tokens += int(job.units[job.piece[0]:job.piece[1]].sum())
-                    outcome = _run_piece(job, alone)
-                    if outcome is None:
-                        unfinished.append(job)
-                    else:
-                        outcomes.append(outcome)
+            piece_tokens = 0
+            for job in pieces:
+                assert job.units is not None and job.piece is not None
+                piece_tokens += int(job.units[job.piece[0]:job.piece[1]].sum())
+                outcome = _run_piece(job, alone)
+                if outcome is None:
+                    unfinished.append(job)
+                else:
+                    outcomes.append(outcome)
             seconds = time.perf_counter() - started
+            tokens = whole_tokens + piece_tokens
             # Counted before the answers go out, so a caller that got its answer sees its batch counted.
-            with self._cond:
-                stats = self._stats
-                stats.batches += 1
-                stats.requests += len(outcomes)
-                stats.pieces += len(batch) - len(whole)
-                stats.tokens += tokens
-                stats.failed += sum(1 for _, failed, _ in outcomes if failed)
-                stats.busy_seconds += seconds
-                rate = tokens / seconds if seconds > 0 else 0.0
-                self._tokens_per_second = rate if self._tokens_per_second == 0 else \
-                    0.8 * self._tokens_per_second + 0.2 * rate
+            self._count(outcomes, piece_tokens if pieces else tokens, batch_tokens=tokens, pieces=len(pieces),
+                        seconds=seconds)
             if self.on_batch is not None:
                 with contextlib.suppress(Exception):  # a metrics hook must never stop the worker
                     self.on_batch(len(batch), tokens, seconds)
-            for job, failed, value in outcomes:
-                job.partials.clear()
-                if failed:
-                    job.future.set_exception(value)
-                else:
-                    job.future.set_result(value)
+            self._answer(outcomes)
             with self._cond:
                 # Back to the end of the queue: requests that came meanwhile run before its next piece.
                 for job in unfinished:
@@ -325,6 +323,32 @@ class MicroBatcher:
                 # Busy until its answers are out: a worker taking a batch meanwhile is not alone.
                 self._running -= 1
                 self._running_requests -= len(batch)
+
+    def _count(self, outcomes: list, tokens: int, *, batch_tokens: int | None = None, pieces: int = 0,
+               seconds: float = 0.0) -> None:
+        """Stats of finished requests (``outcomes``) and of ``tokens`` encoded; with
+        ``batch_tokens``, of the batch itself (its pieces, time, the throughput for Retry-After)."""
+        with self._cond:
+            stats = self._stats
+            stats.requests += len(outcomes)
+            stats.failed += sum(1 for _, failed, _ in outcomes if failed)
+            stats.tokens += tokens
+            if batch_tokens is not None:
+                stats.batches += 1
+                stats.pieces += pieces
+                stats.busy_seconds += seconds
+                rate = batch_tokens / seconds if seconds > 0 else 0.0
+                self._tokens_per_second = rate if self._tokens_per_second == 0 else \
+                    0.8 * self._tokens_per_second + 0.2 * rate
+
+    @staticmethod
+    def _answer(outcomes: list) -> None:
+        for job, failed, value in outcomes:
+            job.partials.clear()
+            if failed:
+                job.future.set_exception(value)
+            else:
+                job.future.set_result(value)
 
 
 def _group_by_task(batch: list[Job]) -> list[tuple[Any, list[Job]]]:
