@@ -228,6 +228,12 @@ API_CASES = [
      "label embedder returned a non-finite vector (NaN or inf) for label 'loc'"),
     ("ner-embedder-nan", lambda f: _ner_embedded(NAN), ValueError, "label embedder returned a non-finite vector"),
     ("ner-embedder-1e200", lambda f: _expect_dmberta_f1(_ner_embedded(1e200), 1.0), None, ""),
+    # issue 29 item 9: offsets beyond int64 were a bare OverflowError (HTTP 500)
+    ("ner-offset-2**70", lambda f: _ner([[0, 2**70, "LOC"]]), ValueError,
+     "record 1: entity [0, 1180591620717411303424, 'LOC'] has an offset beyond the largest supported"),
+    ("ner-seed-offset-2**63", lambda f: _ner({f"Paris:0:{2**63}": "LOC"}), ValueError,
+     "offset beyond the largest supported character offset (4611686018427387903 = 2**62 - 1)"),
+    ("ner-score-10**400", lambda f: _ner([[0, 5, "LOC", 10**400]]), ValueError, "entity score must be a number"),
     ("nrr-pairs-embed-inf", lambda f: _similarity().pairs(["a"], ["b"], embed=lambda texts: np.full(
         (len(texts), 3), np.inf)), ValueError, "sentence vector 0 holds a non-finite value (NaN or inf)"),
     ("nrr-rejection-embed-nan", lambda f: _similarity().rejection(["a"], ["b"], 0.5, embed=lambda texts: np.full(
