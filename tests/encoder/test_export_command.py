@@ -4,6 +4,7 @@ exported into a cache on a build machine, which a runtime then reads alone."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -103,3 +104,18 @@ def test_export_help_loads_no_encoder() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "rapidscore export" in out.stdout and "--layer" in out.stdout
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+# issue 29 items 13 and 18
+def test_a_damaged_entry_of_a_weightless_copy_says_what_to_export(tiny_model_path, tmp_path, capsys,
+                                                                  monkeypatch) -> None:
+    from rapidscore.encoder.onnx_export import DamagedCacheError
+
+    result = _export(capsys, str(tiny_model_path("bert")), "--layer", "2", "--cache", str(tmp_path),
+                     "--name", "tiny/bert")
+    padded = Path(result["entries"][0]["entry"])
+    (padded / "model.onnx").write_bytes(b"")
+    clear_cache()
+    monkeypatch.setenv("RAPIDSCORE_CACHE", str(tmp_path))
+    with pytest.raises(DamagedCacheError, match=r"model.onnx has 0 bytes.*rapidscore export tiny/bert --layer 2"):
+        Encoder("tiny/bert", layer=2)  # torch is here, but the weights are not

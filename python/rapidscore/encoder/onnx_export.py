@@ -227,7 +227,8 @@ def _check_has_weights(model_dir: Path, layer: int | str, unpadded: bool, entry:
     name = record.get("name", model_dir)
     graph = "the unpadded graph of " if unpadded else ""
     problem = f"its entry {entry} is damaged: {damage}" if damage else f"{graph}layer {layer} was not exported"
-    raise ModelNotFoundError(
+    error = ModelNotFoundError if damage is None else DamagedCacheError
+    raise error(
         f"model {name!r} is kept in the rapidscore cache without its weights ({model_dir}) and {problem}. "
         f"Export it where the model and the [export] extra are: rapidscore export {name} --layer {layer} "
         "--cache DIR, and copy DIR here (RAPIDSCORE_CACHE=DIR)")
