@@ -49,10 +49,9 @@ class TinyServer:
         import socket
         import time
 
-        import uvicorn
-
         from rapidscore.serve.app import create_app
         from rapidscore.serve.config import ServeConfig
+        from rapidscore.serve.server import make_server
         from rapidscore.serve.service import ScoringService
 
         settings = {"warmup": False, "workers": 1, "ner_label_similarity": "exact", **settings}
@@ -62,8 +61,8 @@ class TinyServer:
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(create_app(service=self.service, start=False), lifespan="on", log_level="warning")
-        self.server = uvicorn.Server(config)
+        # the real server's protocol: its timers and connection cap
+        self.server = make_server(self.service.config, app=create_app(service=self.service, start=False))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 60
