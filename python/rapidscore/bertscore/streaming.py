@@ -6,6 +6,13 @@ call: the plan deduplicates within the chunk, an optional LRU cache keeps the em
 recently seen texts across chunks (a fixed set of references, a repeated candidate), and idf
 comes from one first pass over the stream's references (or from an idf file or dict), so that
 streamed scores equal ``BERTScore.score`` over the same pairs with the same options.
+
+bert-score's padding (``reference_batch_size`` B) does not follow the chunks: the reference
+matches pair k of the whole input (each reference of a candidate is a pair) in batch k // B,
+padded to that batch's longest candidate and reference. A chunk's floors are therefore computed
+over the batches it overlaps: the longest of the batch it starts in is carried over from the
+chunks before (or, for a resumed run, from ``PairsBefore``), and up to B - 1 pairs after it are
+read ahead and tokenised (no model) for the batch it ends in.
 """
 
 from __future__ import annotations
