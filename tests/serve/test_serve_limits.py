@@ -259,3 +259,25 @@ def test_http_a_small_request_is_answered_while_a_large_one_is_in_pieces(tiny_se
 
     assert asyncio.run(main()) == ["small", "large"]
     assert service.batcher.stats().pieces > 5
+
+
+def test_http_a_large_request_is_tokenised_off_the_event_loop(tiny_server) -> None:
+    # issue 29 item 7: tokenising the largest request allowed took 0.19 s in the event loop,
+    # during which no other connection was served; small requests stay inline.
+    import httpx
+
+    server = tiny_server()
+    task = server.service.bertscore._task
+    prepare = task.prepare
+    on_loop: list[bool] = []
+
+    def recording(*args, **kwargs):
+        on_loop.append(threading.current_thread() is server.thread)
+        return prepare(*args, **kwargs)
+
+    task.prepare = recording
+    small = {"candidates": ["the cat sat"], "references": ["a cat sat on a mat"]}
+    large = {"candidates": ["the cat sat"], "references": [sentences(400, seed=2) * 2]}  # ~40,000 characters
+    for body in (small, large):
+        assert httpx.post(f"{server.url}/v1/bertscore", json=body, timeout=60).status_code == 200
+    assert on_loop == [True, False]

@@ -20,7 +20,7 @@ from rapidscore.serve.batching import BatchingScorer, RequestTooLargeError
 from rapidscore.serve.config import ServeConfig
 from rapidscore.serve.disconnects import CLIENT_GONE, ClientDisconnects
 from rapidscore.serve.security import install_access_control
-from rapidscore.serve.service import ScoringService
+from rapidscore.serve.service import ScoringService, submit_request
 
 try:
     from fastapi import FastAPI, Request
@@ -325,7 +325,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         """``await submit(*args, **kwargs)``'s future; overload -> 503 + Retry-After, bad input -> 400
         (raised while preparing, or by the worker)."""
         try:
-            return await asyncio.wrap_future(submit(*args, **kwargs))
+            return await asyncio.wrap_future(await submit_request(submit, *args, **kwargs))
         except OverloadedError as exc:
             raise _ClientError(503, str(exc), headers={"Retry-After": str(math.ceil(exc.retry_after))}) from None
         except RequestTooLargeError as exc:  # over max_texts / max_tokens
