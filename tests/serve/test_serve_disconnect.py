@@ -19,10 +19,11 @@ BODY = {"candidates": ["a candidate about the weather"],
         "references": [[f"reference number {k} about rain in paris" for k in range(60)]]}
 
 
-def send_and_leave(port: int, body: dict, *, send_bytes: int | None = None) -> socket.socket:
+def send_and_leave(port: int, body: dict, *, send_bytes: int | None = None,
+                   path: str = "/v1/bertscore") -> socket.socket:
     """A raw request (``send_bytes``: only that much of the body); the caller closes the socket."""
     payload = json.dumps(body).encode()
-    head = (f"POST /v1/bertscore HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(payload)}\r\n\r\n").encode()
     sock = socket.create_connection(("127.0.0.1", port))
     sock.sendall(head + (payload if send_bytes is None else payload[:send_bytes]))
@@ -96,3 +97,20 @@ def test_a_client_that_leaves_while_sending_the_body_is_499_not_500(tiny_server)
     text = httpx.get(f"{server.url}/metrics").text
     assert 'status="500"' not in text and 'status="499"} 1' in text
     assert server.service.batcher.stats().requests == 0
+
+
+def test_a_ner_request_whose_client_left_is_dropped(tiny_server, hold_worker) -> None:
+    # issue 29 item 10: the same through FastAPI's routes (NER is not on the middleware's fast path)
+    server = tiny_server()
+    service = server.service
+    gate = hold_worker(service.batcher)
+    body = {"gold": [{"id": 1, "text": "Ada Lovelace", "labels": [[0, 12, "PER"]]}],
+            "predictions": [{"id": 1, "text": "Ada Lovelace", "labels": [[0, 3, "PER"]]}]}
+    sock = send_and_leave(server.port, body, path="/v1/ner")
+    wait_until(lambda: service.batcher.queue_depth == 1, "the request was never queued")
+    sock.close()
+    wait_until(lambda: service.metrics.disconnects.get("/v1/ner") == 1, "the disconnect was not noticed")
+    gate.open()
+    assert httpx.post(f"{server.url}/v1/ner", json=body, timeout=60).status_code == 200
+    stats = service.batcher.stats()
+    assert (stats.dropped, stats.requests) == (1, 2)  # the gate and the second NER request
