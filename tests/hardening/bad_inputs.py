@@ -352,7 +352,15 @@ API_CASES = [
         f.deep_rows), ValueError, "deep_rows.jsonl: line 1: invalid JSON: JSON nested too deeply to read"),
     ("read-texts-parquet-without-pyarrow", lambda f: _without_pyarrow(lambda: __import__(
         "rapidscore.common.io").common.io.read_texts(f.no_pyarrow, "text")), ImportError,
-     "no_pyarrow.parquet: reading Parquet files needs pyarrow (pip install pyarrow)"),
+     "no_pyarrow.parquet: Parquet files need pyarrow (pip install pyarrow)"),
+    # issue 29 item 16: the streaming reader and writer name the file too (they said "needs pyarrow" only)
+    ("stream-rows-parquet-without-pyarrow", lambda f: _without_pyarrow(lambda: list(__import__(
+        "rapidscore.common.stream_io").common.stream_io.iter_rows(f.no_pyarrow, "parquet"))), ImportError,
+     "no_pyarrow.parquet: Parquet files need pyarrow (pip install pyarrow)"),
+    ("stream-writer-parquet-without-pyarrow", lambda f: _without_pyarrow(lambda: __import__(
+        "rapidscore.common.stream_io").common.stream_io.StreamWriter(f.no_pyarrow + ".out.parquet", "parquet", ["f1"],
+                                                                      {}, resume=False)), ImportError,
+     "no_pyarrow.parquet.out.parquet: Parquet files need pyarrow"),
 ]
 
 

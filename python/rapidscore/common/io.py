@@ -181,18 +181,18 @@ def _delimited_rows(path: str, delimiter: str) -> tuple[list[str], Generator[tup
     return columns, rows()
 
 
-def _import_parquet(path: str):
+def import_parquet(path: str):
+    """``pyarrow.parquet``; ImportError naming ``path`` (the file that needs it) when pyarrow is missing."""
     try:
         import pyarrow.parquet as parquet
     except ImportError as exc:  # named the package but not the file that needed it
-        raise ImportError(f"{path}: reading Parquet files needs pyarrow (pip install pyarrow), or convert the "
-                          "file to JSONL or CSV") from exc
+        raise ImportError(f"{path}: Parquet files need pyarrow (pip install pyarrow), or use JSONL or CSV") from exc
     return parquet
 
 
 def _parquet_columns(path: str) -> list[str]:
     check_input_file(path)
-    return list(_import_parquet(path).read_schema(path).names)
+    return list(import_parquet(path).read_schema(path).names)
 
 
 def _pick_column(path: str, column: str | None, columns: list[str], kind: str) -> str:
@@ -234,7 +234,7 @@ def iter_column(path: str | os.PathLike, column: str | None = None) -> Iterator[
             yield where, value
     else:
         column = _pick_column(path, column, _parquet_columns(path), "Parquet")
-        values = _import_parquet(path).read_table(path, columns=[column]).column(column).to_pylist()
+        values = import_parquet(path).read_table(path, columns=[column]).column(column).to_pylist()
         for number, value in enumerate(values, 1):
             yield f"{path}: row {number}", value
 
@@ -274,7 +274,7 @@ def read_records(path: str | os.PathLike, default: str = "jsonl") -> Iterator[tu
         yield from rows
     elif fmt == "parquet":
         _parquet_columns(path)  # the same FileNotFoundError as the other formats
-        for number, row in enumerate(_import_parquet(path).read_table(path).to_pylist(), 1):
+        for number, row in enumerate(import_parquet(path).read_table(path).to_pylist(), 1):
             yield row, f"{path}: row {number}"
     else:
         raise ValueError(f"read_records: default must be one of jsonl, csv, tsv, parquet, got {default!r}")

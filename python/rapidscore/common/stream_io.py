@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from rapidscore.common.cli_options import positive_int
-from rapidscore.common.io import decoded_lines, jsonl_objects
+from rapidscore.common.io import decoded_lines, import_parquet, jsonl_objects
 
 __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "iter_rows", "row_items", "file_items",
            "count_rows",
@@ -120,10 +120,7 @@ def iter_rows(path: str, fmt: str | None = None) -> Iterator[tuple[dict, str]]:
 
 
 def _parquet_rows(path: str, name: str) -> Iterator[tuple[dict, str]]:
-    try:
-        import pyarrow.parquet as parquet
-    except ImportError as exc:
-        raise ImportError("reading Parquet needs pyarrow: pip install pyarrow") from exc
+    parquet = import_parquet(name)
     if path == "-":
         source: Any = io.BytesIO(sys.stdin.buffer.read())
     elif not os.path.isfile(path):
@@ -201,9 +198,7 @@ def count_rows(path: str, fmt: str | None = None) -> int | None:
     if path == "-" or not os.path.isfile(path):
         return None
     if fmt == "parquet":
-        import pyarrow.parquet as parquet
-
-        return int(parquet.ParquetFile(path).metadata.num_rows)
+        return int(import_parquet(path).ParquetFile(path).metadata.num_rows)
     if fmt in ("csv", "tsv"):  # quoted fields may span lines: count rows, not lines
         return sum(1 for _ in iter_rows(path, fmt))
     with _open_input(path) as handle:
@@ -246,6 +241,8 @@ class StreamWriter:
             raise ValueError("Parquet output needs a file: give --output FILE.parquet")
         if self.to_stdout and resume:
             raise ValueError("--resume needs an --output file")
+        if fmt == "parquet":
+            import_parquet(path)  # before any input is read or scored
         self.state_path = f"{path}.resume.json"
         self.parts_dir = f"{path}.parts"
         self.rows = 0
