@@ -298,7 +298,7 @@ def test_shutdown_while_busy_answers_every_accepted_request(minilm_path, direct,
         httpx.post(f"{server.url}/v1/bertscore", json={"candidates": ["a"], "references": ["b"]})
 
 
-def test_schemathesis_finds_no_server_error(live):
+def test_schemathesis_finds_no_server_error(live) -> None:
     schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is not installed")
     from hypothesis import HealthCheck, given, settings
 
