@@ -252,10 +252,11 @@ def test_cli_flags_and_settings_file_keys(tmp_path, monkeypatch) -> None:
     args = build_parser().parse_args([
         "serve", "--header-timeout", "2.5", "--body-timeout", "7", "--max-connections", "50",
         "--api-key-file", str(key_file), "--host", "0.0.0.0", "--cors-origin", "https://a.example",
-        "--cors-origin", "http://localhost:3000", "--docs"])
+        "--cors-origin", "http://localhost:3000", "--docs", "--max-texts", "300", "--max-tokens", "5000"])
     run(args)
     config = captured["config"]
     assert (config.header_timeout, config.body_timeout, config.max_connections) == (2.5, 7.0, 50)
+    assert (config.max_texts, config.max_tokens) == (300, 5000)  # issue 29 item 7: the limits as flags too
     assert config.api_key == KEY and config.docs and not config.insecure
     assert config.cors_origins == ("https://a.example", "http://localhost:3000")
     settings = tmp_path / "serve.json"

@@ -47,6 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "every core, on a CPU with 2+ workers; 0: off)")
     parser.add_argument("--max-items", type=int, default=None, help="items per request at most (default 1024)")
     parser.add_argument("--max-body-bytes", type=int, default=None, help="request body size at most (default 1000000)")
+    parser.add_argument("--max-texts", type=int, default=None,
+                        help="texts per request at most, every reference counted (default 8192; more: 413)")
+    parser.add_argument("--max-tokens", type=int, default=None,
+                        help="tokens of a request's distinct texts at most (default 65536; more: 413)")
     parser.add_argument("--no-warmup", dest="warmup", action="store_const", const=False, default=None,
                         help="skip the warm-up calls before /health turns ready")
     parser.add_argument("--log-level", default=None, help="uvicorn's log level (default warning)")
@@ -88,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         long_texts=args.long_texts, batch_tokens=args.batch_tokens, max_batch_requests=args.max_batch_requests,
         max_queue=args.max_queue,
         workers=args.workers, solo_threads=args.solo_threads, max_items=args.max_items,
-        max_body_bytes=args.max_body_bytes, warmup=args.warmup,
+        max_body_bytes=args.max_body_bytes, max_texts=args.max_texts, max_tokens=args.max_tokens, warmup=args.warmup,
         log_level=args.log_level, header_timeout=args.header_timeout, body_timeout=args.body_timeout,
         max_header_bytes=args.max_header_bytes, max_connections=args.max_connections,
         api_key_file=args.api_key_file, insecure=args.insecure, cors_origins=args.cors_origins, docs=args.docs)
