@@ -460,14 +460,17 @@ def run_stream(*, items: Iterator, score_chunks: Callable[..., Iterator[tuple[li
     """Score ``items`` with ``score_chunks(items, first_index)`` (``(items, rows)`` per chunk)
     into ``output``. Returns the number of rows in the finished output. ``chunk_progress``:
     ``score_chunks(items, first_index, advance)`` calls ``advance(rows done)`` within a chunk, so
-    that the bar moves (with rate and ETA) before the chunk is written."""
+    that the bar moves (with rate and ETA) before the chunk is written; ``advance`` is None when
+    no bar is shown."""
     fmt = output_format(output, output_fmt)
     writer = StreamWriter(output, fmt, columns, settings, resume=resume)
     writer.verify_prefix(items)
     bar = _Progress(progress, total, writer.rows, unit)
     started, done_here = time.perf_counter(), 0
     try:
-        chunks = score_chunks(items, writer.rows, bar.advance) if chunk_progress else score_chunks(items, writer.rows)
+        # advance is None without a bar: nothing to follow within a chunk
+        advance = bar.advance if bar.bar is not None else None
+        chunks = score_chunks(items, writer.rows, advance) if chunk_progress else score_chunks(items, writer.rows)
         for chunk_items, rows in chunks:
             writer.write(chunk_items, rows)
             bar.update(len(rows))
