@@ -97,7 +97,7 @@ def render(data: dict) -> str:
     r, m, v = data["result"], data["machine"], data["versions"]
     t, inputs = r["tokens"], r["model_input_tokens"]
     lines = [
-        "# Long texts: windows vs truncation",
+        "## Long texts: windows vs truncation (issue 25)",
         "",
         f"{data['date']}, {common.machine_line(m)}, load average {m['load_average_1min']} at start. "
         f"{common.versions_line(v)}. Commit {data['commit']}. Command: `{data['command']}`.",
@@ -124,8 +124,34 @@ def render(data: dict) -> str:
         f"Truncation max |dF| vs bert-score: {common.fmt_sci(r['truncate_max_abs_dF_vs_bert_score'])}. "
         f"Windows move F1 by {common.fmt_sci(r['window_vs_truncate_dF']['mean'])} on average "
         f"(max {common.fmt_sci(r['window_vs_truncate_dF']['max'])}) against truncation.",
+        "",
+        *reading(data),
     ]
     return "\n".join(lines)
+
+
+# bert-base's layers: 4 x 768 x 768 (attention) + 2 x 768 x 3072 (feed-forward) weights each
+LAYER_WEIGHTS = 4 * 768 * 768 + 2 * 768 * 3072
+
+
+def reading(data: dict) -> list[str]:
+    """What the table means: per-token throughput of each mode and its share of the GEMM peak
+    (the model's FLOPs per token at the maximum length: weights, plus QK^T and AV at 512)."""
+    r = data["result"]
+    inputs, seconds, width = r["model_input_tokens"], r["median_s"], r["max_length"]
+    rate_truncate = inputs["truncate"] / seconds["rapidscore truncate"]
+    rate_window = inputs["window"] / seconds["rapidscore window"]
+    flops_per_token = r["layer"] * (2 * LAYER_WEIGHTS + 4 * width * 768)
+    gflops = rate_truncate * flops_per_token / 1e9
+    return [
+        f"Per model-input token, windows run at {rate_window / rate_truncate:.0%} of truncation's rate "
+        f"({rate_window:,.0f} vs {rate_truncate:,.0f} tokens/s): their cost is the "
+        f"{inputs['window'] / inputs['truncate']:.1f}x input (every token of a text embedded about twice, "
+        "windows half a window apart), not the windowing. Physical limit: the first "
+        f"{r['layer']} layers of bert-base at {width} tokens are {flops_per_token / 1e6:.0f} MFLOP per token, so "
+        f"truncation runs at {gflops:.0f} GFLOP/s (compare with the fp32 MatMul probe of the BERTScore "
+        "section on the same machine type; softmax, layer norms and attention at 512 tokens take the rest).",
+    ]
 
 
 def main(argv=None) -> int:
