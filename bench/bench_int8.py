@@ -34,6 +34,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
@@ -107,14 +111,14 @@ class OpenVinoExperiment:
         self.request = self.compiled.create_infer_request()
         self.provider = "openvino-experiment"
 
-    def __call__(self, input_ids, attention_mask):
+    def __call__(self, input_ids, attention_mask) -> np.ndarray:
         import numpy as np
 
         out = self.request.infer({"input_ids": input_ids, "attention_mask": attention_mask})
         return np.array(out[0], dtype=np.float32, copy=True)
 
 
-def openvino_runner(scheme: str, source: Path, threads: int):
+def openvino_runner(scheme: str, source: Path, threads: int) -> OpenVinoExperiment | None:
     """The runner of an OpenVINO scheme, or None when NNCF (weight compression) is missing."""
     import openvino as ov
 
