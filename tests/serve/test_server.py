@@ -348,10 +348,12 @@ def test_workers_make_no_padded_session_and_are_warm_when_ready(tiny_model_path)
     """Every CPU ONNX Runtime session holds a copy of the weights. The server's scorers, NER
     labels included, run the unpadded graph only, and warm-up makes the sessions of both the
     solo and the workers' scorers, so that no request waits for one to be made."""
+    from rapidscore.encoder import clear_cache
     from rapidscore.encoder.cache import MODELS
     from rapidscore.encoder.model_source import resolve_model
 
     model = str(tiny_model_path("bert"))
+    clear_cache()  # sessions that earlier tests made for this model in this process are not the service's
     service = ScoringService(ServeConfig(model=model, workers=2))
     service.start()
 
