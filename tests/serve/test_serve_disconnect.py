@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 
 import pytest
@@ -66,16 +65,7 @@ def test_a_request_in_pieces_whose_client_left_stops_between_pieces(tiny_server)
     # remaining pieces are dropped.
     server = tiny_server(batch_tokens=64)
     service = server.service
-    first_piece, release = threading.Event(), threading.Event()
-    observe = service.metrics.observe_batch
-
-    def holding(n: int, tokens: int, seconds: float) -> None:
-        observe(n, tokens, seconds)
-        if not first_piece.is_set():
-            first_piece.set()
-            release.wait(60)
-
-    service.batcher.on_batch = holding
+    first_piece, release = server.hold_after_first_batch()
     sock = send_and_leave(server.port, BODY)
     assert first_piece.wait(60)
     sock.close()

@@ -225,16 +225,7 @@ def test_http_a_small_request_is_answered_while_a_large_one_is_in_pieces(tiny_se
 
     server = tiny_server(batch_tokens=64)
     service = server.service
-    first_piece, release = threading.Event(), threading.Event()
-    observe = service.metrics.observe_batch
-
-    def holding(n: int, tokens: int, seconds: float) -> None:
-        observe(n, tokens, seconds)
-        if not first_piece.is_set():
-            first_piece.set()
-            release.wait(60)
-
-    service.batcher.on_batch = holding
+    first_piece, release = server.hold_after_first_batch()
     large = {"candidates": ["a candidate about the weather"], "references": [sentences(150, seed=4)]}
     small = {"candidates": ["the cat sat"], "references": ["a cat sat on a mat"]}
 

@@ -6,11 +6,8 @@ is loaded: a request that passes the key check gets the warming-up 503."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -21,41 +18,14 @@ KEY = "k3y-0123456789abcdef-XYZ"
 BODY = {"candidates": ["a"], "references": ["b"]}
 
 
-class Server:
-    """uvicorn in a thread on a free loopback port, the models never loaded."""
-
-    def __init__(self, config: ServeConfig, ready: bool = False):
-        pytest.importorskip("fastapi", reason="the [serve] extra (fastapi) is not installed")
-        from rapidscore.serve.app import create_app
-        from rapidscore.serve.server import make_server
-
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        app = create_app(config, start=False)
-        if ready:
-            app.state.service.ready.set()
-        self.server = make_server(config, app=app)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
-
-
 @pytest.fixture
-def serving() -> Iterator:
-    """``serving(config, ready=False) -> Server``, stopped at teardown."""
+def serving(live_server_class) -> Iterator:
+    """``serving(config, ready=False) -> LiveServer`` whose models are never loaded, stopped at teardown."""
     pytest.importorskip("httpx", reason="the [serve] test dependencies (httpx) are not installed")
-    servers: list[Server] = []
+    servers: list = []
 
-    def start(config: ServeConfig, ready: bool = False) -> Server:
-        servers.append(Server(config, ready))
+    def start(config: ServeConfig, ready: bool = False):
+        servers.append(live_server_class(config, start=False, ready=ready))
         return servers[-1]
 
     yield start

@@ -6,7 +6,6 @@ answers 200 and nothing else needs the encoder."""
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
@@ -16,46 +15,17 @@ httpx = pytest.importorskip("httpx", reason="the [serve] test dependencies (http
 pytest.importorskip("fastapi", reason="the [serve] extra (fastapi) is not installed")
 
 from rapidscore.serve.config import ServeConfig  # noqa: E402
-from rapidscore.serve.server import HEALTH_RESERVE, make_server  # noqa: E402
+from rapidscore.serve.server import HEALTH_RESERVE  # noqa: E402
 
 HEADER_TIMEOUT = 0.6
 BODY_TIMEOUT = 0.6
 MAX_CONNECTIONS = 12
 
 
-class ReadyServer:
-    """uvicorn in a thread on a free loopback port; /health answers 200 without loading a model."""
-
-    def __init__(self, config: ServeConfig):
-        from rapidscore.serve.app import create_app
-
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.address = self.sock.getsockname()
-        self.url = f"http://127.0.0.1:{self.address[1]}"
-        app = create_app(config, start=False)
-        app.state.service.ready.set()
-        self.server = make_server(config, app=app)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.02)
-
-    def open_connections(self) -> int:
-        return len(self.server.server_state.connections)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
-        assert not self.thread.is_alive()
-
-
 @pytest.fixture
-def server() -> Iterator[ReadyServer]:
-    live = ReadyServer(ServeConfig(header_timeout=HEADER_TIMEOUT, body_timeout=BODY_TIMEOUT,
-                                   max_connections=MAX_CONNECTIONS))
+def server(live_server_class) -> Iterator:
+    live = live_server_class(ServeConfig(header_timeout=HEADER_TIMEOUT, body_timeout=BODY_TIMEOUT,
+                                         max_connections=MAX_CONNECTIONS), start=False, ready=True)
     yield live
     live.stop()
 
@@ -165,11 +135,12 @@ def test_health_answers_when_every_connection_holds_a_request(server) -> None:
         sock.close()
 
 
-def test_a_body_sent_after_an_early_answer_is_bounded_too() -> None:
+def test_a_body_sent_after_an_early_answer_is_bounded_too(live_server_class) -> None:
     # issue 29 item 8: a body over the limit is answered 413 from its Content-Length at once; the
     # client may keep sending it (bounded by body_timeout), and once it ends the connection is
     # idle and closed (uvicorn's keep-alive timer was cancelled by the body's bytes)
-    live = ReadyServer(ServeConfig(header_timeout=HEADER_TIMEOUT, body_timeout=BODY_TIMEOUT, max_body_bytes=10))
+    live = live_server_class(ServeConfig(header_timeout=HEADER_TIMEOUT, body_timeout=BODY_TIMEOUT, max_body_bytes=10),
+                             start=False, ready=True)
     try:
         head = (b"POST /v1/bertscore HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
                 b"content-length: 40\r\n\r\n")
@@ -187,10 +158,10 @@ def test_a_body_sent_after_an_early_answer_is_bounded_too() -> None:
         live.stop()
 
 
-def test_an_endless_request_head_is_cut_at_max_header_bytes() -> None:
+def test_an_endless_request_head_is_cut_at_max_header_bytes(live_server_class) -> None:
     # issue 29 item 8: the head's size was not bounded either (100 MB of headers sent within the
     # header timeout were held in memory); beyond max_header_bytes: 431 and closed
-    live = ReadyServer(ServeConfig(max_header_bytes=4096))
+    live = live_server_class(ServeConfig(max_header_bytes=4096), start=False, ready=True)
     try:
         # Just over the limit, then nothing: the server reads every byte before it closes (bytes
         # left unread would make the close a reset, which may discard the answer before it is read).

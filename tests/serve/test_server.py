@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import pytest
 
 httpx = pytest.importorskip("httpx", reason="the [serve] test dependencies (httpx) are not installed")
 pytest.importorskip("fastapi", reason="the [serve] extra (fastapi) is not installed")
 
 from rapidscore.serve.config import ServeConfig  # noqa: E402
-from rapidscore.serve.server import make_server  # noqa: E402
 from rapidscore.serve.service import ScoringService  # noqa: E402
 
 pytestmark = pytest.mark.slow  # the real all-MiniLM-L6-v2
@@ -27,50 +23,19 @@ CANDS = ["The cat sat on the mat.", "A dog ran in the park.", "It will rain tomo
 REFS = [["A cat was sitting on a mat.", "Cats sit."], "The dog is running.", "Rain is expected in Paris.", "Hi!"]
 
 
-class LiveServer:
-    """uvicorn in a thread on a free loopback port."""
-
-    def __init__(self, config: ServeConfig, service: ScoringService | None = None, start: bool = True,
-                 **app_options):
-        from rapidscore.serve.app import create_app
-
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.service = service or ScoringService(config)
-        self.server = make_server(config)
-        self.server.config.app = create_app(service=self.service, start=start, **app_options)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.02)
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + 120
-        while httpx.get(f"{self.url}/health").status_code != 200:
-            assert time.monotonic() < deadline, f"not ready: {self.service.load_error}"
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(60)
-        assert not self.thread.is_alive()
-
-
 @pytest.fixture(scope="module")
-def live(minilm_path):
-    server = LiveServer(ServeConfig(model=str(minilm_path), max_items=64, max_body_bytes=20_000, max_queue=4096))
+def live(minilm_path, live_server_class):
+    server = live_server_class(ServeConfig(model=str(minilm_path), max_items=64, max_body_bytes=20_000, max_queue=4096))
     server.wait_ready()
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def framework_routes(minilm_path):
+def framework_routes(minilm_path, live_server_class):
     """A server like ``live`` whose scoring requests all go through FastAPI's routes."""
-    server = LiveServer(ServeConfig(model=str(minilm_path), max_items=64, max_body_bytes=20_000, max_queue=4096),
+    server = live_server_class(ServeConfig(model=str(minilm_path), max_items=64, max_body_bytes=20_000,
+                                           max_queue=4096),
                         fast_path=False)
     server.wait_ready()
     yield server
@@ -223,10 +188,10 @@ def test_health_metrics_and_openapi(live):
     assert {"/v1/bertscore", "/v1/similarity", "/v1/ner", "/v1/refusal", "/health", "/metrics"} <= set(schema["paths"])
 
 
-def test_overload_is_503_with_retry_after(minilm_path, direct, hold_worker):
+def test_overload_is_503_with_retry_after(minilm_path, direct, hold_worker, live_server_class):
     config = ServeConfig(model=str(minilm_path), max_queue=2, warmup=False, workers=1)  # one worker to hold
     service = ScoringService(config)
-    server = LiveServer(config, service)
+    server = live_server_class(config, service=service)
     try:
         server.wait_ready()
         gate = hold_worker(service.batcher)
@@ -254,9 +219,9 @@ def test_overload_is_503_with_retry_after(minilm_path, direct, hold_worker):
         server.stop()
 
 
-def test_health_is_503_before_the_models_load(minilm_path):
+def test_health_is_503_before_the_models_load(minilm_path, live_server_class):
     service = ScoringService(ServeConfig(model=str(minilm_path)))
-    server = LiveServer(service.config, service, start=False)
+    server = live_server_class(service.config, service=service, start=False)
     try:
         answer = httpx.get(f"{server.url}/health")
         assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
@@ -266,10 +231,11 @@ def test_health_is_503_before_the_models_load(minilm_path):
         server.stop()
 
 
-def test_shutdown_while_busy_answers_every_accepted_request(minilm_path, direct, hold_worker):
+def test_shutdown_while_busy_answers_every_accepted_request(minilm_path, direct, hold_worker,
+                                                               live_server_class):
     config = ServeConfig(model=str(minilm_path), warmup=False, workers=1)  # one worker to hold
     service = ScoringService(config)
-    server = LiveServer(config, service)
+    server = live_server_class(config, service=service)
     server.wait_ready()
     gate = hold_worker(service.batcher)
 
