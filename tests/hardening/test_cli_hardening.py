@@ -157,6 +157,18 @@ def test_cli_batch_size_beyond_int64(tmp_path, tiny_bert, capsys) -> None:
     assert huge == json.loads(capsys.readouterr().out)["f1"]
 
 
+def test_a_stream_refuses_a_batch_size_beyond_its_read_ahead_before_making_the_output(tmp_path, tiny_bert,
+                                                                                     capsys) -> None:
+    # issue 29 items 1 and 3: the refusal came from inside the stream, after the output file was made
+    cands = write_lines(tmp_path / "c.txt", [p["candidate"] for p in PAIRS])
+    refs = write_lines(tmp_path / "r.txt", [p["reference"] for p in PAIRS])
+    out = tmp_path / "scores.jsonl"
+    assert main(["bertscore", "-c", str(cands), "-r", str(refs), "-m", tiny_bert, "-l", "1", "-q",
+                 "--output", str(out), "--chunk-size", "100", "-b", "99999999999999999999"]) == 2
+    assert "reference_batch_size=99999999999999999999 over a stream" in error_line(capsys)
+    assert not out.exists() and not (tmp_path / "scores.jsonl.resume.json").exists()
+
+
 def test_an_unexpected_exception_is_one_line_and_exit_2(monkeypatch, capsys) -> None:
     # issue 29 item 14: every CLI error is one line, exit 2 (a bug too: RAPIDSCORE_DEBUG=1 shows the traceback)
     import rapidscore.abstention.cli as abstention_cli

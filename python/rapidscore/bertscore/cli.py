@@ -241,7 +241,7 @@ class _Reiterable:
 def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
 
     from rapidscore.bertscore.idf import DocumentFrequencies
-    from rapidscore.bertscore.streaming import DEFAULT_CHUNK_PAIRS, ReadCounter, chunk_results
+    from rapidscore.bertscore.streaming import DEFAULT_CHUNK_PAIRS, ReadCounter, check_stream_batch_size, chunk_results
     from rapidscore.common.io import check_outputs
     from rapidscore.common.stream_io import RowIds, count_rows, run_stream
 
@@ -253,6 +253,8 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
     check_outputs({"--output": args.output, "--write-idf": args.write_idf},
                   {"--input": args.input, "-c": args.cand, "-r": args.ref, "--idf-file": args.idf_file,
                    "--baseline_path": args.baseline_path})
+    if args.batch_size:  # refused before the model loads or the output file is made
+        check_stream_batch_size(args.batch_size, args.chunk_size or DEFAULT_CHUNK_PAIRS)
     make_items = _stream_items(args)
     use_idf = args.idf or args.idf_file is not None
     started = time.perf_counter()

@@ -152,6 +152,19 @@ def read_ahead_limit(chunk_size: int) -> int:
     return max(chunk_size, DEFAULT_CHUNK_PAIRS)
 
 
+def check_stream_batch_size(batch_size: int, chunk_size: int) -> int:
+    """``batch_size`` (``reference_batch_size``) if a stream of ``chunk_size``-pair chunks can
+    reproduce bert-score's batches of that size; ValueError naming the limit otherwise."""
+    batch_size = check_positive_int(batch_size, "reference_batch_size")
+    limit = read_ahead_limit(chunk_size)
+    if batch_size > limit:
+        raise ValueError(f"reference_batch_size={batch_size} over a stream: bert-score pads each batch to its "
+                         f"longest pair, so a stream reads up to reference_batch_size - 1 pairs ahead of each "
+                         f"chunk, at most max(chunk_size, {DEFAULT_CHUNK_PAIRS}) = {limit}; use a smaller "
+                         "reference_batch_size, a larger chunk_size, or score in memory (BERTScore.score)")
+    return batch_size
+
+
 class _PaddingBatches:
     """bert-score's batches along a stream: it matches pair k (counting every reference of a
     candidate) in batch k // B, padded to the batch's longest candidate and reference. Holds the
@@ -335,13 +348,7 @@ def _padding_batches(scorer: BERTScore, batch_size: int | None, chunk_size: int,
     ``before``."""
     if batch_size is None:
         return None
-    batch_size = check_positive_int(batch_size, "reference_batch_size")
-    limit = read_ahead_limit(chunk_size)
-    if batch_size > limit:
-        raise ValueError(f"reference_batch_size={batch_size} over a stream: bert-score pads each batch to its "
-                         f"longest pair, so a stream reads up to reference_batch_size - 1 pairs ahead of each "
-                         f"chunk, at most max(chunk_size, {DEFAULT_CHUNK_PAIRS}) = {limit}; use a smaller "
-                         "reference_batch_size, a larger chunk_size, or score in memory (BERTScore.score)")
+    batch_size = check_stream_batch_size(batch_size, chunk_size)
     batches = _PaddingBatches(batch_size)
     if before is None:
         return batches
