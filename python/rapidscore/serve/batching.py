@@ -585,18 +585,18 @@ class _Limits:
     max_tokens: int | None = None
 
     def check_texts(self, count: int, field: str, what: str) -> None:
-        if self.max_texts is not None and count > self.max_texts:
-            raise RequestTooLargeError(
-                f"{field}: the request holds {count} texts ({what}), over the limit of {self.max_texts} "
-                f"per request (max_texts); split it into smaller requests",
-                limit="max_texts", value=count, maximum=self.max_texts, field=field)
+        self._check("max_texts", self.max_texts, count, "texts", field, what)
 
     def check_tokens(self, count: int, field: str, how: str) -> None:
-        if self.max_tokens is not None and count > self.max_tokens:
+        self._check("max_tokens", self.max_tokens, count, "tokens", field, how)
+
+    @staticmethod
+    def _check(limit: str, maximum: int | None, count: int, unit: str, field: str, detail: str) -> None:
+        if maximum is not None and count > maximum:
             raise RequestTooLargeError(
-                f"{field}: the request holds {count} tokens ({how}), over the limit of {self.max_tokens} "
-                f"per request (max_tokens); split it into smaller requests",
-                limit="max_tokens", value=count, maximum=self.max_tokens, field=field)
+                f"{field}: the request holds {count} {unit} ({detail}), over the limit of {maximum} "
+                f"per request ({limit}); split it into smaller requests",
+                limit=limit, value=count, maximum=maximum, field=field)
 
 
 def _task_for(scorer: Any, solo: Any = None) -> Any:
