@@ -2,7 +2,7 @@
 
 1. Detectors: rapidscore's SELECT detectors vs the straightforward Python implementation of the
    same method (``rapidscore.abstention.reference``: rapidfuzz ``partial_ratio`` per phrase + ``re``,
-   as SELECT's ``refusal.py``), on realistic responses (``rapidscore.abstention.synthetic``: answers
+   as SELECT's ``refusal.py``), on realistic responses (``rapidscore.testing.select_release``: answers
    of ~450 characters, refusals then answers, chain-of-thought answers, multilingual text) and on
    short synthetic ones; interleaved repetitions, median ratio; decisions checked identical.
 2. End to end on a synthetic release of the real one's shape (6 models x 5 techniques x 3
@@ -14,7 +14,7 @@
     python bench/bench_abstention.py [--n 20000] [--reps 3] [--release DIR] [--scale 1.0]
         [--recompute-every 4]
 
-``--release DIR`` is generated first when missing (``python -m rapidscore.abstention.synthetic DIR
+``--release DIR`` is generated first when missing (``python -m rapidscore.testing.select_release DIR
 --scale S``, ~850,000 responses at scale 1). ``--recompute-every K`` times the recompute mode on
 every K-th file of the release (a proportionally scaled release), to keep the run short.
 Writes bench/results/abstention.md and .json.
@@ -37,12 +37,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common
 
-from rapidscore.abstention import _text, metrics, synthetic
+from rapidscore.abstention import _text, metrics
 from rapidscore.abstention import reference as R
 from rapidscore.abstention.detectors import SelectDetector
 from rapidscore.abstention.pipeline import evaluate, find_experiments
 from rapidscore.abstention.results import JSON_PARSER
 from rapidscore.abstention.taxonomy import Taxonomy
+from rapidscore.testing import select_release
 
 METHODS = ("heuristic", "keyword", "phr+kw", "phrase")
 TOPICS = ["rivers", "airlines", "banks", "universities", "novels", "law firms", "lakes", "cars", "painters"]
@@ -71,7 +72,7 @@ def realistic_responses(n: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     out = []
     for _ in range(n):
-        response = synthetic.make_response(rng, rng.choice(synthetic.TOPIC_WORDS), rng.random() < 0.5,
+        response = select_release.make_response(rng, rng.choice(select_release.TOPIC_WORDS), rng.random() < 0.5,
                                            rng.random() < 0.2)
         out.append(response["answer"] if isinstance(response, dict) else response)
     return out
@@ -202,7 +203,7 @@ def main() -> None:
     if args.release:
         if not os.path.isdir(args.release):
             print(f"generating a synthetic release at scale {args.scale} in {args.release}", flush=True)
-            results["generated"] = synthetic.make_release(args.release, **synthetic.release_size(args.scale))
+            results["generated"] = select_release.make_release(args.release, **select_release.release_size(args.scale))
         print("end to end (load + decide + summary table), heuristic")
         results["end_to_end"] = bench_end_to_end(args.release, args.reps, args.recompute_every, args.workers)
     info = {"date": common.now(), "machine": common.machine_info(), "versions": common.package_versions()}
@@ -233,7 +234,7 @@ def markdown(results: dict, args) -> str:
         lines += [
             "### End to end: load, decide, summary table (issue 15 targets)",
             "",
-            "A synthetic release of the real one's shape (`python -m rapidscore.abstention.synthetic DIR`: 6 models "
+            "A synthetic release of the real one's shape (`python -m rapidscore.testing.select_release DIR`: 6 models "
             "x 5 techniques x 3 evaluation types, atomic concepts + compositions, 3 seeds, gzipped JSON, responses "
             "of ~450 characters; stored flags disagree with the current detector on ~2%, 0.5% of records without "
             "flags). SELECT's pipeline = `reference.reference_evaluate` (gzip + json + the reference heuristic "

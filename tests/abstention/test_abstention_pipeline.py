@@ -19,7 +19,7 @@ from rapidscore.abstention.report import Names, display_model, display_technique
 from rapidscore.abstention.results import ResultsError
 from rapidscore.abstention.taxonomy import Taxonomy
 from rapidscore.cli import main
-from rapidscore.abstention.synthetic import make_release
+from rapidscore.testing.select_release import make_release
 
 MODELS = ("google--gemma-2-2b-it", "Qwen--Qwen2.5-7B-Instruct")
 TECHNIQUES = ("prompt-simple", "prompt-cot")

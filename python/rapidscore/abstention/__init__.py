@@ -8,7 +8,6 @@
 - :mod:`.pipeline`: SELECT's pipeline, fast: :func:`find_experiments` (every experiment under a
   folder, paired with its taxonomy), :func:`evaluate` (stored flag first or ``recompute``, files
   decoded and decided in worker processes, per-(seed, concept) counts).
-- :mod:`.synthetic`: a synthetic release of the real one's shape (tests, benchmarks).
 - :mod:`.metrics`: abstention rate, generalization, specificity, aggregation with Student-t
   intervals, performance score, per-level breakdown, Spearman correlations.
 - :mod:`.report`: the paper's summary tables as text / markdown / LaTeX / CSV / JSON with

@@ -1,8 +1,14 @@
-"""Helpers for tests and benchmarks: tiny randomly initialised models built offline.
+"""Helpers for tests and benchmarks: tiny randomly initialised models built offline, and
+synthetic data of real shapes.
 
-Importing this package is cheap; building a model needs the ``[export]`` extra (torch,
-transformers). Used by rapidscore's own test suite and bench/, and by anyone who wants to test
-code that uses rapidscore without downloading a model.
+- :mod:`.tiny_models`, :mod:`.tiny_sentence_models`: tiny BERT-family models and sentence
+  models (building one needs the ``[export]`` extra: torch, transformers).
+- :mod:`.select_release`: a synthetic SELECT release (results files of the real one's shape)
+  for the abstention metric.
+
+Importing this package is cheap. Used by rapidscore's own test suite and bench/, and by anyone
+who wants to test code that uses rapidscore without downloading a model or a data set. It sits
+above the metrics (it may use them), and no metric imports it.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ The stored flags imitate the release's: they come from the *current* detector's 
 detector version would disagree; a share ``missing_rate`` of records has no stored flags, so the
 detector must run on them. Everything is deterministic for a given ``seed``.
 
-    python -m rapidscore.abstention.synthetic OUT_DIR [--scale 1.0]
+    python -m rapidscore.testing.select_release OUT_DIR [--scale 1.0]
 """
 
 from __future__ import annotations
