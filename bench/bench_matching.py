@@ -149,7 +149,7 @@ def main(argv=None):
     import torch
     from bert_score.utils import greedy_cos_idf
 
-    from rapidscore.bertscore.matching import flatten_sentences, greedy_match, pairwise_match
+    from rapidscore.kernels.matching import flatten_sentences, greedy_match, pairwise_match
 
     info = machine_info(torch)
     rng = np.random.default_rng(0)
@@ -188,7 +188,7 @@ def main(argv=None):
         "(other jobs shared the machine when above the core count).",
         "Embeddings: dim 384, lengths 10-60 tokens, positive cosines, idf-like weights (0 on CLS/SEP).",
         "Reference: bert_score.utils.greedy_cos_idf on batches of 64 pairs padded as bert_cos_score_idf pads "
-        "them. Ours: rapidscore.bertscore.matching (all cores). Encoding excluded from both. "
+        "them. Ours: rapidscore.kernels.matching (all cores). Encoding excluded from both. "
         "Interleaved repetitions, medians.",
         "",
         "| case | reference (s) | rapidscore (s) | speed-up (medians) | speed-up (fastest runs) | max abs dF | peak RSS growth ref / ours (MiB) | ref tensors per batch (MiB) |",

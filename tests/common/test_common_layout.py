@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 import pytest
 
@@ -36,3 +37,16 @@ def test_every_exported_name_resolves(package):
         assert getattr(module, name) is not None
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         module.no_such_name  # noqa: B018
+
+
+def test_shims_and_test_data_left_the_metric_packages() -> None:  # issue 27
+    import rapidscore.encoder
+    import rapidscore.encoder.encoder
+    from rapidscore.testing import select_release
+
+    for module in (rapidscore.encoder, rapidscore.encoder.encoder):
+        assert not hasattr(module, "EncodedTexts") and "EncodedTexts" not in module.__all__
+    assert callable(select_release.make_release)
+    # The package's folders, not an import: an editable install keeps finding a deleted module's path.
+    for package, gone in (("rapidscore.bertscore", "matching"), ("rapidscore.abstention", "synthetic")):
+        assert gone not in {info.name for info in pkgutil.iter_modules(importlib.import_module(package).__path__)}

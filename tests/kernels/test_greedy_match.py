@@ -1,4 +1,4 @@
-"""Greedy cosine max-matching kernel (rapidscore.bertscore.matching) against the numpy reference
+"""Greedy cosine max-matching kernel (rapidscore.kernels.matching) against the numpy reference
 (rapidscore.kernels.matching_ref) and against bert-score 0.3.13's own matching code."""
 
 import numpy as np
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rapidscore.bertscore.matching import flatten_sentences, greedy_match, pairwise_match
 from rapidscore.kernels import matching_ref
+from rapidscore.kernels.matching import flatten_sentences, greedy_match, pairwise_match
 
 # Kernel dot products are float32 (length-D sums), the reference's are float64.
 ORACLE_ATOL = 2e-6

@@ -13,6 +13,7 @@ everywhere else each implementation's F is checked against its own P and R.
 
 from __future__ import annotations
 
+import pkgutil
 import subprocess
 import sys
 import threading
@@ -296,9 +297,10 @@ def test_lease_is_returned_when_the_kernel_raises():
     assert threads.threads_in_use() == 0
 
 
-def test_compatibility_module_is_the_same_api():
-    import rapidscore.bertscore.matching as compat
+def test_the_api_lives_in_kernels_matching_only() -> None:  # issue 27: the rapidscore.bertscore.matching shim is gone
+    for function in (greedy_match, pairwise_match, flatten_sentences):
+        assert function.__module__ == "rapidscore.kernels.matching"
+    import rapidscore.bertscore
 
-    assert compat.greedy_match is greedy_match
-    assert compat.pairwise_match is pairwise_match
-    assert compat.flatten_sentences is flatten_sentences
+    # The package's folder, not an import: an editable install keeps finding a deleted module's path.
+    assert "matching" not in {info.name for info in pkgutil.iter_modules(rapidscore.bertscore.__path__)}

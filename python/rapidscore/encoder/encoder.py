@@ -48,10 +48,7 @@ from rapidscore.encoder.windows import check_long_texts, split_windows
 from rapidscore.errors import TruncationWarning, check_positive_int
 from rapidscore.threads import check_num_threads
 
-__all__ = ["Encoder", "TokenStore", "EncodedTexts", "DEFAULT_MODEL", "check_texts", "default_backend"]
-
-# The flat store of encoded texts; the old name of TokenStore.
-EncodedTexts = TokenStore
+__all__ = ["Encoder", "TokenStore", "DEFAULT_MODEL", "check_texts", "default_backend"]
 
 
 def default_backend(backend: str | None, precision: str) -> str:
