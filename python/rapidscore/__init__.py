@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module as _import_module
 
 from rapidscore._version import __version__
-from rapidscore.errors import RapidscoreWarning, TruncationWarning
+from rapidscore.errors import ModelNotFoundError, OverloadedError, RapidscoreError, RapidscoreWarning, TruncationWarning
 
 # name -> module that defines it; resolved on first attribute access.
 _LAZY_ATTRIBUTES = {
@@ -18,10 +18,19 @@ _LAZY_ATTRIBUTES = {
     "resolve_model": "rapidscore.encoder.model_source",
     "negative_rejection": "rapidscore.nrr.scoring",
     "BERTScore": "rapidscore.bertscore",
+    # Exception classes defined beside the code that raises them (all subclass RapidscoreError).
+    "ResumeError": "rapidscore.common.stream_io",
+    "DamagedCacheError": "rapidscore.encoder.onnx_export",
+    "ExportMismatchError": "rapidscore.encoder.onnx_export",
+    "ResultsError": "rapidscore.abstention.results",
+    "TaxonomyError": "rapidscore.abstention.taxonomy",
+    "RequestTooLargeError": "rapidscore.serve.batching",
+    "BatchError": "rapidscore.integrations.ray",
 }
 _LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli"}
 
-__all__ = ["__version__", "RapidscoreWarning", "TruncationWarning", *_LAZY_ATTRIBUTES]
+__all__ = ["__version__", "RapidscoreError", "ModelNotFoundError", "OverloadedError", "RapidscoreWarning",
+           "TruncationWarning", *_LAZY_ATTRIBUTES]
 
 
 def __getattr__(name):

@@ -1,4 +1,12 @@
-"""Exceptions and warning categories raised by rapidscore, and the shared argument checks."""
+"""Exceptions and warning categories raised by rapidscore, and the shared argument checks.
+
+Every exception class rapidscore defines derives from :class:`RapidscoreError` and from the
+builtin it has always been (``ValueError`` for bad input, ``RuntimeError`` for a state that
+prevents the work), so ``except ValueError`` and ``except RapidscoreError`` both catch, say, a
+``TaxonomyError``. The classes live beside the code that raises them; ``rapidscore`` exports
+them all (``rapidscore.TaxonomyError``, ...). Argument checks (:func:`check_positive_int` and the
+like) raise plain ``ValueError`` / ``TypeError`` naming the argument.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +21,11 @@ class TruncationWarning(RapidscoreWarning):
     """Some inputs were longer than the model's maximum length and were truncated."""
 
 
-class ModelNotFoundError(ValueError):
+class RapidscoreError(Exception):
+    """Base class of every exception class rapidscore defines (each also subclasses a builtin)."""
+
+
+class ModelNotFoundError(RapidscoreError, ValueError):
     """A model name is neither a local directory, the embedded model, nor reachable."""
 
 
@@ -25,7 +37,7 @@ def check_positive_int(value, name: str) -> int:
     return int(value)
 
 
-class OverloadedError(RuntimeError):
+class OverloadedError(RapidscoreError, RuntimeError):
     """A batching scorer's queue is full (or it is shutting down): the request was not accepted.
 
     Raised at once by ``submit`` instead of queueing without bound; nothing was computed, so the

@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rapidscore.common.io import iter_lines, load_json
+from rapidscore.errors import RapidscoreError
 
 EVAL_TYPES = ("abstention", "generalization", "specificity")
 FLAT_COLUMNS = ("model", "technique", "eval_type", "seed", "concept", "question", "response")
 
 
-class ResultsError(ValueError):
+class ResultsError(RapidscoreError, ValueError):
     """A results file or table is malformed; the message names the file and key."""
 
 

@@ -16,9 +16,10 @@ from contextlib import closing
 from typing import Any
 
 from rapidscore.common.io import iter_lines, load_json
+from rapidscore.errors import RapidscoreError
 
 
-class TaxonomyError(ValueError):
+class TaxonomyError(RapidscoreError, ValueError):
     """A taxonomy file or structure is invalid (cycle, duplicate id, bad shape)."""
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from rapidscore.common.cli_options import positive_int
 from rapidscore.common.io import decoded_lines, import_parquet, jsonl_objects
+from rapidscore.errors import RapidscoreError
 
 __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "iter_rows", "row_items", "file_items",
            "count_rows",
@@ -42,7 +43,7 @@ OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
 STATE_VERSION = 1
 
 
-class ResumeError(ValueError):
+class ResumeError(RapidscoreError, ValueError):
     """The output cannot be resumed (no state, other settings, other input)."""
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from rapidscore.encoder.model_source import fingerprint, weightless_record
-from rapidscore.errors import ModelNotFoundError, RapidscoreWarning
+from rapidscore.errors import ModelNotFoundError, RapidscoreError, RapidscoreWarning
 
 # 2: special_ids of tokenizer_spec.json are the framing tokens only (no [UNK]); bert-score's
 # layer truncation for every family. 3: meta.json records each file's size and sha256 (entries of
@@ -75,13 +75,13 @@ def require_torch_stack(purpose: str, modules: tuple[str, ...] = TORCH_MODULES) 
                           "pip install 'rapidscore[export]'", name=missing[0])
 
 
-class ExportMismatchError(RuntimeError):
+class ExportMismatchError(RapidscoreError, RuntimeError):
     """The ONNX graph of a model does not reproduce the model (a family whose forward pass depends
     on the input's shape in Python: Longformer's and LED's sliding-window padding). Remembered in
     the cache (``<key>.no-onnx.json``), so later loads fall back to torch without re-exporting."""
 
 
-class DamagedCacheError(ValueError):
+class DamagedCacheError(RapidscoreError, ValueError):
     """A cache entry's files do not match the sizes and hashes its export recorded, and it cannot be
     exported again here (torch or another part of the [export] extra is missing)."""
 

@@ -34,12 +34,13 @@ import numpy as np
 
 from rapidscore.bertscore.idf import DocumentFrequencies
 from rapidscore.common.stream import check_pair
+from rapidscore.errors import RapidscoreError
 
 __all__ = ["BERTScoreBatch", "SimilarityBatch", "NERBatch", "RefusalBatch", "document_frequencies",
            "score_dataset", "BatchError"]
 
 
-class BatchError(ValueError):
+class BatchError(RapidscoreError, ValueError):
     """A row of a batch cannot be scored; the message names the row (and its id column)."""
 
 

@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.errors import OverloadedError, check_positive_int
+from rapidscore.errors import OverloadedError, RapidscoreError, check_positive_int
 
 __all__ = ["MicroBatcher", "BatchingScorer", "BatchStats", "RequestTooLargeError"]
 
 
-class RequestTooLargeError(ValueError):
+class RequestTooLargeError(RapidscoreError, ValueError):
     """A request over a per-request limit (texts or tokens): refused before it is queued.
 
     ``limit``: the setting's name (``max_texts``, ``max_tokens``), ``value``: the request's
