@@ -1,7 +1,11 @@
 """Streaming for every metric: results per item, in input order, in bounded memory.
 
+:func:`score_stream` runs any registered metric (``rapidscore.metrics``) over a stream of rows,
+one chunk at a time, and adds each chunk to the metric's totals. The per-metric entry points
+below are that runner with each metric's usual options (kept for the callers that use them):
+
 - BERTScore: ``BERTScore.score_iter(pairs)`` (``rapidscore.bertscore``), idf by a first pass
-  (``BERTScore.document_frequencies``) or an idf file.
+  (``BERTScore.document_frequencies``) or an idf file; ``score_stream("bertscore", ...)``.
 - Similarity / NRR: ``SentenceSimilarity.score_iter(items)`` (``rapidscore.nrr``);
   :func:`negative_rejection_iter` adds the decision per item and :class:`RateCounter` the rate.
 - NER: :func:`ner_records_iter` yields each record's DMBertA and SemEval detail;
@@ -13,16 +17,47 @@ Each reads its input lazily, one chunk at a time. See docs/scale.md.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-import numpy as np
-
-from rapidscore.common.stream import chunks
+from rapidscore.common.metric import Metric, Totals
 from rapidscore.errors import check_positive_int
+from rapidscore.metrics import get_metric
+from rapidscore.ner.metric import NerTotals
+from rapidscore.nrr.metric import RateCounter
 
-__all__ = ["negative_rejection_iter", "RateCounter", "ner_records_iter", "NerTotals", "refusal_iter"]
+__all__ = ["score_stream", "negative_rejection_iter", "RateCounter", "ner_records_iter", "NerTotals",
+           "refusal_iter"]
+
+
+def score_stream(metric: str | Metric, rows: Iterable, *, chunk_size: int = 4096, engine: Any = None,
+                 totals: Totals | None = None, **options: Any) -> Iterator[dict]:
+    """The outputs of ``metric`` per row of ``rows`` (a dict of its output columns), in input
+    order, reading ``chunk_size`` rows at a time.
+
+    A row is a tuple in the order of the metric's input columns (``(candidate, reference)``,
+    ``(generated, reference)``, ``(gold, predicted[, text])``) or, for a one-column metric, the
+    value itself (a response). ``options`` build the metric's engine once (its model and
+    options; see each metric), or pass a built ``engine``. ``totals``: an accumulator of the
+    metric (``get_metric(name).totals()``) updated with every chunk. A bad row raises
+    TypeError / ValueError naming its position in the stream."""
+    metric = get_metric(metric)
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
+    if engine is None:
+        engine = metric.build(**options)
+    elif options:
+        raise TypeError(f"pass options or a built engine, not both (got {sorted(options)})")
+    return _rows(metric, engine, rows, chunk_size, totals)
+
+
+def _rows(metric: Metric, engine: Any, rows: Iterable, chunk_size: int, totals: Totals | None) -> Iterator[dict]:
+    for _chunk, outputs in metric.stream(engine, rows, chunk_size=chunk_size):
+        if totals is not None:
+            totals.update(outputs)
+        names = list(outputs)
+        values = [column.tolist() if hasattr(column, "tolist") else list(column) for column in outputs.values()]
+        for row in zip(*values):
+            yield dict(zip(names, row))
 
 
 def negative_rejection_iter(items: Iterable, threshold: float = 0.8, *, similarity_model=None,
@@ -30,33 +65,11 @@ def negative_rejection_iter(items: Iterable, threshold: float = 0.8, *, similari
     """``{"similarity", "rejected", "best_reference"}`` per ``(generated, reference)`` item, as
     ``rapidscore.nrr.negative_rejection`` decides them (rejected: similarity < threshold).
     ``options`` as ``SentenceSimilarity`` (model, method, engine options)."""
-    from rapidscore.nrr.scoring import SentenceSimilarity, check_threshold
+    from rapidscore.nrr.metric import METRIC
 
-    threshold32 = np.float32(check_threshold(threshold))
-    model = similarity_model or SentenceSimilarity(**options)
-    for similarity, best in model.score_iter(items, chunk_size=chunk_size):
-        yield {"similarity": similarity, "rejected": bool(np.float32(similarity) < threshold32),
-               "best_reference": best}
-
-
-class RateCounter:
-    """Running NRR over streamed decisions: ``add(rejected)``; ``rate``, ``capture_rate``.
-    Not thread-safe: one per stream."""
-
-    def __init__(self) -> None:
-        self.n_evaluated = self.n_rejected = 0
-
-    def add(self, rejected: bool) -> None:
-        self.n_evaluated += 1
-        self.n_rejected += bool(rejected)
-
-    @property
-    def rate(self) -> float:
-        return self.n_rejected / self.n_evaluated if self.n_evaluated else 0.0
-
-    @property
-    def capture_rate(self) -> float:
-        return 1.0 - self.rate if self.n_evaluated else 0.0
+    engine = METRIC.build(threshold=threshold, similarity_model=similarity_model, **options)
+    for row in score_stream(METRIC, items, chunk_size=chunk_size, engine=engine):
+        yield {"similarity": row["similarity"], "rejected": row["rejected"], "best_reference": row["best_reference"]}
 
 
 def ner_records_iter(items: Iterable, *, chunk_size: int = 1024, **options) -> Iterator[dict]:
@@ -68,96 +81,13 @@ def ner_records_iter(items: Iterable, *, chunk_size: int = 1024, **options) -> I
     supported format (then numbered by stream position). ``options`` as ``evaluate``; the label
     similarity is built once for the stream. Pass the records to :class:`NerTotals` for the corpus
     scores."""
-    from rapidscore.ner.evaluation import evaluate
-    from rapidscore.ner.labels import make_label_similarity
-    from rapidscore.ner.records import is_record_dict
-
-    chunk_size = check_positive_int(chunk_size, "chunk_size")
-    similarity_keys = ("label_model", "embedder", "label_map", "encoder_options")
-    similarity = make_label_similarity(options.pop("label_similarity", "embedding"),
-                                       **{k: options.pop(k) for k in similarity_keys if k in options})
-    position = 0
-    for chunk in chunks(items, chunk_size):
-        gold, predicted = [], []
-        for index, item in enumerate(chunk, position):
-            if isinstance(item, (str, bytes, Mapping)) or not hasattr(item, "__len__") or len(item) != 2:
-                raise TypeError(f"item {index} must be a (gold, predicted) pair of records, got "
-                                f"{type(item).__name__}: {item!r:.80}")
-            gold.append(item[0])
-            predicted.append(item[1])
-        ids = None if all(is_record_dict(g) for g in gold) else list(range(position, position + len(chunk)))
-        try:
-            result = evaluate(gold, predicted, ids=ids, label_similarity=similarity, **options)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"records {position}-{position + len(chunk) - 1} of the stream: {exc}") from None
-        yield from result.records
-        position += len(chunk)
-
-
-class NerTotals:
-    """The corpus scores of streamed NER records: ``add(record)`` for each record of
-    :func:`ner_records_iter`; ``dmberta`` and ``semeval`` as ``NerResult`` reports them.
-    Not thread-safe: one per stream."""
-
-    def __init__(self) -> None:
-        self.n_records = 0
-        self.credit = 0.0
-        self.n_gold = self.n_pred = 0
-        self.score_sum = self.precision_sum = self.recall_sum = 0.0
-        self.semeval_counts: dict[str, np.ndarray] = {}
-
-    def add(self, record: Mapping) -> None:
-        self.n_records += 1
-        self.credit += sum(match["credit"] for match in record["matches"])
-        self.n_gold += record["n_gold"]
-        self.n_pred += record["n_pred"]
-        self.score_sum += record["score"]
-        self.precision_sum += record["precision"]
-        self.recall_sum += record["recall"]
-        for scheme, counts in record["semeval"].items():
-            row = np.array([counts[k] for k in ("correct", "incorrect", "partial", "missed", "spurious")], np.int64)
-            self.semeval_counts[scheme] = self.semeval_counts.get(scheme, 0) + row
-
-    @property
-    def dmberta(self) -> dict:
-        from rapidscore.ner.evaluation import _prf
-
-        n = self.n_records
-        precision, recall, f1 = _prf(self.credit, self.n_pred, self.n_gold)
-        if self.n_gold == 0 and self.n_pred == 0:
-            precision = recall = f1 = 1.0
-        return {"mean": self.score_sum / n if n else 0.0, "accumulate": self.score_sum,
-                "precision_mean": self.precision_sum / n if n else 0.0,
-                "recall_mean": self.recall_sum / n if n else 0.0,
-                "precision": precision, "recall": recall, "f1": f1,
-                "credit": self.credit, "n_gold": self.n_gold, "n_pred": self.n_pred}
-
-    @property
-    def semeval(self) -> dict:
-        from rapidscore.ner.evaluation import semeval_summary
-
-        out = {}
-        for scheme, counts in self.semeval_counts.items():
-            correct, incorrect, partial, missed, spurious = (int(c) for c in counts)
-            out[scheme] = semeval_summary(correct, incorrect, partial, missed, spurious, scheme=scheme)
-        return out
+    for row in score_stream("ner", items, chunk_size=chunk_size, **options):
+        yield row["record"]
 
 
 def refusal_iter(responses: Iterable, method: Any = "heuristic", *, chunk_size: int = 4096,
                  **options) -> Iterator[bool]:
     """One refusal decision per response (True = refusal), as
     ``rapidscore.abstention.detect_refusal`` decides them; the detector is built once."""
-    from rapidscore.abstention.detectors import get_detector, response_text
-
-    detector = get_detector(method, **options)
-    iterator = iter(responses)
-    chunk_size = check_positive_int(chunk_size, "chunk_size")
-    position = 0
-    while True:
-        chunk = list(itertools.islice(iterator, chunk_size))
-        if not chunk:
-            return
-        # positions in the stream, not in the chunk, in the error of a bad response
-        texts = [response_text(response, index) for index, response in enumerate(chunk, position)]
-        yield from detector.detect(texts).tolist()
-        position += len(chunk)
+    for row in score_stream("refusal", responses, chunk_size=chunk_size, method=method, **options):
+        yield row["refusal"]

@@ -33,11 +33,13 @@ from typing import Any
 import numpy as np
 
 from rapidscore.bertscore.idf import DocumentFrequencies
+from rapidscore.common.metric import RowNames
 from rapidscore.common.stream import check_pair
 from rapidscore.errors import RapidscoreError
+from rapidscore.metrics import get_metric
 
-__all__ = ["BERTScoreBatch", "SimilarityBatch", "NERBatch", "RefusalBatch", "document_frequencies",
-           "score_dataset", "BatchError"]
+__all__ = ["MetricBatch", "BERTScoreBatch", "NRRBatch", "SimilarityBatch", "NERBatch", "RefusalBatch",
+           "document_frequencies", "score_dataset", "BatchError"]
 
 
 class BatchError(RapidscoreError, ValueError):
@@ -116,23 +118,55 @@ def _row_label(row: int, ids: list | None, id_column: str | None) -> str:
     return f"row {row} of the batch" + (f" ({id_column}={ids[row]!r})" if ids is not None else "")
 
 
-def _pairs(batch: Any, first: str, second: str, id_column: str | None, names: tuple[str, str],
-           owner: str) -> list[tuple[str, list[str]]]:
-    texts, refs = _column(batch, first), _column(batch, second)
-    ids = _column(batch, id_column) if id_column else None
-    pairs = []
-    for row, item in enumerate(zip(texts, refs)):
-        try:
-            pairs.append(check_pair(item, row, names))
-        except (TypeError, ValueError) as exc:
-            message = str(exc).split(": ", 1)[-1] if str(exc).startswith(f"item {row}") else str(exc)
-            raise BatchError(f"{owner}: {_row_label(row, ids, id_column)}: {message}") from None
-    return pairs
+class _BatchRows(RowNames):
+    """Rows named as a batch names them: "row 4 of the batch (id='r4')"."""
+
+    def __init__(self, ids: list | None, id_column: str | None):
+        super().__init__("row")
+        self.ids, self.id_column = ids, id_column
+
+    def row(self, row: int) -> str:
+        return _row_label(row, self.ids, self.id_column)
+
+    def rows(self, first: int, last: int) -> str:
+        return f"rows {first}-{last} of the batch"
 
 
 # -- the callable classes ---------------------------------------------------------------------
 
-class BERTScoreBatch:
+class MetricBatch:
+    """Any registered metric (``rapidscore.metrics``) over a batch's columns, adding the metric's
+    output columns. ``metric``: its name (or alias); ``columns``: ``{input column: batch
+    column}`` where they differ from the metric's own names (an optional input, such as NER's
+    ``text``, is read only when named here); ``id_column``: named in the error of a bad row;
+    ``options`` build the metric's engine once per actor (its model and options).
+
+    The metric's own classes below are this class with each metric's usual column keywords."""
+
+    def __init__(self, metric: Any, *, columns: dict[str, str | None] | None = None, id_column: str | None = None,
+                 **options: Any):
+        self.metric = get_metric(metric)
+        inputs = {column.name: column for column in self.metric.inputs}
+        unknown = sorted(set(columns or {}) - set(inputs))
+        if unknown:
+            raise ValueError(f"{type(self).__name__}: {self.metric.name} has no input column(s) {unknown} "
+                             f"(its inputs: {list(inputs)})")
+        given = columns or {}
+        self.columns = {name: given.get(name, None if column.optional else name) for name, column in inputs.items()}
+        self.id_column = id_column
+        self.engine = self.metric.build(**options)
+
+    def __call__(self, batch: Any) -> Any:
+        columns = {name: _column(batch, source) for name, source in self.columns.items() if source is not None}
+        ids = _column(batch, self.id_column) if self.id_column else None
+        try:
+            outputs = self.metric.score(self.engine, columns, _BatchRows(ids, self.id_column))
+        except (TypeError, ValueError) as exc:
+            raise BatchError(f"{type(self).__name__}: {exc}") from None
+        return _with_columns(batch, {name: outputs[name] for name in self.metric.outputs if name in outputs})
+
+
+class BERTScoreBatch(MetricBatch):
     """BERTScore of a batch's ``candidate_column`` against its ``reference_column`` (a cell: one
     reference or a list), adding ``precision``, ``recall`` and ``f1`` (float32).
 
@@ -145,72 +179,28 @@ class BERTScoreBatch:
     """
 
     def __init__(self, candidate_column: str = "candidate", reference_column: str = "reference", *,
-                 id_column: str | None = None, idf: Any = None, reference_batch_size: int | None = None,
-                 memory_budget: int | None = None, **scorer_options):
-        from rapidscore.bertscore import BERTScore
-        from rapidscore.bertscore.streaming import resolve_idf
-
-        if idf is False:
-            idf = None
-        if idf is True and scorer_options.get("idf_sents") is None:
-            raise ValueError("idf=True over a dataset needs its document counts: pass "
-                             "idf=rapidscore.integrations.ray.document_frequencies(dataset) (score_dataset does)")
-        scorer_options["idf"] = idf is not None
-        if idf is True:  # weights from idf_sents
-            idf = None
-        self.scorer = BERTScore(**scorer_options)
-        self.columns = (candidate_column, reference_column)
-        self.id_column = id_column
-        self.reference_batch_size = reference_batch_size
-        self.memory_budget = memory_budget
-        self.idf_weights = resolve_idf(self.scorer, [], idf) if idf is not None else None
-
-    def __call__(self, batch: Any) -> Any:
-        from rapidscore.bertscore.streaming import chunk_results
-
-        pairs = _pairs(batch, *self.columns, self.id_column, ("candidate", "reference"), "BERTScoreBatch")
-        parts = [result for _chunk, result in chunk_results(
-            self.scorer, pairs, memory_budget=self.memory_budget, idf=self.idf_weights,
-            reference_batch_size=self.reference_batch_size)]
-
-        def column(name: str) -> np.ndarray:
-            return np.concatenate([getattr(r, name) for r in parts]) if parts else np.zeros(0, np.float32)
-
-        return _with_columns(batch, {"precision": column("precision"), "recall": column("recall"),
-                                     "f1": column("f1")})
+                 id_column: str | None = None, **scorer_options: Any):
+        super().__init__("bertscore", columns={"candidate": candidate_column, "reference": reference_column},
+                         id_column=id_column, **scorer_options)
 
 
-class SimilarityBatch:
+class NRRBatch(MetricBatch):
     """Similarity of a batch's ``text_column`` to its ``reference_column`` (best of a list),
     adding ``similarity`` (float32) and ``best_reference``; with ``threshold`` also ``rejected``
     (similarity < threshold, the Negative Rejection Rate's decision). ``options`` are
-    ``rapidscore.nrr.SentenceSimilarity``'s (model, method, layer, engine options)."""
+    ``rapidscore.nrr.SentenceSimilarity``'s (model, method, layer, engine options).
+    ``SimilarityBatch`` is its older name."""
 
     def __init__(self, text_column: str = "generated", reference_column: str = "reference", *,
-                 id_column: str | None = None, threshold: float | None = None, **options):
-        from rapidscore.nrr.scoring import SentenceSimilarity, check_threshold
-
-        self.model = SentenceSimilarity(**options)
-        self.columns = (text_column, reference_column)
-        self.id_column = id_column
-        self.threshold = None if threshold is None else check_threshold(threshold)
-
-    def __call__(self, batch: Any) -> Any:
-        pairs = _pairs(batch, *self.columns, self.id_column, ("generated", "reference"), "SimilarityBatch")
-        if pairs:
-            sims, best = self.model.pairs([text for text, _refs in pairs], [refs for _text, refs in pairs])
-        else:
-            sims, best = np.zeros(0, np.float32), np.zeros(0, np.int64)
-        columns: dict[str, Any] = {"similarity": sims, "best_reference": best}
-        if self.threshold is not None:
-            columns["rejected"] = sims < np.float32(self.threshold)
-        return _with_columns(batch, columns)
+                 id_column: str | None = None, threshold: float | None = None, **options: Any):
+        super().__init__("nrr", columns={"generated": text_column, "reference": reference_column},
+                         id_column=id_column, threshold=threshold, **options)
 
 
-NER_SEMEVAL_COUNTS = ("correct", "incorrect", "partial", "missed", "spurious")
+SimilarityBatch = NRRBatch  # the older name (metric "similarity")
 
 
-class NERBatch:
+class NERBatch(MetricBatch):
     """Per-record DMBertA and SemEval counts of a batch's ``gold_column`` and
     ``predicted_column`` (each cell: one record's entities in any format rapidscore.ner reads;
     ``text_column`` when the format needs the text). Adds ``n_gold``, ``n_pred``, ``precision``,
@@ -219,73 +209,21 @@ class NERBatch:
     Sum the columns (or use ``rapidscore.streaming.NerTotals``) for corpus scores."""
 
     def __init__(self, gold_column: str = "gold", predicted_column: str = "predicted", *,
-                 text_column: str | None = None, id_column: str | None = None, **options):
-        from rapidscore.ner.labels import make_label_similarity
-
-        keys = ("label_model", "embedder", "label_map", "encoder_options")
-        self.similarity = make_label_similarity(options.pop("label_similarity", "embedding"),
-                                                **{k: options.pop(k) for k in keys if k in options})
-        self.columns = (gold_column, predicted_column)
-        self.text_column, self.id_column, self.options = text_column, id_column, options
-
-    def __call__(self, batch: Any) -> Any:
-        from rapidscore.ner.evaluation import SEMEVAL_SCHEMES, evaluate
-
-        gold, predicted = (_column(batch, c) for c in self.columns)
-        texts = _column(batch, self.text_column) if self.text_column else None
-        ids = _column(batch, self.id_column) if self.id_column else None
-        try:
-            records = evaluate(gold, predicted, texts=texts, ids=list(range(len(gold))),
-                               label_similarity=self.similarity, **self.options).records if gold else []
-        except (TypeError, ValueError) as exc:
-            raise BatchError(f"NERBatch: {_name_rows(str(exc), ids, self.id_column)}") from None
-        columns: dict[str, Any] = {key: [r[key] for r in records]
-                                   for key in ("n_gold", "n_pred", "precision", "recall", "score")}
-        for scheme in SEMEVAL_SCHEMES:
-            for count in NER_SEMEVAL_COUNTS:
-                columns[f"{scheme}_{count}"] = np.array([r["semeval"][scheme][count] for r in records], np.int64)
-        return _with_columns(batch, columns)
+                 text_column: str | None = None, id_column: str | None = None, **options: Any):
+        super().__init__("ner", columns={"gold": gold_column, "predicted": predicted_column, "text": text_column},
+                         id_column=id_column, **options)
 
 
-def _name_rows(message: str, ids: list | None, id_column: str | None) -> str:
-    """rapidscore.ner names a record by its position (the batch row); add the row's id."""
-    import re
-
-    match = re.search(r"record (\d+)", message) or re.search(r"\[(\d+)\]", message)
-    if match is None:
-        return message
-    row = int(match.group(1))
-    if ids is not None and 0 <= row < len(ids):
-        return f"{_row_label(row, ids, id_column)}: {message}"
-    return f"row {row} of the batch: {message}"
-
-
-class RefusalBatch:
+class RefusalBatch(MetricBatch):
     """Refusal decisions for a batch's ``response_column`` (a string, or a chain-of-thought
     ``{"complete", "answer"}`` record), adding ``refusal`` (bool). ``method`` and ``options`` as
     ``rapidscore.abstention.detect_refusal`` (``"heuristic"``, ``"embedding"``, ...); the
     detector (and its model) is built once per actor."""
 
     def __init__(self, response_column: str = "response", *, method: Any = "heuristic",
-                 id_column: str | None = None, **options):
-        from rapidscore.abstention.detectors import get_detector
-
-        self.detector = get_detector(method, **options)
-        self.column, self.id_column = response_column, id_column
-
-    def __call__(self, batch: Any) -> Any:
-        from rapidscore.abstention.detectors import response_text
-
-        responses = _column(batch, self.column)
-        ids = _column(batch, self.id_column) if self.id_column else None
-        texts = []
-        for row, response in enumerate(responses):
-            try:
-                texts.append(response_text(response, row))
-            except TypeError as exc:
-                raise BatchError(f"RefusalBatch: {_row_label(row, ids, self.id_column)}: {exc}") from None
-        decisions = self.detector.detect(texts) if texts else np.zeros(0, bool)
-        return _with_columns(batch, {"refusal": np.asarray(decisions, dtype=bool)})
+                 id_column: str | None = None, **options: Any):
+        super().__init__("refusal", columns={"response": response_column}, id_column=id_column, method=method,
+                         **options)
 
 
 # -- idf and whole datasets -------------------------------------------------------------------
@@ -329,22 +267,23 @@ def document_frequencies(dataset: Any, reference_column: str = "reference", *, b
     return total
 
 
-_BATCH_CLASSES = {"bertscore": BERTScoreBatch, "similarity": SimilarityBatch, "ner": NERBatch,
-                  "refusal": RefusalBatch}
+# the metric's own class (its column keywords), by metric name; any other metric runs in MetricBatch
+_BATCH_CLASSES: dict[str, type[MetricBatch]] = {"bertscore": BERTScoreBatch, "nrr": NRRBatch, "ner": NERBatch,
+                                                "refusal": RefusalBatch}
 
 
 def score_dataset(dataset: Any, metric: str = "bertscore", *, concurrency: int | tuple[int, int] = 1,
                   num_gpus: float | None = None, num_cpus: float | None = None, batch_size: int | None = 1024,
                   batch_format: str = "pyarrow", **options) -> Any:
-    """Score a whole ``ray.data.Dataset``: ``metric`` is "bertscore", "similarity", "ner" or
-    "refusal"; ``options`` go to that metric's batch class (columns, model, engine options). For
+    """Score a whole ``ray.data.Dataset``: ``metric`` is a registered metric's name ("bertscore",
+    "nrr" (alias "similarity"), "ner", "refusal", or one added with ``rapidscore.metrics.register``);
+    ``options`` go to that metric's batch class (columns, model, engine options). For
     BERTScore with ``idf=True`` the document counts are computed first (one distributed pass).
     ``concurrency`` actors (each loads the model once), ``num_gpus`` per actor. Returns the lazy
     dataset with the score columns added."""
     _require_ray()
-    if metric not in _BATCH_CLASSES:
-        raise ValueError(f"metric must be one of {list(_BATCH_CLASSES)}, got {metric!r}")
-    if metric == "bertscore" and options.get("idf") is True:
+    name = get_metric(metric).name
+    if name == "bertscore" and options.get("idf") is True:
         options.pop("idf")
         reference_column = options.get("reference_column", "reference")
         model_options = {k: v for k, v in options.items()
@@ -356,5 +295,8 @@ def score_dataset(dataset: Any, metric: str = "bertscore", *, concurrency: int |
         remote["num_gpus"] = num_gpus
     if num_cpus is not None:
         remote["num_cpus"] = num_cpus
-    return dataset.map_batches(_BATCH_CLASSES[metric], fn_constructor_kwargs=options, concurrency=concurrency,
+    batch_class = _BATCH_CLASSES.get(name)
+    if batch_class is None:
+        batch_class, options = MetricBatch, {"metric": name, **options}
+    return dataset.map_batches(batch_class, fn_constructor_kwargs=options, concurrency=concurrency,
                                batch_size=batch_size, batch_format=batch_format, **remote)

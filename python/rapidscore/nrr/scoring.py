@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 METHODS = ("embedding", "bertscore")
 
-__all__ = ["NRRResult", "negative_rejection", "similarity", "negative_rejection_frame", "negative_rejection_jsonl",
+__all__ = ["NRRResult", "negative_rejection", "rejected_below", "similarity", "negative_rejection_frame", "negative_rejection_jsonl",
            "SentenceSimilarity"]
 
 
@@ -113,6 +113,13 @@ def check_threshold(threshold) -> float:
     if not -1.0 <= float(threshold) <= 1.0:
         raise ValueError(f"threshold must be in [-1, 1] (a cosine similarity), got {threshold}")
     return float(threshold)
+
+
+def rejected_below(similarities, threshold: float) -> np.ndarray:
+    """The Negative Rejection decision, in one place for every caller: an answer is rejected when
+    its similarity is strictly below ``threshold``, compared in float32 (the similarities' type),
+    so a similarity printed equal to the threshold is never rejected by a float64 rounding."""
+    return np.asarray(similarities, dtype=np.float32) < np.float32(threshold)
 
 
 class SentenceSimilarity:
@@ -267,7 +274,7 @@ class SentenceSimilarity:
         threshold = check_threshold(threshold)
         generated, groups = check_items(generated, groups)
         sims, best = self._pairs(generated, groups, embed)
-        rejected = sims < np.float32(threshold)
+        rejected = rejected_below(sims, threshold)
         signature = str(Signature([*self.signature_fields, ("threshold", threshold),
                                    ("nrefs", max(len(g) for g in groups))], name="nrr"))
         return NRRResult(similarities=sims, rejected=rejected, threshold=threshold, signature=signature,

@@ -24,7 +24,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -399,182 +399,9 @@ class _CallTask:
 _CALL = _CallTask()
 
 
-# -- tasks: how a scorer's requests are prepared, merged and finished ---------------------------
-
-
-class _BERTScoreTask:
-    """BERTScore: plan + tokenise per request; one encoder pass over the batch's distinct
-    sentences; one matching pass over every request's pairs when the token weights do not
-    depend on the call (``finish_plans``), else each request finished from its own rows (idf
-    from its own references). Either way exactly what ``scorer.score`` gives.
-    ``solo``: the same scorer with more runtime threads, for batches that run alone."""
-
-    def __init__(self, scorer: Any, solo: Any = None):
-        self.scorer = scorer
-        self.solo = solo
-        self.encoder = scorer.encoder
-
-    def prepare(self, cands: Sequence[str], refs: Any, *, limits: _Limits | None = None) -> tuple[Any, int]:
-        plan = self.scorer.plan(cands, refs)
-        if limits is not None:  # before tokenising: a count of what was sent
-            limits.check_texts(plan.n_candidates + len(plan.pairs), "references", "candidates and references")
-        ids, truncated = self.encoder.tokenizer.encode(plan.texts)
-        tokens = sum(len(i) for i in ids)
-        if limits is not None:
-            limits.check_tokens(tokens, "references", "its distinct texts tokenised")
-        return (plan, ids, truncated), tokens
-
-    @staticmethod
-    def units(payload: Any) -> np.ndarray:
-        return np.fromiter((len(i) for i in payload[1]), dtype=np.int64, count=len(payload[1]))
-
-    def run_piece(self, payload: Any, start: int, stop: int, alone: bool) -> Any:
-        """Token embeddings of the request's distinct texts ``start:stop`` (a sentence's do not
-        depend on the other sentences of its call: the same rows as one call of them all)."""
-        scorer = self.solo if alone and self.solo is not None else self.scorer
-        return scorer.encoder.embed_ids(payload[1][start:stop], unpadded=True)
-
-    def finish_pieces(self, payload: Any, stores: list, alone: bool) -> Any:
-        from rapidscore.encoder.store import TokenStore
-
-        plan, ids, truncated = payload
-        scorer = self.solo if alone and self.solo is not None else self.scorer
-        lengths = self.units(payload)
-        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        embeddings: Any
-        if all(store.on_host for store in stores):
-            embeddings = np.concatenate([store.embeddings for store in stores], axis=-2)
-        else:
-            import torch
-
-            embeddings = torch.cat([store.embeddings for store in stores], dim=-2)
-        store = TokenStore(ids=np.concatenate([store.ids for store in stores]), offsets=offsets,
-                           embeddings=embeddings, order=np.arange(len(ids), dtype=np.int64), truncated=truncated)
-        return scorer.finish(plan, store)
-
-    def run(self, payloads: list, alone: bool) -> list:
-        from rapidscore.encoder.store import TokenStore, row_ranges
-
-        scorer = self.solo if alone and self.solo is not None else self.scorer
-        union: dict[str, int] = {}
-        union_ids: list[np.ndarray] = []
-        positions = []
-        for plan, ids, _ in payloads:
-            index = np.empty(len(plan.texts), dtype=np.int64)
-            for k, text in enumerate(plan.texts):
-                slot = union.setdefault(text, len(union))
-                if slot == len(union_ids):
-                    union_ids.append(ids[k])
-                index[k] = slot
-            positions.append(index)
-        # Unpadded where the encoder has that graph: the batch's sentences of every length in one
-        # call, no padding (bit-identical to the padded graph a direct call runs).
-        store = scorer.encoder.embed_ids(union_ids, unpadded=True)
-        if scorer.weights_fixed:
-            return scorer.finish_plans([plan for plan, _, _ in payloads], store, positions,
-                                       [truncated for _, _, truncated in payloads])
-        results = []
-        for (plan, _, truncated), index in zip(payloads, positions):
-            # The request's own sentences, in its plan's order: a store like a direct call's.
-            lengths = store.lengths()[index]
-            offsets = np.zeros(len(index) + 1, dtype=np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-            rows = row_ranges(store.offsets[index], lengths)
-            own = TokenStore(ids=store.ids[rows], offsets=offsets, embeddings=store.embeddings[..., rows, :],
-                             order=np.arange(len(index), dtype=np.int64), truncated=truncated)
-            results.append(scorer.finish(plan, own))
-        return results
-
-
-class _SimilarityTask:
-    """Sentence similarity / NRR (embedding method): one sentence-embedding pass over the batch's
-    distinct texts; each request's similarities from those vectors. ``solo``: as for BERTScore."""
-
-    def __init__(self, model: Any, solo: Any = None):
-        self.model = model
-        self.solo = solo
-        self.encoder = model.encoder
-
-    def prepare(self, generated: Any, references: Any, threshold: float = 0.8, *,
-                limits: _Limits | None = None) -> tuple[Any, int]:
-        from rapidscore.nrr.scoring import check_items, check_threshold
-
-        threshold = check_threshold(threshold)
-        generated, groups = check_items(generated, references)
-        if limits is not None:  # before tokenising: a count of what was sent
-            limits.check_texts(len(generated) + sum(len(group) for group in groups), "references",
-                               "answers and references")
-        texts = list(dict.fromkeys(generated + [r for group in groups for r in group]))
-        lengths = np.fromiter((len(ids) for ids in self.encoder.tokenize(texts)), dtype=np.int64, count=len(texts))
-        tokens = int(lengths.sum())
-        if limits is not None:
-            limits.check_tokens(tokens, "references", "its distinct texts tokenised")
-        return (generated, groups, threshold, texts, lengths), tokens
-
-    def units(self, payload: Any) -> np.ndarray | None:
-        # method "bertscore" scores each request alone from its texts: nothing to encode in pieces
-        return payload[4] if self.model.method == "embedding" else None
-
-    def run_piece(self, payload: Any, start: int, stop: int, alone: bool) -> Any:
-        """Sentence vectors of the request's distinct texts ``start:stop``."""
-        model = self.solo if alone and self.solo is not None else self.model
-        return model.sentence_vectors(payload[3][start:stop], unpadded=True)
-
-    def finish_pieces(self, payload: Any, pieces: list, alone: bool) -> Any:
-        generated, groups, threshold, texts, _ = payload
-        model = self.solo if alone and self.solo is not None else self.model
-        vectors = np.concatenate(pieces)
-        row = {text: k for k, text in enumerate(texts)}
-
-        def embed(batch: list[str]) -> np.ndarray:
-            return vectors[[row[t] for t in batch]]
-        return model.rejection(generated, groups, threshold, embed=embed)
-
-    def run(self, payloads: list, alone: bool) -> list:
-        model = self.solo if alone and self.solo is not None else self.model
-        union = list(dict.fromkeys(text for payload in payloads for text in payload[3]))
-        embed: Callable[[list[str]], np.ndarray] | None = None  # method="bertscore": each request alone
-        if model.method == "embedding":
-            # as the direct call embeds (the model's own pipeline and prompt); union: distinct texts
-            vectors = model.sentence_vectors(union, unpadded=True)
-            row = {text: k for k, text in enumerate(union)}
-
-            def embed(texts: list[str]) -> np.ndarray:
-                return vectors[[row[t] for t in texts]]
-        return [model.rejection(generated, groups, threshold, embed=embed)
-                for generated, groups, threshold, _, _ in payloads]
-
-
-class _DetectorTask:
-    """A refusal detector: requests run one by one in the worker (no merged encoder pass)."""
-
-    def __init__(self, detector: Any):
-        self.detector = detector
-
-    def prepare(self, responses: Any, *, limits: _Limits | None = None) -> tuple[Any, int]:
-        from rapidscore.abstention.detectors import response_texts
-
-        texts = response_texts(responses)
-        if limits is not None:
-            limits.check_texts(len(texts), "responses", "responses")
-        tokens = max(1, sum(len(t) for t in texts) // 4)  # characters / 4 ~ tokens; not merged
-        if limits is not None:
-            limits.check_tokens(tokens, "responses", "estimated as characters / 4")
-        return texts, tokens
-
-    def run(self, payloads: list, alone: bool) -> list:
-        return [self.detector.detect(texts) for texts in payloads]
-
-    @staticmethod
-    def units(payload: Any) -> np.ndarray:
-        return np.fromiter((max(1, len(t) // 4) for t in payload), dtype=np.int64, count=len(payload))
-
-    def run_piece(self, payload: Any, start: int, stop: int, alone: bool) -> Any:
-        return self.detector.detect(payload[start:stop])  # each response is judged on its own
-
-    def finish_pieces(self, payload: Any, pieces: list, alone: bool) -> Any:
-        return np.concatenate(pieces).astype(bool, copy=False)
+# -- tasks: how a scorer's requests are prepared, merged and finished (each metric's own task:
+# its Metric.serving_task, in the metric's package; the protocol is prepare / run, and units /
+# run_piece / finish_pieces for a request encoded in pieces) ----------------------------------
 
 
 @dataclass(frozen=True)
@@ -600,25 +427,21 @@ class _Limits:
 
 
 def _task_for(scorer: Any, solo: Any = None) -> Any:
-    from rapidscore.abstention.detectors import Detector
-    from rapidscore.bertscore import BERTScore
-    from rapidscore.nrr.scoring import SentenceSimilarity
+    """The batching task of the registered metric that serves ``scorer`` (its engine)."""
+    from rapidscore.metrics import all_metrics
 
+    metric = next((m for m in all_metrics() if m.serves(scorer)), None)
+    if metric is None:
+        raise TypeError(f"BatchingScorer takes the engine of a registered metric (a BERTScore, SentenceSimilarity "
+                        f"or refusal Detector, ...), got {type(scorer).__name__}")
     if solo is not None:
-        if not isinstance(scorer, (BERTScore, SentenceSimilarity)):
+        if metric.name not in ("bertscore", "nrr"):
             raise ValueError(f"solo applies to BERTScore and SentenceSimilarity, not {type(scorer).__name__}")
         if type(solo) is not type(scorer) or getattr(solo, "signature", None) != scorer.signature:
             raise ValueError(f"solo must be a scorer of the same kind and options as scorer (signature "
                              f"{scorer.signature!r}), got {type(solo).__name__} with signature "
                              f"{getattr(solo, 'signature', None)!r}")
-    if isinstance(scorer, BERTScore):
-        return _BERTScoreTask(scorer, solo)
-    if isinstance(scorer, SentenceSimilarity):
-        return _SimilarityTask(scorer, solo)
-    if isinstance(scorer, Detector):
-        return _DetectorTask(scorer)
-    raise TypeError(f"BatchingScorer takes a BERTScore, SentenceSimilarity or refusal Detector, "
-                    f"got {type(scorer).__name__}")
+    return metric.serving_task(scorer, solo)
 
 
 class BatchingScorer:

@@ -1,0 +1,117 @@
+"""BERTScore as a registered metric (``rapidscore.metrics``): candidate and reference columns ->
+precision, recall, F1, for the streaming runner, Ray, the service and the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rapidscore.common.metric import Column, Metric, RowNames, Totals, check_pairs
+
+__all__ = ["BERTScoreMetric", "BERTScoreEngine", "METRIC"]
+
+
+@dataclass(frozen=True)
+class BERTScoreEngine:
+    """A BERTScore scorer with the options of a run: idf weights fixed for the whole input (a
+    dataset's document counts, an idf file or dict: per chunk they would differ), bert-score's
+    padding batches, the memory budget per chunk. Thread-safe as the scorer."""
+
+    scorer: Any
+    idf_weights: dict | None = None
+    reference_batch_size: int | None = None
+    memory_budget: int | None = None
+
+    @property
+    def signature(self) -> str:
+        return self.scorer.signature
+
+
+class MeanTotals(Totals):
+    """Mean of each named output column over the rows seen (BERTScore's P, R, F1)."""
+
+    def __init__(self, names: Sequence[str]):
+        self.sums = dict.fromkeys(names, 0.0)
+        self.n_rows = 0
+
+    def update(self, outputs: Mapping[str, Sequence]) -> None:
+        columns = {name: np.asarray(outputs[name], dtype=np.float64) for name in self.sums}
+        self.n_rows += len(next(iter(columns.values()), ()))
+        for name, values in columns.items():
+            self.sums[name] += float(values.sum())
+
+    def summary(self) -> dict:
+        means = {name: (total / self.n_rows if self.n_rows else 0.0) for name, total in self.sums.items()}
+        return {"n": self.n_rows, **means}
+
+
+class BERTScoreMetric(Metric):
+    name = "bertscore"
+    summary = "BERTScore precision, recall and F1 (bert-score compatible)"
+    inputs = (Column("candidate", "text", "the text scored"),
+              Column("reference", "texts", "its reference, or a list of references (best P, R, F1)"))
+    outputs = ("precision", "recall", "f1")
+    options = ("idf", "reference_batch_size", "memory_budget")
+
+    def build(self, *, idf: Any = None, reference_batch_size: int | None = None, memory_budget: int | None = None,
+              **scorer_options: Any) -> BERTScoreEngine:
+        """``scorer_options``: :class:`~rapidscore.bertscore.BERTScore`'s. ``idf``: document counts
+        (``DocumentFrequencies``), an idf file path or a dict, for the whole input; ``True`` only
+        with ``idf_sents`` (idf over a dataset needs a pass over all its references first)."""
+        from rapidscore.bertscore import BERTScore
+        from rapidscore.bertscore.streaming import resolve_idf
+
+        if idf is False:
+            idf = None
+        if idf is True and scorer_options.get("idf_sents") is None:
+            raise ValueError("idf=True over a dataset needs its document counts: pass "
+                             "idf=rapidscore.integrations.ray.document_frequencies(dataset) (score_dataset does)")
+        scorer_options["idf"] = idf is not None
+        scorer = BERTScore(**scorer_options)
+        weights = resolve_idf(scorer, [], idf) if idf is not None and idf is not True else None
+        return BERTScoreEngine(scorer, weights, reference_batch_size, memory_budget)
+
+    def score(self, engine: BERTScoreEngine, columns: Mapping[str, Sequence],
+              names: RowNames | None = None) -> dict[str, Any]:
+        pairs = check_pairs(columns["candidate"], columns["reference"], ("candidate", "reference"), names)
+        parts = [result for _chunk, result in self.chunks(engine, pairs)]
+
+        def column(name: str) -> np.ndarray:
+            return np.concatenate([getattr(r, name) for r in parts]) if parts else np.zeros(0, np.float32)
+        return {name: column(name) for name in self.outputs}
+
+    @staticmethod
+    def chunks(engine: BERTScoreEngine, pairs: Any, **options: Any) -> Iterator[tuple[list, Any]]:
+        """``(pairs, BERTScoreResult)`` per chunk under the engine's memory budget."""
+        from rapidscore.bertscore.streaming import chunk_results
+
+        return chunk_results(engine.scorer, pairs, memory_budget=engine.memory_budget, idf=engine.idf_weights,
+                             reference_batch_size=engine.reference_batch_size, **options)
+
+    def stream(self, engine: BERTScoreEngine, rows: Iterable, *, chunk_size: int = 16384,
+               ) -> Iterator[tuple[list, dict]]:
+        """``BERTScore.score_iter``'s chunks: the memory budget, idf by a first pass over a
+        re-iterable stream, bert-score's padding batches across chunks. With ``all_layers`` a
+        row's outputs are arrays (one value per layer)."""
+        for chunk, result in self.chunks(engine, rows, chunk_size=chunk_size):
+            yield chunk, {name: (values.T if values.ndim == 2 else values)
+                          for name, values in ((n, getattr(result, n)) for n in self.outputs)}
+
+    def totals(self) -> Totals:
+        return MeanTotals(self.outputs)
+
+    def serving_task(self, engine: Any, solo: Any = None) -> Any:
+        from rapidscore.bertscore.serving import BERTScoreTask
+
+        return BERTScoreTask(engine, solo)
+
+    def serves(self, engine: Any) -> bool:
+        from rapidscore.bertscore import BERTScore
+
+        return isinstance(engine, BERTScore)
+
+
+METRIC = BERTScoreMetric()

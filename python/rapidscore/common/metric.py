@@ -1,0 +1,201 @@
+"""The metric contract: what a metric is, once, for every layer that runs metrics.
+
+A :class:`Metric` says its name (and the older names users call it by), its input columns, its
+output columns, how its engine is built (the model loaded once), how a chunk of rows is scored
+into output columns, and how the outputs of many chunks add up to the corpus totals. The
+streaming runner (``rapidscore.streaming.score_stream``), the Ray batch classes, the service's
+batching and the CLI's generic command are written against this class and find metrics in the
+registry (``rapidscore.metrics``); a metric's decision rules live in its own package only.
+
+Rows are columns: ``{"candidate": [...], "reference": [...]}``, one list per input column, all of
+one length, plain Python values. A bad row raises TypeError or ValueError naming the row the way
+the caller names rows (a :class:`RowNames`: "item 7" in a stream, "row 7 of the batch (id='x')"
+in Ray).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rapidscore.common.stream import check_pair, chunks
+from rapidscore.errors import RapidscoreError
+
+__all__ = ["Column", "Metric", "Totals", "ColumnError", "RowNames", "check_columns", "check_pairs", "relabel"]
+
+
+class ColumnError(RapidscoreError, ValueError):
+    """Rows given as columns that do not fit the metric: a missing column, unequal lengths."""
+
+
+class RowNames:
+    """How a caller names its rows in errors. The default names rows of a stream by position
+    (``offset`` + the row within the chunk): "item 7"; "items 4-7 of the stream"."""
+
+    def __init__(self, noun: str = "item", offset: int = 0):
+        self.noun, self.offset = noun, offset
+
+    def row(self, row: int) -> str:
+        return f"{self.noun} {self.offset + row}"
+
+    def rows(self, first: int, last: int) -> str:
+        return f"{self.noun}s {self.offset + first}-{self.offset + last} of the stream"
+
+
+def relabel(exc: BaseException, prefix: str, label: str) -> BaseException:
+    """``exc`` (a TypeError/ValueError whose message may start with ``prefix``, e.g. "item 3")
+    again, of its type, its message starting with ``label`` instead."""
+    message = str(exc)
+    if message.startswith(prefix + ": "):
+        message = message[len(prefix) + 2:]
+    elif message.startswith(prefix + " "):
+        message = message[len(prefix) + 1:]
+        return type(exc)(f"{label} {message}")
+    return type(exc)(f"{label}: {message}")
+
+
+@dataclass(frozen=True)
+class Column:
+    """An input column of a metric.
+
+    ``kind``: ``"text"`` (a string), ``"texts"`` (a string or a non-empty list of strings: one
+    reference or several), ``"entities"`` (one record's entities, in any format rapidscore.ner
+    reads), ``"response"`` (a string, or a ``{"complete", "answer"}`` record) or ``"any"``.
+    ``optional`` columns may be absent (then ``None`` for every row)."""
+
+    name: str
+    kind: str
+    help: str = ""
+    optional: bool = False
+
+
+class Totals:
+    """Corpus totals of a metric: ``update(outputs)`` with each chunk's output columns, then
+    ``summary()``. Not thread-safe: one per stream."""
+
+    def update(self, outputs: Mapping[str, Sequence]) -> None:
+        raise NotImplementedError
+
+    def summary(self) -> dict:
+        raise NotImplementedError
+
+
+class Metric:
+    """One metric, defined once. Subclasses set the class attributes and implement
+    :meth:`build` and :meth:`score`; :meth:`totals` and :meth:`serving_task` have defaults.
+
+    Thread safety: a Metric holds no state (its engine does); ``score`` is as thread-safe as the
+    engine it is given (every engine rapidscore builds is)."""
+
+    name: ClassVar[str]
+    #: older names that still resolve to this metric (CLI command, HTTP path, Ray ``metric=``)
+    aliases: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = ""
+    inputs: ClassVar[tuple[Column, ...]]
+    #: the tabular output columns (one scalar per row); ``score`` may add richer ones after them
+    outputs: ClassVar[tuple[str, ...]]
+    #: the keyword options of ``build`` that are not the engine's own (for generic front ends)
+    options: ClassVar[tuple[str, ...]] = ()
+    #: what a row is called in errors ("item 3", "record 3")
+    row_noun: ClassVar[str] = "item"
+
+    def build(self, **options: Any) -> Any:
+        """The engine (model loaded once, options checked): reused for every chunk."""
+        raise NotImplementedError
+
+    def score(self, engine: Any, columns: Mapping[str, Sequence], names: RowNames | None = None) -> dict[str, Any]:
+        """Output columns (each one value per row) of the rows ``columns``; a bad row raises
+        TypeError / ValueError naming it by ``names`` (default: a stream's "item N")."""
+        raise NotImplementedError
+
+    def stream(self, engine: Any, rows: Iterable, *, chunk_size: int = 4096) -> Iterator[tuple[list, dict]]:
+        """``(rows, output columns)`` per chunk of a stream of rows, in input order. A row is a
+        tuple in the order of :attr:`inputs` (optional ones may be left off), or the value
+        itself for a one-column metric."""
+        position = 0
+        for chunk in chunks(rows, chunk_size):
+            columns = self.columns_of(chunk, position)
+            yield chunk, self.score(engine, columns, RowNames(self.row_noun, position))
+            position += len(chunk)
+
+    def columns_of(self, rows: Sequence, first: int = 0) -> dict[str, list]:
+        """Stream rows (see :meth:`stream`) as columns; TypeError naming a row of the wrong shape."""
+        if len(self.inputs) == 1:
+            return {self.inputs[0].name: list(rows)}
+        names = [c.name for c in self.inputs]
+        required = sum(not c.optional for c in self.inputs)
+        shape = "(" + ", ".join(names[:required]) + ")" + (" pair" if required == 2 else " tuple")
+        columns: dict[str, list] = {name: [] for name in names}
+        for index, row in enumerate(rows, first):
+            if isinstance(row, (str, bytes, Mapping)) or not hasattr(row, "__len__") \
+                    or not required <= len(row) <= len(names):
+                raise TypeError(f"item {index} must be a {shape}, got {type(row).__name__}: {row!r:.80}")
+            for k, name in enumerate(names):
+                columns[name].append(row[k] if k < len(row) else None)
+        return columns
+
+    def totals(self) -> Totals | None:
+        """A fresh accumulator of the corpus totals (None: the metric has none)."""
+        return None
+
+    def signature(self, engine: Any) -> str:
+        return str(getattr(engine, "signature", f"{self.name}|rapidscore"))
+
+    def serves(self, engine: Any) -> bool:
+        """Whether ``engine`` (a scorer object a user built) is this metric's: the service's
+        ``BatchingScorer`` picks the metric of the scorer it is given."""
+        return False
+
+    def serving_task(self, engine: Any, solo: Any = None) -> Any:
+        """How the service batches this metric's requests (``rapidscore.serve.batching``): by
+        default each request's rows are scored alone, in the worker."""
+        return RowsTask(self, engine)
+
+    def __repr__(self) -> str:
+        return f"<metric {self.name!r}>"
+
+
+def check_columns(metric: Metric, columns: Mapping[str, Sequence], owner: str = "") -> int:
+    """The number of rows of ``columns``: every required input present, all of one length;
+    optional ones filled with None. ValueError naming the column otherwise."""
+    prefix = f"{owner}: " if owner else ""
+    present = [c for c in metric.inputs if columns.get(c.name) is not None]
+    missing = [c.name for c in metric.inputs if not c.optional and columns.get(c.name) is None]
+    if missing:
+        raise ColumnError(f"{prefix}{metric.name} needs the column(s) {missing} (got {sorted(columns)})")
+    lengths = {c.name: len(columns[c.name]) for c in present}
+    if len(set(lengths.values())) > 1:
+        raise ColumnError(f"{prefix}the columns have different lengths: {lengths}")
+    return next(iter(lengths.values()), 0)
+
+
+def check_pairs(texts: Sequence, references: Sequence, names: tuple[str, str],
+                rows: RowNames | None = None) -> list[tuple[str, list[str]]]:
+    """Rows of a text column and a reference column (a cell: one reference or a non-empty list)
+    as ``(text, [references])`` pairs; TypeError / ValueError naming the row by ``rows``."""
+    rows = rows or RowNames()
+    pairs = []
+    for row, item in enumerate(zip(texts, references)):
+        try:
+            pairs.append(check_pair(item, row, names))
+        except (TypeError, ValueError) as exc:
+            raise relabel(exc, f"item {row}", rows.row(row)) from None
+    return pairs
+
+
+class RowsTask:
+    """The service's default task for a metric: a request is a dict of columns, scored whole
+    in the worker (no merged encoder pass). Results equal ``metric.score``'s."""
+
+    def __init__(self, metric: Metric, engine: Any):
+        self.metric, self.engine = metric, engine
+
+    def prepare(self, columns: Mapping[str, Sequence], *, limits: Any = None) -> tuple[Any, int]:
+        n_rows = check_columns(self.metric, columns)
+        if limits is not None:
+            limits.check_texts(n_rows, self.metric.inputs[0].name, "rows")
+        return dict(columns), max(1, n_rows)
+
+    def run(self, payloads: list, alone: bool) -> list:
+        return [self.metric.score(self.engine, columns) for columns in payloads]

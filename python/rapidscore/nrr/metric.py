@@ -1,0 +1,124 @@
+"""Semantic similarity and the Negative Rejection Rate as a registered metric
+(``rapidscore.metrics``): generated and reference columns -> similarity, best_reference and, with
+a threshold, rejected. Older name: "similarity" (the HTTP path and the Ray class)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rapidscore.common.metric import Column, Metric, RowNames, Totals, check_pairs
+
+__all__ = ["NRRMetric", "SimilarityEngine", "RateCounter", "METRIC"]
+
+
+@dataclass(frozen=True)
+class SimilarityEngine:
+    """A ``SentenceSimilarity`` model and the threshold of the rejection decision (None: no
+    decision, similarities only). Thread-safe as the model."""
+
+    model: Any
+    threshold: float | None = None
+
+    @property
+    def signature(self) -> str:
+        return self.model.signature
+
+
+class RateCounter(Totals):
+    """Running NRR over streamed decisions: ``add(rejected)`` (or ``update`` with output
+    columns); ``rate``, ``capture_rate``. Not thread-safe: one per stream."""
+
+    def __init__(self) -> None:
+        self.n_evaluated = self.n_rejected = 0
+
+    def add(self, rejected: bool) -> None:
+        self.n_evaluated += 1
+        self.n_rejected += bool(rejected)
+
+    def update(self, outputs: Mapping[str, Sequence]) -> None:
+        rejected = outputs.get("rejected")
+        if rejected is not None:
+            self.n_evaluated += len(rejected)
+            self.n_rejected += int(np.count_nonzero(rejected))
+
+    @property
+    def rate(self) -> float:
+        return self.n_rejected / self.n_evaluated if self.n_evaluated else 0.0
+
+    @property
+    def capture_rate(self) -> float:
+        return 1.0 - self.rate if self.n_evaluated else 0.0
+
+    def summary(self) -> dict:
+        return {"n_evaluated": self.n_evaluated, "n_rejected": self.n_rejected,
+                "negative_rejection_rate": self.rate, "capture_rate": self.capture_rate}
+
+
+class NRRMetric(Metric):
+    name = "nrr"
+    aliases = ("similarity",)
+    summary = "semantic similarity and the Negative Rejection Rate"
+    inputs = (Column("generated", "text", "the generated answer"),
+              Column("reference", "texts", "its ground truth, or a list of them (the best counts)"))
+    outputs = ("similarity", "best_reference", "rejected")
+    options = ("threshold",)
+
+    def build(self, *, threshold: float | None = None, similarity_model: Any = None,
+              **options: Any) -> SimilarityEngine:
+        """``options``: ``SentenceSimilarity``'s (model, method, layer, engine options), or a
+        loaded ``similarity_model``. ``threshold``: rejected when the similarity is below it."""
+        from rapidscore.nrr.scoring import SentenceSimilarity, check_threshold
+
+        model = similarity_model or SentenceSimilarity(**options)
+        return SimilarityEngine(model, None if threshold is None else check_threshold(threshold))
+
+    def score(self, engine: SimilarityEngine, columns: Mapping[str, Sequence],
+              names: RowNames | None = None) -> dict[str, Any]:
+        pairs = check_pairs(columns["generated"], columns["reference"], ("generated", "reference"), names)
+        if pairs:
+            sims, best = engine.model.pairs([text for text, _refs in pairs], [refs for _text, refs in pairs])
+        else:
+            sims, best = np.zeros(0, np.float32), np.zeros(0, np.int64)
+        return self._outputs(engine, sims, best)
+
+    @staticmethod
+    def _outputs(engine: SimilarityEngine, sims: np.ndarray, best: np.ndarray) -> dict[str, Any]:
+        from rapidscore.nrr.scoring import rejected_below
+
+        outputs: dict[str, Any] = {"similarity": sims, "best_reference": best}
+        if engine.threshold is not None:
+            outputs["rejected"] = rejected_below(sims, engine.threshold)
+        return outputs
+
+    def stream(self, engine: SimilarityEngine, rows: Iterable, *, chunk_size: int = 4096,
+               max_chars: int = 2_000_000) -> Iterator[tuple[list, dict]]:
+        """Chunks of at most ``chunk_size`` rows and ``max_chars`` characters (as
+        ``SentenceSimilarity.score_iter``); the chunk's rows as ``(generated, [references])``."""
+        from rapidscore.common.stream import chunks, iter_pairs
+
+        def cost(item: tuple[str, list[str]]) -> int:
+            return len(item[0]) + sum(len(r) for r in item[1])
+
+        for chunk in chunks(iter_pairs(rows, ("generated", "reference")), chunk_size, cost, max_chars):
+            sims, best = engine.model.pairs([g for g, _refs in chunk], [refs for _g, refs in chunk])
+            yield chunk, self._outputs(engine, sims, best)
+
+    def totals(self) -> RateCounter:
+        return RateCounter()
+
+    def serving_task(self, engine: Any, solo: Any = None) -> Any:
+        from rapidscore.nrr.serving import SimilarityTask
+
+        return SimilarityTask(engine, solo)
+
+    def serves(self, engine: Any) -> bool:
+        from rapidscore.nrr.scoring import SentenceSimilarity
+
+        return isinstance(engine, SentenceSimilarity)
+
+
+METRIC = NRRMetric()
