@@ -19,6 +19,7 @@ _LAZY_ATTRIBUTES = {
     "negative_rejection": "rapidscore.nrr.scoring",
     "BERTScore": "rapidscore.bertscore",
     # Exception classes defined beside the code that raises them (all subclass RapidscoreError).
+    "ColumnError": "rapidscore.common.metric",
     "ResumeError": "rapidscore.common.stream_io",
     "DamagedCacheError": "rapidscore.encoder.onnx_export",
     "ExportMismatchError": "rapidscore.encoder.onnx_export",
