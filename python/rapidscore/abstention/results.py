@@ -14,16 +14,15 @@ counted in the returned :class:`LoadReport` instead (nothing is dropped silently
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import os
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
-from rapidscore.common.io import iter_lines, load_json
+from rapidscore.common import readers
+from rapidscore.common.readers import iter_lines
 from rapidscore.errors import RapidscoreError
 
 EVAL_TYPES = ("abstention", "generalization", "specificity")
@@ -75,44 +74,27 @@ except ImportError:  # pragma: no cover - depends on the environment
 JSON_PARSER = "orjson" if _orjson is not None else "json"
 
 
-def _read_json(path: str):
+def _read_json(path: str) -> Any:
     """Parse a results file (gzipped when its name ends in .gz) with orjson when installed."""
     return parse_json(path, read_bytes(path))
 
 
-def _explain(path: str) -> ResultsError:
-    """The error for an unreadable file, in common.io's words (file and line named)."""
-    try:
-        load_json(path)
-    except ValueError as exc:
-        return ResultsError(str(exc))
-    return ResultsError(f"{path}: unreadable results file")  # pragma: no cover - fast and slow paths disagree
-
-
 def read_bytes(path: str) -> bytes:
     """A results file's JSON bytes (gunzipped when its name ends in .gz). A truncated or corrupt
-    .gz raises ResultsError naming the file."""
-    with open(path, "rb") as handle:
-        raw = handle.read()
-    if not path.endswith(".gz"):
-        return raw
+    .gz raises ResultsError naming the file (the shared reader's words)."""
     try:
-        # zlib checks the gzip trailer itself (gzip.decompress adds a crc32 pass in Python);
-        # a multi-member file falls back to gzip
-        inflater = zlib.decompressobj(wbits=31)
-        data = inflater.decompress(raw)
-        return data if inflater.eof and not inflater.unused_data else gzip.decompress(raw)
-    except (EOFError, gzip.BadGzipFile, zlib.error, OSError):
-        raise _explain(path) from None
+        return readers.read_bytes(path)
+    except ValueError as exc:
+        raise ResultsError(str(exc)) from None
 
 
 def parse_json(path: str, raw: bytes) -> Any:
     """The parsed document (orjson when installed); any failure raises ResultsError naming the
-    file and line (bytes that are not UTF-8, invalid JSON) as common.io words it."""
+    file and line (bytes that are not UTF-8, invalid JSON) in the shared reader's words."""
     try:
-        return _orjson.loads(raw) if _orjson is not None else json.loads(raw)
-    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, orjson's errors
-        raise _explain(path) from None
+        return readers.parse_json(path, raw, _orjson.loads if _orjson is not None else json.loads)
+    except ValueError as exc:
+        raise ResultsError(str(exc)) from None
 
 
 def _path_fields(path: str, model: str | None, technique: str | None, eval_type: str | None):

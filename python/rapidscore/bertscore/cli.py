@@ -20,12 +20,12 @@ from rapidscore.common.stream_io import add_stream_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-c", "--cand", help="candidate file (one sentence per line, or .jsonl/.csv with "
-                        "--column) or a single candidate string")
+    parser.add_argument("-c", "--cand", help="candidate file (one sentence per line, or .jsonl/.json/.csv/.tsv/"
+                        ".parquet with --column; .gz too) or a single candidate string")
     parser.add_argument("-r", "--ref", nargs="+", action="extend", help="reference file(s) (several files = "
                         "several references per candidate) or a single reference string")
     parser.add_argument("--column", default=None,
-                        help="column/key holding the text in .jsonl/.csv/.tsv/.parquet inputs")
+                        help="column/key holding the text in .jsonl/.json/.csv/.tsv/.parquet inputs")
     parser.add_argument("--lang", default=None, help="language code; picks the reference's model (en -> roberta-large)")
     parser.add_argument("-m", "--model", default=None, help="model hub id or directory "
                         "(default: the embedded all-MiniLM-L6-v2 unless --lang is given)")
@@ -73,25 +73,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _inputs(args: argparse.Namespace) -> tuple[list[str], list]:
-    from rapidscore.common.io import read_texts
+    from rapidscore.common.readers import parallel_items
 
     if not args.cand or not args.ref:
         raise ValueError("give candidates with -c and references with -r")
     if os.path.isfile(args.cand):
-        cands = read_texts(args.cand, args.column)
-        if not cands:  # a mean over no pair is not a score (nrr says the same)
-            raise ValueError(f"nothing to evaluate: {args.cand} is empty")
-        per_file = []
         for ref_file in args.ref:
             if not os.path.isfile(ref_file):
                 raise FileNotFoundError(f"reference file {ref_file} doesn't exist")
-            refs = read_texts(ref_file, args.column)
-            if len(refs) != len(cands):
-                raise ValueError(f"# of sentences in {ref_file} ({len(refs)}) doesn't match the # of "
-                                 f"candidates ({len(cands)})")
-            per_file.append(refs)
-        grouped = [list(group) for group in zip(*per_file)] if len(per_file) > 1 else per_file[0]
-        return cands, grouped
+        items = list(parallel_items(args.cand, args.ref, args.column, args.column))
+        if not items:  # a mean over no pair is not a score (nrr says the same)
+            raise ValueError(f"nothing to evaluate: {args.cand} is empty")
+        cands = [cand for cand, _refs, _where in items]
+        if len(args.ref) == 1 and all(len(refs) == 1 for _cand, refs, _where in items):
+            return cands, [refs[0] for _cand, refs, _where in items]  # one reference per candidate
+        return cands, [refs for _cand, refs, _where in items]
     if any(os.path.isfile(r) for r in args.ref):
         raise FileNotFoundError(f"candidate file {args.cand} doesn't exist")
     for text in (args.cand, *args.ref):
@@ -112,7 +108,8 @@ def _looks_like_path(text: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     from rapidscore.bertscore import compute_baseline
-    from rapidscore.common.io import check_output_directory, check_outputs, read_texts
+    from rapidscore.common.io import check_output_directory, check_outputs
+    from rapidscore.common.readers import read_texts
 
     engine = dict(backend=args.backend, precision=args.precision, device=args.device, num_threads=args.threads,
                   batch_tokens=args.batch_tokens)
@@ -213,7 +210,8 @@ def _note_windows(scorer, windowed: int, windows: int, texts: int | None) -> Non
 def _stream_items(args: argparse.Namespace):
     """A function returning a fresh iterator of ``(candidate, [references], id)``: the input is
     read twice when idf needs a first pass."""
-    from rapidscore.common.stream_io import file_items, row_items
+    from rapidscore.common.readers import row_items
+    from rapidscore.common.stream_io import file_items
 
     if args.input:
         if args.cand or args.ref:
@@ -227,7 +225,7 @@ def _stream_items(args: argparse.Namespace):
     for path in (args.cand, *args.ref):
         if path != "-" and not os.path.isfile(path):
             raise FileNotFoundError(f"no such file: {path}")
-    return lambda: file_items(args.cand, args.ref, args.column)
+    return lambda: file_items(args.cand, args.ref, args.column, args.column)
 
 
 class _Reiterable:
@@ -243,7 +241,8 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
     from rapidscore.bertscore.idf import DocumentFrequencies
     from rapidscore.bertscore.streaming import DEFAULT_CHUNK_PAIRS, ReadCounter, check_stream_batch_size, chunk_results
     from rapidscore.common.io import check_outputs
-    from rapidscore.common.stream_io import RowIds, count_rows, run_stream
+    from rapidscore.common.readers import count_rows
+    from rapidscore.common.stream_io import RowIds, run_stream
 
     if args.make_baseline or args.show:
         raise ValueError("--make-baseline and --show do not stream: leave out --input/--output")

@@ -1,7 +1,8 @@
 """The streaming command line: rows in from a file or stdin, results out as they come, resumable.
 
-Input: txt (one item per line), JSONL, CSV/TSV or Parquet, from a file or ``-`` (stdin; Parquet
-from stdin is buffered, it needs a seekable file). Output: JSONL, CSV or Parquet (``-``: stdout,
+Input: txt (one item per line), JSONL, JSON (an array), CSV/TSV or Parquet, gzipped or not, read
+by the same reader as the batch commands (:mod:`rapidscore.common.readers`), from a file or ``-``
+(stdin; Parquet and JSON from stdin are buffered). Output: JSONL, CSV or Parquet (``-``: stdout,
 JSONL or CSV), one row per input row in input order, written chunk by chunk.
 
 Resuming: beside the output a state file ``OUTPUT.resume.json`` records, after every chunk is on
@@ -18,7 +19,6 @@ Imports only the standard library at module level: the parsers of every command 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import hashlib
 import io
@@ -31,14 +31,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from rapidscore.common.cli_options import positive_int
-from rapidscore.common.io import decoded_lines, import_parquet, jsonl_objects
+from rapidscore.common.readers import FORMATS, count_rows, import_parquet, iter_rows, parallel_items, row_items
 from rapidscore.errors import RapidscoreError
 
 __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "iter_rows", "row_items", "file_items",
            "count_rows",
            "StreamWriter", "run_stream", "ResumeError"]
 
-INPUT_FORMATS = ("txt", "jsonl", "csv", "tsv", "parquet")
+INPUT_FORMATS = FORMATS  # the formats of every reader, batch or streaming
 OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
 STATE_VERSION = 1
 
@@ -54,7 +54,8 @@ def add_stream_arguments(parser: argparse.ArgumentParser, *, item: str = "pair")
         f"--output FILE switches to streaming: each input {item} is scored in chunks and one row per "
         f"{item} is written in input order; with --resume a killed run continues where it stopped.")
     group.add_argument("--input", "-i", default=None, metavar="FILE",
-                       help="one row per item: .jsonl/.csv/.tsv/.parquet (columns below) or '-' for stdin")
+                       help="one row per item: .jsonl/.json/.csv/.tsv/.parquet (columns below; .gz too) or '-' "
+                       "for stdin")
     group.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
                        help="format of --input (default: from the extension; jsonl for stdin)")
     group.add_argument("--output", "-o", default=None, metavar="FILE",
@@ -69,141 +70,14 @@ def add_stream_arguments(parser: argparse.ArgumentParser, *, item: str = "pair")
     return group
 
 
-# -- reading ----------------------------------------------------------------------------------
+# -- reading: the one reader of every command (common/readers.py) -------------------------------
 
-def input_format(path: str, given: str | None) -> str:
-    if given:
-        return given
-    if path == "-":
-        return "jsonl"
-    name = path.lower()[:-3] if path.lower().endswith(".gz") else path.lower()
-    return {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}.get(
-        os.path.splitext(name)[1], "txt")
-
-
-@contextlib.contextmanager
-def _open_input(path: str) -> Iterator[Iterator[str]]:
-    """The input's lines (line endings kept, as ``newline=""`` keeps them for the csv reader),
-    decoded one by one so that bytes that are not UTF-8 are a ValueError naming ``path:line``."""
-    if path == "-":
-        yield decoded_lines(sys.stdin.buffer, "<stdin>")
-        return
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"no such file: {path}")
-    if path.lower().endswith(".gz"):
-        import gzip
-
-        with gzip.open(path, "rb") as handle:
-            yield decoded_lines(handle, path)
-    else:
-        with open(path, "rb") as handle:
-            yield decoded_lines(handle, path)
-
-
-def iter_rows(path: str, fmt: str | None = None) -> Iterator[tuple[dict, str]]:
-    """``(row, location)`` for each row of ``path`` (``-`` = stdin), read lazily. A txt row is
-    ``{"text": line}`` (stripped; blank lines kept). Errors name ``path:line`` (Parquet: row N)."""
-    fmt = input_format(path, fmt)
-    name = "<stdin>" if path == "-" else path
-    if fmt == "parquet":
-        yield from _parquet_rows(path, name)
-        return
-    with _open_input(path) as lines:
-        if fmt == "txt":
-            for number, line in enumerate(lines, 1):
-                yield {"text": line.strip()}, f"{name}:{number}"
-        elif fmt == "jsonl":
-            yield from jsonl_objects(lines, name)
-        else:
-            reader = csv.DictReader(lines, delimiter="," if fmt == "csv" else "\t")
-            for row in reader:
-                yield row, f"{name}:{reader.line_num}"
-
-
-def _parquet_rows(path: str, name: str) -> Iterator[tuple[dict, str]]:
-    parquet = import_parquet(name)
-    if path == "-":
-        source: Any = io.BytesIO(sys.stdin.buffer.read())
-    elif not os.path.isfile(path):
-        raise FileNotFoundError(f"no such file: {path}")
-    else:
-        source = path
-    number = 0
-    for batch in parquet.ParquetFile(source).iter_batches(batch_size=4096):
-        for row in batch.to_pylist():
-            number += 1
-            yield row, f"{name}: row {number}"
-
-
-def _cell_texts(value: Any, where: str, column: str) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
-        return list(value)
-    raise ValueError(f"{where}: column {column!r} must hold a string or a non-empty list of strings, got "
-                     f"{type(value).__name__}: {value!r:.80}")
-
-
-def row_items(path: str, fmt: str | None, text_column: str, reference_columns: Sequence[str],
-              id_column: str | None = None) -> Iterator[tuple[str, list[str], Any]]:
-    """``(text, [references], id)`` per row of a table: one text column, one or more reference
-    columns (a JSONL/Parquet cell may hold a list of references). Errors name ``file:line`` and
-    the column."""
-    for row, where in iter_rows(path, fmt):
-        for column in (text_column, *reference_columns, *([id_column] if id_column else [])):
-            if column not in row or row[column] is None:
-                raise ValueError(f"{where}: no value in column {column!r} (columns: {list(row)})")
-        text = row[text_column]
-        if not isinstance(text, str):
-            raise ValueError(f"{where}: column {text_column!r} must hold a string, got {type(text).__name__}: "
-                             f"{text!r:.80}")
-        refs = [ref for column in reference_columns for ref in _cell_texts(row[column], where, column)]
-        yield text, refs, row[id_column] if id_column else None
-
-
-def file_items(text_path: str, reference_paths: Sequence[str], column: str | None = None,
-               ) -> Iterator[tuple[str, list[str], Any]]:
-    """``(text, [references], None)`` from parallel files read in lockstep (one text per line or
-    row; several reference files = several references per item)."""
-    readers = [iter_rows(path) for path in (text_path, *reference_paths)]
-    for rows in _zip_checked(readers, (text_path, *reference_paths)):
-        values = []
-        for row, where in rows:
-            key = column if column is not None else ("text" if "text" in row and len(row) == 1 else None)
-            if key is None or key not in row:
-                raise ValueError(f"{where}: give --column (columns: {list(row)})")
-            if not isinstance(row[key], str):
-                raise ValueError(f"{where}: expected a string, got {type(row[key]).__name__}")
-            values.append(row[key])
-        yield values[0], values[1:], None
-
-
-def _zip_checked(readers: list[Iterator], paths: Sequence[str]) -> Iterator[tuple]:
-    sentinel = object()
-    while True:
-        rows = [next(reader, sentinel) for reader in readers]
-        done = [row is sentinel for row in rows]
-        if all(done):
-            return
-        if any(done):
-            short = [path for path, d in zip(paths, done) if d]
-            raise ValueError(f"{', '.join(short)} ended before {paths[done.index(False)]}: the files must have "
-                             "the same number of rows")
-        yield tuple(rows)
-
-
-def count_rows(path: str, fmt: str | None = None) -> int | None:
-    """Rows of a file for the progress bar's ETA (a fast pass: lines, or Parquet metadata); None
-    for stdin."""
-    fmt = input_format(path, fmt)
-    if path == "-" or not os.path.isfile(path):
-        return None
-    if fmt == "parquet":
-        return int(import_parquet(path).ParquetFile(path).metadata.num_rows)
-    if fmt in ("csv", "tsv"):  # quoted fields may span lines: count rows, not lines
-        return sum(1 for _ in iter_rows(path, fmt))
-    with _open_input(path) as handle:
-        return sum(1 for line in handle if fmt == "txt" or line.strip())
+def file_items(text_path: str, reference_paths: Sequence[str], text_column: str | None = None,
+               reference_column: str | None = None) -> Iterator[tuple[str, list[str], Any]]:
+    """``(text, [references], None)`` from parallel files read in lockstep, as the batch commands
+    read them (:func:`rapidscore.common.readers.parallel_items`); the id of an item is None."""
+    for text, references, _where in parallel_items(text_path, reference_paths, text_column, reference_column):
+        yield text, references, None
 
 
 # -- writing ----------------------------------------------------------------------------------

@@ -26,8 +26,8 @@ def _model_file(value: str) -> tuple:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gold", required=True, metavar="FILE",
-                        help="gold JSONL ({'id', 'text' or 'prompt', 'labels'} per line; .parquet rows "
-                             "work too), or a combined file "
+                        help="gold JSONL ({'id', 'text' or 'prompt', 'labels'} per line; the rows of a .json "
+                             "array, .csv/.tsv or .parquet work too, .gz too), or a combined file "
                              "with 'gold' and 'predictions': {model: ...} per line when no --pred is given")
     parser.add_argument("--pred", action="append", type=_model_file, default=[], metavar="NAME=FILE",
                         help="one model's predictions (JSONL joined to the gold by id); repeat per model")
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rapidscore.common.io import load_json
+    from rapidscore.common.readers import load_json
     from rapidscore.ner.evaluation import compare
     from rapidscore.ner.records import read_combined_jsonl, read_jsonl
 

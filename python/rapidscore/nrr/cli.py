@@ -12,11 +12,14 @@ from rapidscore.common.stream_io import add_stream_arguments
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--generated", default=None,
-                        help="generated answers: text file (one per line) or .jsonl/.csv/.tsv/.parquet")
+                        help="generated answers: text file (one per line) or .jsonl/.json/.csv/.tsv/.parquet "
+                             "(.gz too)")
     parser.add_argument("--references", default=None, nargs="+", action="extend",
                         help="reference file(s); several files = several references per item (best counts)")
-    parser.add_argument("--generated-column", default="generated", help="key/column in .jsonl/.csv/.parquet input")
-    parser.add_argument("--reference-column", default="reference", help="key/column in .jsonl/.csv/.parquet input")
+    parser.add_argument("--generated-column", default="generated",
+                        help="key/column in .jsonl/.json/.csv/.tsv/.parquet input")
+    parser.add_argument("--reference-column", default="reference",
+                        help="key/column in .jsonl/.json/.csv/.tsv/.parquet input")
     parser.add_argument("--threshold", type=float, default=0.8, help="rejected when similarity < threshold")
     parser.add_argument("--model", default=None, help="model hub id or directory (default: embedded all-MiniLM-L6-v2)")
     parser.add_argument("--method", default="embedding", choices=("embedding", "bertscore"))
@@ -29,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rapidscore.common.io import check_outputs, read_column, read_texts
+    from rapidscore.common.io import check_outputs
+    from rapidscore.common.readers import parallel_items
     from rapidscore.encoder.model_source import DEFAULT_MODEL
     from rapidscore.nrr import negative_rejection, plot_similarities
 
@@ -38,14 +42,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.generated or not args.references:
         raise ValueError("give --generated and --references (or --input/--output to stream)")
     check_outputs({"--plot": args.plot}, {"--generated": args.generated, "--references": args.references})
-    generated = read_texts(args.generated, args.generated_column)
-    if not generated:  # the same words as bertscore's
+    items = list(parallel_items(args.generated, args.references, args.generated_column, args.reference_column))
+    if not items:  # the same words as bertscore's
         raise ValueError(f"nothing to evaluate: {args.generated} is empty")
-    per_file = [read_column(path, args.reference_column) for path in args.references]
-    for path, refs in zip(args.references, per_file):
-        if len(refs) != len(generated):
-            raise ValueError(f"{path} has {len(refs)} references for {len(generated)} generated answers")
-    references = [list(group) for group in zip(*per_file)] if len(per_file) > 1 else per_file[0]
+    generated = [text for text, _refs, _where in items]
+    references = [refs for _text, refs, _where in items]  # the best of an item's references counts
     result = negative_rejection(generated, references, threshold=args.threshold, model=args.model or DEFAULT_MODEL,
                                 method=args.method, progress=show_progress(args), prompt_name=args.prompt_name,
                                 **encoder_options(args))
@@ -69,8 +70,9 @@ def _run_streaming(args: argparse.Namespace) -> int:
     import numpy as np
 
     from rapidscore.common.io import check_outputs
+    from rapidscore.common.readers import count_rows, row_items
     from rapidscore.common.stream import chunks
-    from rapidscore.common.stream_io import RowIds, count_rows, file_items, row_items, run_stream
+    from rapidscore.common.stream_io import RowIds, file_items, run_stream
     from rapidscore.encoder.model_source import DEFAULT_MODEL
     from rapidscore.nrr.scoring import SentenceSimilarity, check_threshold
 
@@ -91,7 +93,7 @@ def _run_streaming(args: argparse.Namespace) -> int:
     elif args.generated and args.references:
         if args.id_column:
             raise ValueError("--id-column needs --input")
-        items = file_items(args.generated, args.references)
+        items = file_items(args.generated, args.references, args.generated_column, args.reference_column)
         source, fmt = args.generated, None
     else:
         raise ValueError("streaming needs --input FILE (or '-'), or --generated and --references files")
