@@ -101,3 +101,50 @@ def minilm_path() -> Path:
             pytrace=False,
         )
     return path
+
+
+@pytest.fixture
+def toy_metric():
+    """A toy metric added through the registry alone (``rapidscore.metrics.register``), removed
+    after the test: ``text`` -> ``length`` (characters plus the engine's suffix) and ``shout``
+    (the text upper-cased); totals: rows and characters. Every front end runs it unchanged."""
+    from rapidscore.common.metric import Column, Metric, RowNames, Totals
+    from rapidscore.metrics import register, unregister
+
+    class Characters(Totals):
+        def __init__(self):
+            self.rows = self.characters = 0
+
+        def update(self, outputs):
+            self.rows += len(outputs["length"])
+            self.characters += sum(outputs["length"])
+
+        def summary(self):
+            return {"rows": self.rows, "characters": self.characters}
+
+    class Shout(Metric):
+        name = "toy"
+        aliases = ("shout",)
+        summary = "a toy metric"
+        inputs = (Column("text", "text", "any text"),)
+        outputs = ("length", "shout")
+
+        def build(self, *, suffix: str = "!"):
+            if not isinstance(suffix, str):
+                raise TypeError(f"suffix must be a str, got {suffix!r}")
+            return {"suffix": suffix}
+
+        def score(self, engine, columns, names=None):
+            names = names or RowNames()
+            for row, text in enumerate(columns["text"]):
+                if not isinstance(text, str):
+                    raise TypeError(f"{names.row(row)}: the text must be a str, got {type(text).__name__}")
+            texts = [text + engine["suffix"] for text in columns["text"]]
+            return {"length": [len(t) for t in texts], "shout": [t.upper() for t in texts]}
+
+        def totals(self):
+            return Characters()
+
+    metric = register(Shout())
+    yield metric
+    unregister("toy")

@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from rapidscore.common.metric import Column, Metric, RowNames, Totals, relabel
 
 __all__ = ["RefusalMetric", "RefusalTotals", "METRIC"]
@@ -21,6 +19,8 @@ class RefusalTotals(Totals):
         self.n_responses = self.n_refusals = 0
 
     def update(self, outputs: Mapping[str, Sequence]) -> None:
+        import numpy as np
+
         self.n_responses += len(outputs["refusal"])
         self.n_refusals += int(np.count_nonzero(outputs["refusal"]))
 
@@ -43,6 +43,8 @@ class RefusalMetric(Metric):
         return get_detector(method, **options)
 
     def score(self, engine: Any, columns: Mapping[str, Sequence], names: RowNames | None = None) -> dict[str, Any]:
+        import numpy as np
+
         from rapidscore.abstention.detectors import response_text
 
         names = names or RowNames()

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from rapidscore.common.metric import Column, Metric, RowNames, Totals, check_pairs
 
@@ -38,6 +39,8 @@ class MeanTotals(Totals):
         self.n_rows = 0
 
     def update(self, outputs: Mapping[str, Sequence]) -> None:
+        import numpy as np
+
         columns = {name: np.asarray(outputs[name], dtype=np.float64) for name in self.sums}
         self.n_rows += len(next(iter(columns.values()), ()))
         for name, values in columns.items():
@@ -80,6 +83,8 @@ class BERTScoreMetric(Metric):
         parts = [result for _chunk, result in self.chunks(engine, pairs)]
 
         def column(name: str) -> np.ndarray:
+            import numpy as np
+
             return np.concatenate([getattr(r, name) for r in parts]) if parts else np.zeros(0, np.float32)
         return {name: column(name) for name in self.outputs}
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from rapidscore.common.metric import Column, Metric, RowNames, Totals
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["NERMetric", "NEREngine", "NerTotals", "SEMEVAL_COUNTS", "METRIC"]
 
@@ -49,6 +50,8 @@ class NerTotals(Totals):
         self.semeval_counts: dict[str, np.ndarray] = {}
 
     def add(self, record: Mapping) -> None:
+        import numpy as np
+
         self.n_records += 1
         self.credit += sum(match["credit"] for match in record["matches"])
         self.n_gold += record["n_gold"]
@@ -122,6 +125,8 @@ class NERMetric(Metric):
 
     def score(self, engine: NEREngine, columns: Mapping[str, Sequence],
               names: RowNames | None = None) -> dict[str, Any]:
+        import numpy as np
+
         from rapidscore.ner.evaluation import evaluate
         from rapidscore.ner.records import is_record_dict
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from rapidscore.common.metric import Column, Metric, RowNames, Totals, check_pairs
 
@@ -40,6 +41,8 @@ class RateCounter(Totals):
         self.n_rejected += bool(rejected)
 
     def update(self, outputs: Mapping[str, Sequence]) -> None:
+        import numpy as np
+
         rejected = outputs.get("rejected")
         if rejected is not None:
             self.n_evaluated += len(rejected)
@@ -78,6 +81,8 @@ class NRRMetric(Metric):
 
     def score(self, engine: SimilarityEngine, columns: Mapping[str, Sequence],
               names: RowNames | None = None) -> dict[str, Any]:
+        import numpy as np
+
         pairs = check_pairs(columns["generated"], columns["reference"], ("generated", "reference"), names)
         if pairs:
             sims, best = engine.model.pairs([text for text, _refs in pairs], [refs for _text, refs in pairs])

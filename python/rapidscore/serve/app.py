@@ -343,7 +343,8 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         return _json({"precision": result.precision.tolist(), "recall": result.recall.tolist(),
                       "f1": result.f1.tolist(), "signature": result.signature})
 
-    @app.post("/v1/similarity", response_model=SimilarityResponse, responses=_ERRORS)
+    @app.post("/v1/nrr", response_model=SimilarityResponse, responses=_ERRORS)
+    @app.post("/v1/similarity", response_model=SimilarityResponse, responses=_ERRORS)  # the older path
     async def similarity(body: SimilarityRequest) -> Any:
         """Similarity of each generated answer to its best reference, and the Negative Rejection
         Rate at ``threshold``."""
@@ -381,6 +382,30 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         decisions = await run(loaded(service.refusal).submit, responses)
         return _json({"refusal": decisions.tolist(), "method": config.refusal_method})
 
+    @app.post("/v1/{metric_name}", responses={**_ERRORS, 404: {"model": ErrorResponse,
+                                                                "description": "No such metric here."}})
+    async def other_metric(metric_name: str, body: dict[str, list]) -> Any:
+        """Any other registered metric the server runs (``--metric NAME``): a JSON object of the
+        metric's input columns (lists of one length) -> its output columns and signature."""
+        scorer = service.others.get(metric_name)
+        if scorer is None:
+            from rapidscore.metrics import get_metric
+
+            try:
+                scorer = service.others.get(get_metric(metric_name).name)
+            except ValueError:
+                scorer = None
+        if scorer is None:
+            served = ["bertscore", "nrr", "similarity", "ner", "refusal", *service.others]
+            raise _ClientError(404, f"no metric {metric_name!r} on this server (it serves {served})")
+        check_ready()
+        metric = scorer.metric
+        for name, values in body.items():
+            check_items(name, values)
+        outputs = await run(scorer.submit, body)
+        document = {name: _plain_list(outputs[name]) for name in metric.outputs if name in outputs}
+        return _json({**document, "signature": metric.signature(scorer.scorer)})
+
     @app.get("/health", responses={503: {"model": ErrorResponse, "description": "Not ready yet."}})
     async def health() -> Any:
         """200 once the models are loaded and warm; 503 before (and if loading failed)."""
@@ -398,6 +423,10 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
     app.add_middleware(ClientDisconnects, service=service)  # outermost: cancels the work of clients that left
     install_access_control(app, config)  # outside the body limit: no body is read before the key is checked
     return app
+
+
+def _plain_list(values: Any) -> list:
+    return values.tolist() if hasattr(values, "tolist") else list(values)
 
 
 def _version() -> str:

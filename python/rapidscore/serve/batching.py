@@ -426,10 +426,16 @@ class _Limits:
                 limit=limit, value=count, maximum=maximum, field=field)
 
 
-def _task_for(scorer: Any, solo: Any = None) -> Any:
-    """The batching task of the registered metric that serves ``scorer`` (its engine)."""
-    from rapidscore.metrics import all_metrics
+def _task_for(scorer: Any, solo: Any = None, metric_name: Any = None) -> tuple[Any, Any]:
+    """The registered metric ``metric_name``, or the one that serves ``scorer`` (its engine),
+    and its batching task."""
+    from rapidscore.metrics import all_metrics, get_metric
 
+    if metric_name is not None:
+        if solo is not None:
+            raise ValueError("solo applies to BERTScore and SentenceSimilarity scorers, not with metric=")
+        named = get_metric(metric_name)
+        return named, named.serving_task(scorer)
     metric = next((m for m in all_metrics() if m.serves(scorer)), None)
     if metric is None:
         raise TypeError(f"BatchingScorer takes the engine of a registered metric (a BERTScore, SentenceSimilarity "
@@ -441,7 +447,7 @@ def _task_for(scorer: Any, solo: Any = None) -> Any:
             raise ValueError(f"solo must be a scorer of the same kind and options as scorer (signature "
                              f"{scorer.signature!r}), got {type(solo).__name__} with signature "
                              f"{getattr(solo, 'signature', None)!r}")
-    return metric.serving_task(scorer, solo)
+    return metric, metric.serving_task(scorer, solo)
 
 
 class BatchingScorer:
@@ -462,6 +468,10 @@ class BatchingScorer:
     Over either, ``submit`` raises :class:`RequestTooLargeError` (a ValueError) naming the
     limit and the count.
 
+    ``metric``: the registered metric (name) whose engine ``scorer`` is, for an engine of another
+    metric than these (``rapidscore.metrics``; a request is then a dict of its input columns and
+    the result its output columns); by default the metric that serves ``scorer``.
+
     ``solo``: the same scorer built with more runtime threads (``num_threads``), used for a batch
     that runs while no other worker is busy. With several workers on a CPU, each worker's scorer
     runs on ``cores / workers`` threads, which is best under load; a lone request then gets
@@ -477,9 +487,10 @@ class BatchingScorer:
 
     def __init__(self, scorer: Any, *, solo: Any = None, batcher: MicroBatcher | None = None,
                  max_request_texts: int | None = None, max_request_tokens: int | None = None,
-                 **batcher_options: Any):
+                 metric: Any = None, **batcher_options: Any):
         self.scorer = scorer
-        self._task = _task_for(scorer, solo)
+        # the metric whose requests this scorer takes (the service's generic route reads it)
+        self.metric, self._task = _task_for(scorer, solo, metric)
         self._limits = _Limits(
             None if max_request_texts is None else check_positive_int(max_request_texts, "max_request_texts"),
             None if max_request_tokens is None else check_positive_int(max_request_tokens, "max_request_tokens"))

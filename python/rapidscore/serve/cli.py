@@ -74,6 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--docs", action="store_const", const=True, default=None,
                         help="serve the interactive API page /docs (it loads Swagger UI from a CDN); "
                              "/openapi.json is always served")
+    parser.add_argument("--metric", dest="metrics", action="append", metavar="NAME", default=None,
+                        help="also serve this registered metric (rapidscore.metrics.register) at POST /v1/NAME "
+                             "(repeatable; bertscore, nrr, ner and refusal are always served)")
     add_common_options(parser, progress_default=False,
                        json_help="announce the listening address as one JSON line (with the port picked for --port 0)")
     # None: a setting not given on the command line comes from --config, else ServeConfig's default.
@@ -95,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_bytes, max_texts=args.max_texts, max_tokens=args.max_tokens, warmup=args.warmup,
         log_level=args.log_level, header_timeout=args.header_timeout, body_timeout=args.body_timeout,
         max_header_bytes=args.max_header_bytes, max_connections=args.max_connections,
-        api_key_file=args.api_key_file, insecure=args.insecure, cors_origins=args.cors_origins, docs=args.docs)
+        api_key_file=args.api_key_file, insecure=args.insecure, cors_origins=args.cors_origins, docs=args.docs,
+        metrics=args.metrics)
     serve(config, announce="json" if args.json else ("none" if args.quiet else "text"))
     return 0

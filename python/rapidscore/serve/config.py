@@ -88,6 +88,7 @@ class ServeConfig:
     insecure: bool = False
     cors_origins: tuple[str, ...] = ()
     docs: bool = False
+    metrics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from rapidscore.errors import check_positive_int
@@ -121,6 +122,7 @@ class ServeConfig:
             raise ValueError(f"long_texts must be one of {LONG_TEXTS}, got {self.long_texts!r}")
         if not -1.0 <= float(self.similarity_threshold) <= 1.0:
             raise ValueError(f"similarity_threshold must be in [-1, 1], got {self.similarity_threshold}")
+        object.__setattr__(self, "metrics", _check_metrics(self.metrics))
 
     @property
     def encoder_options(self) -> dict:
@@ -169,6 +171,24 @@ def _check_api_key(key: Any, source: str) -> str:
         raise ValueError(f"the API key ({source}) has {len(key)} characters; use at least {MIN_API_KEY_LENGTH}, e.g. "
                          "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
     return key
+
+
+# The metrics every server runs, each at its own route; ``metrics`` adds other registered ones.
+SERVED_METRICS = ("bertscore", "nrr", "ner", "refusal")
+
+
+def _check_metrics(names: Any) -> tuple[str, ...]:
+    from rapidscore.metrics import get_metric
+
+    if isinstance(names, str) or not isinstance(names, (list, tuple)):
+        raise ValueError(f"metrics must be a list of metric names, got {names!r}")
+    checked = []
+    for name in names:
+        metric = get_metric(name)  # ValueError listing the registered metrics
+        if metric.name in SERVED_METRICS:
+            raise ValueError(f"metrics: {name!r} is served by every server at /v1/{metric.name}; list only others")
+        checked.append(metric.name)
+    return tuple(dict.fromkeys(checked))
 
 
 def _check_origins(origins: Any) -> tuple[str, ...]:
@@ -231,8 +251,9 @@ def load_config(path: str | os.PathLike | None = None, *, environ: Any = None, *
     key_file = values.pop("api_key_file", None)
     if values.get("api_key") is None:
         values["api_key"] = read_api_key(key_file, environ)
-    if isinstance(values.get("cors_origins"), list):
-        values["cors_origins"] = tuple(values["cors_origins"])
+    for name in ("cors_origins", "metrics"):
+        if isinstance(values.get(name), list):
+            values[name] = tuple(values[name])
     try:
         return ServeConfig(**values)
     except TypeError as exc:

@@ -48,12 +48,15 @@ class ScoringService:
         self.bertscore: BatchingScorer | None = None
         self.similarity: BatchingScorer | None = None
         self.refusal: BatchingScorer | None = None
+        # the other registered metrics of config.metrics, by name, at POST /v1/{name}
+        self.others: dict[str, BatchingScorer] = {}
 
     def start(self) -> None:
         """Load the models and warm them up (blocking); sets ``ready``."""
         from rapidscore.abstention.detectors import get_detector
         from rapidscore.bertscore import BERTScore
         from rapidscore.encoder.model_source import DEFAULT_MODEL
+        from rapidscore.metrics import get_metric
         from rapidscore.nrr.scoring import SentenceSimilarity
 
         config = self.config
@@ -79,6 +82,8 @@ class ScoringService:
             if config.refusal_method == "embedding":
                 detector_options = dict(model=config.model, encoder_options=self._unpadded_options)
             self.refusal = BatchingScorer(get_detector(config.refusal_method, **detector_options), **limits)
+            for name in config.metrics:
+                self.others[name] = BatchingScorer(get_metric(name).build(), metric=name, **limits)
             if config.warmup:  # first calls make sessions and allocate buffers: not on the first requests
                 self.bertscore.warm_up(*_WARMUP_PAIR)
                 self.similarity.warm_up(*_WARMUP_PAIR, threshold=config.similarity_threshold)

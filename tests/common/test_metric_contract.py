@@ -1,0 +1,93 @@
+"""The metric contract (issue 27): a metric added through the registry alone runs in every front
+end (the streaming runner, Ray's batch class, the service's batching); the built-in metrics are
+found by their names and older aliases; bad rows are named the way each caller names rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rapidscore.common.metric import ColumnError, Metric
+from rapidscore.errors import RapidscoreError
+from rapidscore.metrics import get_metric, metric_names, register, unregister
+from rapidscore.streaming import score_stream
+
+
+def test_builtin_metrics_and_their_older_names():
+    assert metric_names()[:4] == ["bertscore", "nrr", "ner", "refusal"]
+    assert get_metric("similarity") is get_metric("nrr")  # the HTTP path's and Ray's older name
+    with pytest.raises(ValueError, match=r"unknown metric 'bleu': the metrics are 'bertscore', 'nrr'"):
+        get_metric("bleu")
+    for metric in map(get_metric, metric_names()):
+        assert metric.inputs and metric.outputs and metric.summary
+
+
+def test_a_name_is_taken_once(toy_metric):
+    class Other(Metric):
+        name = "other"
+        aliases = ("shout",)  # the toy's alias
+        inputs = toy_metric.inputs
+        outputs = ("x",)
+
+    with pytest.raises(ValueError, match="the metric name 'shout' is taken by <metric 'toy'>"):
+        register(Other())
+    with pytest.raises(TypeError, match="must be a rapidscore.common.metric.Metric"):
+        register("toy")  # type: ignore[arg-type]
+    with pytest.raises(KeyError):
+        unregister("never-registered")
+
+
+def test_toy_metric_streams_with_totals(toy_metric):
+    totals = toy_metric.totals()
+    rows = list(score_stream("shout", iter(["ab", "c", "xyz"]), chunk_size=2, suffix="?", totals=totals))
+    assert rows == [{"length": 3, "shout": "AB?"}, {"length": 2, "shout": "C?"}, {"length": 4, "shout": "XYZ?"}]
+    assert totals.summary() == {"rows": 3, "characters": 9}
+    with pytest.raises(TypeError, match=r"^item 3: the text must be a str, got int"):  # the stream's position
+        list(score_stream("toy", ["a", "b", "c", 4], chunk_size=2))
+    with pytest.raises(TypeError, match="pass options or a built engine, not both"):
+        score_stream("toy", [], engine={"suffix": ""}, suffix="!")
+
+
+def test_toy_metric_in_a_ray_batch_class(toy_metric):
+    pandas = pytest.importorskip("pandas")
+    from rapidscore.integrations.ray import BatchError, MetricBatch
+
+    batch = MetricBatch("toy", columns={"text": "body"}, id_column="id", suffix="")
+    out = batch({"id": np.array(["a", "b"]), "body": np.array(["hi", "there"], dtype=object)})
+    assert out["length"].tolist() == [2, 5] and out["shout"].tolist() == ["HI", "THERE"]
+    frame = batch(pandas.DataFrame({"id": ["a"], "body": ["x"]}))
+    assert frame["shout"].tolist() == ["X"] and frame["body"].tolist() == ["x"]
+    with pytest.raises(BatchError, match=r"MetricBatch: row 1 of the batch \(id='b'\): the text must be a str"):
+        batch({"id": np.array(["a", "b"]), "body": np.array(["x", 3], dtype=object)})
+    with pytest.raises(BatchError, match="no column 'body'"):
+        batch({"id": np.array(["a"]), "text": np.array(["x"])})
+    with pytest.raises(ValueError, match=r"toy has no input column\(s\) \['txt'\]"):
+        MetricBatch("toy", columns={"txt": "body"})
+
+
+def test_toy_metric_behind_the_service_batcher(toy_metric):
+    from rapidscore.serve.batching import BatchingScorer
+
+    engine = toy_metric.build(suffix="")
+    with BatchingScorer(engine, metric="toy") as scorer:
+        assert scorer.metric is toy_metric
+        futures = [scorer.submit({"text": [f"t{i}", "u"]}) for i in range(5)]
+        assert [f.result(30) for f in futures] == [toy_metric.score(engine, {"text": [f"t{i}", "u"]})
+                                                   for i in range(5)]
+        with pytest.raises(ColumnError, match=r"toy needs the column\(s\) \['text'\]") as caught:
+            scorer.submit({"txt": ["a"]})
+        assert isinstance(caught.value, RapidscoreError) and isinstance(caught.value, ValueError)
+
+
+def test_builtin_metric_streams_equal_their_own_calls(tiny_model_path):
+    from rapidscore.abstention import detect_refusal
+    from rapidscore.nrr import SentenceSimilarity
+
+    model = str(tiny_model_path("bert"))
+    pairs = [("a cat sat", "a cat sat down"), ("dogs bark", ["cats meow", "dogs bark loudly"]), ("", "x")]
+    rows = list(score_stream("similarity", pairs, model=model, threshold=0.5, chunk_size=2))
+    sims, best = SentenceSimilarity(model).pairs([p[0] for p in pairs], [p[1] for p in pairs])
+    assert [r["similarity"] for r in rows] == sims.tolist() and [r["best_reference"] for r in rows] == best.tolist()
+    assert [r["rejected"] for r in rows] == (sims < np.float32(0.5)).tolist()
+    responses = ["I can't help with that.", "Sure, here it is.", {"complete": "...", "answer": "I won't."}]
+    assert [r["refusal"] for r in score_stream("refusal", responses)] == detect_refusal(responses).tolist()

@@ -1,0 +1,42 @@
+"""The service's routes from the metric registry (issue 27): a metric added with
+``rapidscore.metrics.register`` and listed in ``ServeConfig.metrics`` is served at
+``/v1/{name}`` (and its aliases); /v1/nrr is the NRR metric's name, /v1/similarity its older one."""
+
+from __future__ import annotations
+
+import pytest
+
+httpx = pytest.importorskip("httpx", reason="the [serve] test dependencies (httpx) are not installed")
+
+
+def test_a_registered_metric_is_served_at_its_name(toy_metric, tiny_server):
+    server = tiny_server(metrics=("shout",))  # an alias names it too
+    assert server.service.config.metrics == ("toy",)
+    body = {"text": ["ab", "c"]}
+    for path in ("/v1/toy", "/v1/shout"):
+        answer = httpx.post(server.url + path, json=body, timeout=30)
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"length": [3, 2], "shout": ["AB!", "C!"], "signature": "toy|rapidscore"}
+    answer = httpx.post(server.url + "/v1/toy", json={"text": ["a", 3]}, timeout=30)
+    assert answer.status_code == 400 and answer.json()["detail"] == "item 1: the text must be a str, got int"
+    answer = httpx.post(server.url + "/v1/toy", json={"words": ["a"]}, timeout=30)
+    assert answer.status_code == 400 and "toy needs the column(s) ['text']" in answer.json()["detail"]
+    answer = httpx.post(server.url + "/v1/bleu", json=body, timeout=30)
+    assert answer.status_code == 404 and "no metric 'bleu' on this server" in answer.json()["detail"]
+
+
+def test_nrr_is_served_at_its_name_and_its_older_one(tiny_server):
+    server = tiny_server()
+    body = {"generated": ["a cat sat", "dogs"], "references": ["a cat sat down", ["cats", "dogs bark"]]}
+    answers = [httpx.post(server.url + path, json=body, timeout=30) for path in ("/v1/nrr", "/v1/similarity")]
+    assert [a.status_code for a in answers] == [200, 200]
+    assert answers[0].json() == answers[1].json()
+
+
+def test_only_registered_metrics_can_be_listed():
+    from rapidscore.serve.config import ServeConfig
+
+    with pytest.raises(ValueError, match="unknown metric 'bleu'"):
+        ServeConfig(metrics=("bleu",))
+    with pytest.raises(ValueError, match="'similarity' is served by every server at /v1/nrr"):
+        ServeConfig(metrics=("similarity",))
