@@ -252,6 +252,15 @@ def _parquet_rows(path: str, columns: Sequence[str] | None,
             yield row, f"{name}: row {number}"
 
 
+def _plain_lines(path: str) -> Iterator[tuple[str, str]]:
+    """``(location, stripped line)`` of a text file: the rows of txt (the column readers take
+    them without a row dict per line, twice as fast)."""
+    name = _display_name(path)
+    with closing(iter_lines(path)) as lines:
+        for number, line in enumerate(lines, 1):
+            yield f"{name}:{number}", line.strip()
+
+
 def iter_rows(path: str | os.PathLike, fmt: str | None = None, *, columns: Sequence[str] | None = None,
               check_columns: Callable[[list[str], str], None] | None = None) -> Iterator[tuple[dict, str]]:
     """``(row, location)`` for each row of ``path`` (``-`` = stdin), read lazily; ``fmt``: the
@@ -266,11 +275,12 @@ def iter_rows(path: str | os.PathLike, fmt: str | None = None, *, columns: Seque
     if fmt == "parquet":
         yield from _parquet_rows(path, columns, check_columns)
         return
+    if fmt == "txt":
+        for where, text in _plain_lines(path):
+            yield TextRow(text=text), where
+        return
     with closing(iter_lines(path)) as lines:
-        if fmt == "txt":
-            for number, line in enumerate(lines, 1):
-                yield TextRow(text=line.strip()), f"{name}:{number}"
-        elif fmt == "jsonl":
+        if fmt == "jsonl":
             yield from jsonl_objects(lines, name)
         elif fmt == "json":
             yield from _json_array_rows(lines, name)
@@ -298,6 +308,9 @@ def iter_column(path: str | os.PathLike, column: str | None = None, fmt: str | N
     """``(location, value)`` of each item of one column; see :func:`read_column`."""
     path = os.fspath(path)
     fmt = detect_format(path, given=fmt)
+    if fmt == "txt":
+        yield from _plain_lines(path)
+        return
     if fmt == "jsonl" and column is None:  # before reading: a JSONL file has no plain texts
         raise ValueError(f"{_display_name(path)}: JSONL input needs a column name (the key holding the values)")
     picked = [column]
