@@ -17,26 +17,43 @@ from typing import NoReturn
 
 from rapidscore._version import __version__
 
-# command -> (module, one-line help)
-COMMANDS = {
-    "bertscore": ("rapidscore.bertscore.cli", "BERTScore precision, recall and F1 (bert-score compatible)"),
-    "nrr": ("rapidscore.nrr.cli", "semantic similarity and the Negative Rejection Rate"),
+# The commands that are not a metric's: command -> (module, one-line help). A metric's command
+# comes from the registry (rapidscore.metrics): its own module, or the generic metric command.
+TOOL_COMMANDS = {
     "abstention": ("rapidscore.abstention.cli", "abstention metrics over a concept taxonomy (SELECT)"),
-    "ner": ("rapidscore.ner.cli", "NER evaluation with DMBertA and SemEval schemes"),
     "serve": ("rapidscore.serve.cli", "HTTP scoring service with micro-batching (the [serve] extra)"),
     "export": ("rapidscore.export_cli", "export a model's ONNX graphs into a cache (build machine; [export])"),
 }
 
 
+def commands() -> dict[str, tuple[str | None, str]]:
+    """Every command: the registered metrics' (module, or None for the generic command of
+    ``rapidscore.metric_cli``), then the tools'; -> (module, one-line help)."""
+    from rapidscore.metrics import all_metrics
+
+    table: dict[str, tuple[str | None, str]] = {m.name: (m.command, m.summary) for m in all_metrics()}
+    return {**table, **TOOL_COMMANDS}
+
+
+COMMANDS = commands()  # at import, for the built-in metrics (a metric registered later has its command too)
+
+
 def _available_commands():
-    for name, (module_name, help_text) in COMMANDS.items():
+    from rapidscore.metric_cli import MetricCommand
+    from rapidscore.metrics import get_metric
+
+    for name, (module_name, help_text) in commands().items():
+        aliases = get_metric(name).aliases if module_name is None or name not in TOOL_COMMANDS else ()
+        if module_name is None:
+            yield name, MetricCommand(name), help_text, aliases
+            continue
         try:
             module = import_module(module_name)
         except ModuleNotFoundError as exc:
             if exc.name and module_name.startswith(exc.name):
                 continue  # command not part of this build
             raise
-        yield name, module, help_text
+        yield name, module, help_text, aliases
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,10 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rapidscore {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, module, help_text in _available_commands():
-        command = sub.add_parser(name, help=help_text, description=help_text)
+    for name, module, help_text, aliases in _available_commands():
+        command = sub.add_parser(name, help=help_text, description=help_text, aliases=list(aliases))
         module.add_arguments(command)
-        command.set_defaults(_run=module.run)
+        command.set_defaults(run_command=module.run)
     return parser
 
 
@@ -91,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         commands.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     notes = _NotesOnStderr.attach(args)
     try:
-        return int(args._run(args) or 0)
+        return int(args.run_command(args) or 0)
     except KeyboardInterrupt:
         return 130
     except USER_ERRORS as exc:

@@ -58,6 +58,7 @@ class BERTScoreMetric(Metric):
               Column("reference", "texts", "its reference, or a list of references (best P, R, F1)"))
     outputs = ("precision", "recall", "f1")
     options = ("idf", "reference_batch_size", "memory_budget")
+    command = "rapidscore.bertscore.cli"
 
     def build(self, *, idf: Any = None, reference_batch_size: int | None = None, memory_budget: int | None = None,
               **scorer_options: Any) -> BERTScoreEngine:

@@ -99,6 +99,9 @@ class Metric:
     options: ClassVar[tuple[str, ...]] = ()
     #: what a row is called in errors ("item 3", "record 3")
     row_noun: ClassVar[str] = "item"
+    #: the module of the metric's own CLI command (``add_arguments``, ``run``); None: the generic
+    #: command of ``rapidscore.metric_cli`` (rows of a file in, one output row per row out)
+    command: ClassVar[str | None] = None
 
     def build(self, **options: Any) -> Any:
         """The engine (model loaded once, options checked): reused for every chunk."""

@@ -113,6 +113,7 @@ class NERMetric(Metric):
                "partial_correct", "partial_incorrect", "partial_partial", "partial_missed", "partial_spurious",
                "type_correct", "type_incorrect", "type_partial", "type_missed", "type_spurious")
     row_noun = "record"
+    command = "rapidscore.ner.cli"
 
     def build(self, *, label_similarity: Any = "embedding", **options: Any) -> NEREngine:
         """``options``: ``rapidscore.ner.evaluate``'s; the label similarity (and its model) is

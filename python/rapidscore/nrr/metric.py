@@ -69,6 +69,7 @@ class NRRMetric(Metric):
               Column("reference", "texts", "its ground truth, or a list of them (the best counts)"))
     outputs = ("similarity", "best_reference", "rejected")
     options = ("threshold",)
+    command = "rapidscore.nrr.cli"
 
     def build(self, *, threshold: float | None = None, similarity_model: Any = None,
               **options: Any) -> SimilarityEngine:

@@ -1,0 +1,140 @@
+"""``rapidscore METRIC``: the command of a registered metric that has none of its own (refusal, and
+any metric added with ``rapidscore.metrics.register``).
+
+Reads the rows of a file in any format the reader knows (one column per input of the metric,
+named as the metric names them or mapped with ``--column``), scores them in chunks through the
+metric, and writes one row per input row (JSONL, CSV or Parquet; resumable) with the metric's
+output columns; the metric's totals go to stderr (or stdout with ``--json``). Example::
+
+    rapidscore refusal --input responses.jsonl --output decisions.jsonl --set method=keyword
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rapidscore.common.cli_options import add_common_options, positive_int, show_progress
+
+__all__ = ["MetricCommand"]
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _option_value(text: str) -> Any:
+    """A ``--set`` value: JSON (numbers, true/false, null, lists) where it parses, else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+class MetricCommand:
+    """The argparse command of one registered metric: ``add_arguments(parser)``, ``run(args)``."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        from rapidscore.common.stream_io import INPUT_FORMATS, OUTPUT_FORMATS
+        from rapidscore.metrics import get_metric
+
+        metric = get_metric(self.name)
+        inputs = ", ".join(f"{c.name}{' (optional)' if c.optional else ''}" for c in metric.inputs)
+        parser.add_argument("--input", "-i", required=True, metavar="FILE",
+                            help=f"one row per item with the column(s) {inputs}: .jsonl/.json/.csv/.tsv/.parquet/"
+                                 ".txt (a .txt line is the column 'text'; .gz of each) or '-' for stdin")
+        parser.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
+                            help="format of --input (default: from the extension; jsonl for stdin)")
+        parser.add_argument("--output", "-o", default="-", metavar="FILE",
+                            help="one row per input row: .jsonl, .csv or .parquet (default '-': JSONL on stdout)")
+        parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default=None,
+                            help="format of --output (default: from the extension; jsonl for stdout)")
+        parser.add_argument("--column", action="append", type=_key_value, default=[], metavar="INPUT=COLUMN",
+                            help="read the metric's input INPUT from the file's column COLUMN (repeatable)")
+        parser.add_argument("--id-column", default=None, help="copy this input column to the output rows")
+        parser.add_argument("--chunk-size", type=positive_int, default=4096, metavar="N",
+                            help="rows per chunk (default 4096)")
+        parser.add_argument("--resume", action="store_true",
+                            help="continue a partly written --output (checked against its input and settings)")
+        parser.add_argument("--set", dest="options", action="append", type=_key_value, default=[],
+                            metavar="NAME=VALUE", help="an option of the metric (a JSON value, else text), "
+                                                       "e.g. --set method=keyword; repeatable")
+        add_common_options(parser, model=False, progress_default=True,
+                           json_help="print the totals as one JSON document on stdout")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from rapidscore.common.metric import RowNames
+        from rapidscore.common.readers import count_rows, iter_rows
+        from rapidscore.common.stream import chunks
+        from rapidscore.common.stream_io import run_stream
+        from rapidscore.metrics import get_metric
+
+        metric = get_metric(self.name)
+        mapping = dict(args.column)
+        unknown = sorted(set(mapping) - {c.name for c in metric.inputs})
+        if unknown:
+            raise ValueError(f"--column: {metric.name} has no input {unknown} (its inputs: "
+                             f"{[c.name for c in metric.inputs]})")
+        if args.json and args.output == "-":
+            raise ValueError("--json prints the totals on stdout: give --output FILE for the rows")
+        options = {key: _option_value(value) for key, value in args.options}
+        if args.threads and "num_threads" in metric.options:
+            options["num_threads"] = args.threads
+        engine = metric.build(**options)
+        sources = [(c.name, mapping.get(c.name, c.name), c.optional) for c in metric.inputs]
+
+        def items():
+            for row, where in iter_rows(args.input, args.input_format):
+                values = []
+                for name, column, optional in sources:
+                    if column not in row and not optional:
+                        raise ValueError(f"{where}: no column {column!r} for the input {name!r} (columns: "
+                                         f"{list(row)}; map one with --column {name}=COLUMN)")
+                    values.append(row.get(column))
+                if args.id_column and args.id_column not in row:
+                    raise ValueError(f"{where}: no --id-column {args.id_column!r} (columns: {list(row)})")
+                # (first input, [other inputs], id): the writer hashes the first two for --resume
+                yield values[0], values[1:], row.get(args.id_column) if args.id_column else None
+
+        totals = metric.totals()
+
+        def score_chunks(rows, first_index: int):
+            index = first_index
+            for chunk in chunks(rows, args.chunk_size):
+                columns = {name: [item[0] if k == 0 else item[1][k - 1] for item in chunk]
+                           for k, (name, _column, _optional) in enumerate(sources)}
+                outputs = metric.score(engine, columns, RowNames(metric.row_noun, index))
+                if totals is not None:
+                    totals.update(outputs)
+                values = {name: (outputs[name].tolist() if hasattr(outputs[name], "tolist") else list(outputs[name]))
+                          for name in metric.outputs if name in outputs}
+                out = []
+                for k, item in enumerate(chunk):
+                    row = {"index": index + k, **({"id": item[2]} if args.id_column else {})}
+                    row.update({name: values[name][k] if name in values else None for name in metric.outputs})
+                    out.append(row)
+                index += len(chunk)
+                yield chunk, out
+
+        columns = ["index", *(["id"] if args.id_column else []), *metric.outputs]
+        settings = {"command": metric.name, "signature": metric.signature(engine), "columns": mapping,
+                    "options": args.options, "id_column": args.id_column}
+        run_stream(items=items(), score_chunks=score_chunks, output=args.output, output_fmt=args.output_format,
+                   columns=columns, settings=settings, resume=args.resume, progress=show_progress(args),
+                   total=count_rows(args.input, args.input_format), unit=metric.row_noun, quiet=args.quiet)
+        if totals is not None:
+            summary = totals.summary()
+            if args.json:
+                print(json.dumps({"metric": metric.name, "signature": settings["signature"], **summary}))
+            elif not args.quiet:
+                print(f"{metric.name}: " + ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
+                                                      for k, v in summary.items()), file=sys.stderr)
+        return 0
