@@ -66,15 +66,12 @@ def run(args: argparse.Namespace) -> int:
 def _run_streaming(args: argparse.Namespace) -> int:
     """``--output``: similarity and decision per answer, written as they are computed (see
     docs/scale.md; the same resume contract as ``rapidscore bertscore --output``)."""
-
-    import numpy as np
-
     from rapidscore.common.io import check_outputs
     from rapidscore.common.readers import count_rows, row_items
     from rapidscore.common.stream import chunks
     from rapidscore.common.stream_io import RowIds, file_items, run_stream
     from rapidscore.encoder.model_source import DEFAULT_MODEL
-    from rapidscore.nrr.scoring import SentenceSimilarity, check_threshold
+    from rapidscore.nrr.scoring import SentenceSimilarity, check_threshold, rejected_below
 
     if not args.output:
         raise ValueError("streaming writes --output FILE (or '-')")
@@ -106,7 +103,7 @@ def _run_streaming(args: argparse.Namespace) -> int:
         index = first_index
         for chunk in chunks(ids.strip(rows), args.chunk_size or 4096):
             sims, best = model.pairs([g for g, _refs in chunk], [refs for _g, refs in chunk])
-            rejected = (sims.astype(np.float32) < np.float32(threshold)).tolist()
+            rejected = rejected_below(sims, threshold).tolist()
             counts["rejected"] += sum(rejected)
             counts["evaluated"] += len(rejected)
             out = ids.rows(index, ({"similarity": sim, "rejected": no, "best_reference": ref}
