@@ -35,6 +35,7 @@ def main() -> None:
     import torch
 
     from rapidscore.bertscore import BERTScore
+    from rapidscore.bertscore.finishing import store_weights
     from rapidscore.kernels.matching import greedy_match
     from rapidscore.kernels.matching_torch import match_rows
 
@@ -52,7 +53,7 @@ def main() -> None:
 
     plan = host.plan(cands, refs)
     store = host.encoder.embed_ids(host.encoder.tokenizer.encode(plan.texts)[0], on_device=True)
-    weights, _, _ = host._weights(store, None)
+    weights, _, _ = store_weights(store, None, host.finishing_options())
     embeddings = store.embeddings
     norms = torch.linalg.vector_norm(embeddings, dim=-1, keepdim=True)
     embeddings.div_(norms)

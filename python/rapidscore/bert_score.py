@@ -159,10 +159,10 @@ class BERTScorer:
 
     @property
     def baseline_vals(self) -> torch.Tensor:
-        if self._engine._baseline is None:
+        if self._engine.baseline is None:
             raise ValueError(f"Baseline not Found for {self.model_type} on {self.lang}")
         torch = _torch()
-        base = torch.from_numpy(self._engine._baseline.astype("float32"))
+        base = torch.from_numpy(self._engine.baseline.astype("float32"))
         return base.unsqueeze(1) if self.all_layers else base
 
     def compute_idf(self, sents) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from rapidscore.bertscore.finishing import call_idf, empty_pairs, finish_result, store_weights, unit_rows, warn_uniform
 from rapidscore.bertscore.result import BERTScoreResult
 from rapidscore.errors import TruncationWarning
 from rapidscore.kernels.padding import padding_floors
@@ -162,8 +163,9 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
     from rapidscore.kernels.matching_torch import match_rows
 
     encoder = scorer.encoder
+    options = scorer.finishing_options()
     where = "cuda" if encoder.device == "cuda" else "cpu"
-    layers_count = encoder.num_layers + 1 if scorer.all_layers else 1
+    layers_count = encoder.num_layers + 1 if options.all_layers else 1
     if chunk_tokens is None:  # all_layers stores every hidden state: the budget is in embeddings
         chunk_tokens = max(1, DEFAULT_CHUNK_TOKENS[where] // layers_count)
     m = len(plan.pairs)
@@ -176,24 +178,24 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
             tokens.wait(len(plan.texts))
             return [tokens.ids[k] for k in plan.pairs[:, 1]]
 
-        idf_dict = scorer._idf_of_call(idf_weights, reference_ids)
+        idf_dict = call_idf(options, idf_weights, reference_ids)
         for a, b in _chunks(plan, tokens, chunk_tokens):
             chunk_pairs = plan.pairs[a:b]
             texts, local = np.unique(chunk_pairs, return_inverse=True)
             local = local.reshape(chunk_pairs.shape)
             store = encoder.embed_ids([tokens.ids[t] for t in texts], progress=False, on_device=True)
-            weights, real_tokens, bad = scorer._weights(store, idf_dict, warn=False)
+            weights, real_tokens, bad = store_weights(store, idf_dict, options)
             degenerate += bad
             floors = None
             if reference_batch_size is not None:
                 floors = _chunk_floors(plan, tokens.lengths, tokens, a, b, reference_batch_size)
-            embeddings = store.embeddings if scorer.all_layers else store.embeddings.unsqueeze(0)
+            embeddings = store.embeddings if options.all_layers else store.embeddings.unsqueeze(0)
             with torch.inference_mode(), exact_fp32(embeddings.device):
                 unit_rows(embeddings)
                 P, R, F = match_rows(embeddings, store.offsets, weights, local[:, 0], local[:, 1], floors,
                                      block_elements=BLOCK_ELEMENTS[where])
             scores[:, a:b] = np.stack([P, R, F], axis=-1)
-            empty[a:b] = (real_tokens[local[:, 0]] == 0) | (real_tokens[local[:, 1]] == 0)
+            empty[a:b] = empty_pairs(real_tokens, local)
             del store, embeddings  # the chunk's device memory is free before the next one
     finally:
         tokens.close()
@@ -201,15 +203,7 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
         warnings.warn(f"{tokens.truncated} of {len(plan.texts)} distinct texts were longer than "
                       f"{encoder.max_length} tokens and were truncated", TruncationWarning, stacklevel=4)
     if degenerate:
-        scorer._warn_uniform(degenerate, stacklevel=5)  # the caller of BERTScore.score
-    return scorer._result(plan, scores if scorer.all_layers else scores[0], empty, rescale, tokens.truncated,
-                          tokens.lengths)
-
-
-def unit_rows(embeddings) -> None:
-    """Scale rows to unit L2 norm in place (zero rows stay zero)."""
-    import torch
-
-    norms = torch.linalg.vector_norm(embeddings, dim=-1, keepdim=True)
-    embeddings.div_(torch.where(norms == 0, torch.ones_like(norms), norms))
+        warn_uniform(degenerate, stacklevel=4)  # the caller of BERTScore.score
+    return finish_result(plan, scores if options.all_layers else scores[0], empty, options, rescale=rescale,
+                         truncated=tokens.truncated, lengths=tokens.lengths)
 

@@ -26,8 +26,8 @@ def similarity_matrix(scorer, candidate: str, reference: str) -> tuple[np.ndarra
     names = encoder.tokenizer.id_to_token
     cand_tokens = [names(i) for i in encoded.token_ids(0)[1:-1]]
     ref_tokens = [names(i) for i in encoded.token_ids(1)[1:-1]]
-    if scorer.rescale_with_baseline and scorer._baseline is not None:
-        f_base = float(scorer._baseline[2])
+    if scorer.rescale_with_baseline and scorer.baseline is not None:
+        f_base = float(scorer.baseline[2])
         sim = (sim - f_base) / (1 - f_base)
     return sim, cand_tokens, ref_tokens
 

@@ -5,7 +5,8 @@
 2. ``encode``: run the encoder over the plan's sentences into a :class:`TokenStore` (on the host,
    or on the model's device).
 3. ``finish``: token weights (idf), greedy matching (dispatched on where the store lives), the best
-   reference per candidate, baseline rescaling; a :class:`BERTScoreResult` on the host.
+   reference per candidate, baseline rescaling; a :class:`BERTScoreResult` on the host
+   (the functions of ``rapidscore.bertscore.finishing``, shared with the device engine).
 
 ``score`` runs the three. A micro-batching service merges plans before encoding, a streaming
 scorer runs the phases per chunk, a Ray worker per block.
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import numbers
 import os
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,16 +24,24 @@ import numpy as np
 
 from rapidscore._version import __version__
 from rapidscore.bertscore import baselines as _baselines
-from rapidscore.bertscore.idf import DocumentFrequencies, check_idf_dict, idf_from_ids, token_weights
+from rapidscore.bertscore.finishing import (
+    FinishingOptions,
+    call_idf,
+    empty_pairs,
+    finish_result,
+    match_store,
+    store_weights,
+    warn_uniform,
+)
+from rapidscore.bertscore.idf import DocumentFrequencies, check_idf_dict, idf_from_ids
 from rapidscore.bertscore.result import BERTScoreResult
 from rapidscore.bertscore.streaming import PairScore
 from rapidscore.bertscore.tables import model_for_language, tuned_layer
-from rapidscore.common.arrays import is_torch_tensor
 from rapidscore.common.inputs import normalize_inputs
 from rapidscore.common.signature import build_signature, package_version, version_fields
 from rapidscore.encoder.model_source import DEFAULT_MODEL
 from rapidscore.encoder.store import TokenStore
-from rapidscore.errors import RapidscoreWarning, check_positive_int
+from rapidscore.errors import check_positive_int
 
 __all__ = ["BERTScore", "BERTScoreResult", "ScoringPlan", "score", "normalize_inputs"]
 
@@ -354,13 +362,16 @@ class BERTScore:
                                  f"pair), got {padding_floors.dtype} {padding_floors.shape}")
         if len(store) != len(plan.texts):
             raise ValueError(f"the store holds {len(store)} texts, the plan {len(plan.texts)}")
-        idf_dict = self._idf_of_call(idf_weights, lambda: [store.token_ids(k) for k in plan.pairs[:, 1]])
-        weights, real_tokens, _ = self._weights(store, idf_dict)
-
+        options = self.finishing_options()
+        idf_dict = call_idf(options, idf_weights, lambda: [store.token_ids(k) for k in plan.pairs[:, 1]])
+        weights, real_tokens, uniform = store_weights(store, idf_dict, options)
+        if uniform:
+            warn_uniform(uniform, stacklevel=3)
         pairs = store.order[plan.pairs]  # stored sentence of each side
-        scores = self._match(store, weights, pairs, reference_batch_size, padding_floors)  # (layers?, pairs, 3)
-        empty = (real_tokens[pairs[:, 0]] == 0) | (real_tokens[pairs[:, 1]] == 0)
-        return self._result(plan, scores, empty, rescale, store.truncated, store.lengths()[store.order])
+        scores = match_store(store, weights, pairs, options, reference_batch_size=reference_batch_size,
+                             padding_floors=padding_floors)  # (layers?, pairs, 3)
+        return finish_result(plan, scores, empty_pairs(real_tokens, pairs), options, rescale=rescale,
+                             truncated=store.truncated, lengths=store.lengths()[store.order])
 
     @property
     def weights_fixed(self) -> bool:
@@ -378,160 +389,44 @@ class BERTScore:
         if not self.weights_fixed:
             raise ValueError("finish_plans needs weights that do not depend on the call (idf=False, or idf "
                              "weights from idf_sents or a dict); use finish per plan")
-        weights, real_tokens, _ = self._weights(store, self._idf_of_call(None, list))  # fixed: never called
+        options = self.finishing_options()
+        # fixed weights: the call's references are never read
+        weights, real_tokens, uniform = store_weights(store, call_idf(options, None, list), options)
+        if uniform:
+            warn_uniform(uniform, stacklevel=3)
         pairs = np.concatenate([np.asarray(row)[plan.pairs] for plan, row in zip(plans, rows)]) \
             if plans else np.zeros((0, 2), dtype=np.int64)
-        scores = self._match(store, weights, store.order[pairs], None)  # (layers?, pairs, 3)
-        empty = (real_tokens[store.order[pairs[:, 0]]] == 0) | (real_tokens[store.order[pairs[:, 1]]] == 0)
+        pairs = store.order[pairs]  # stored sentence of each side
+        scores = match_store(store, weights, pairs, options)  # (layers?, pairs, 3)
+        empty = empty_pairs(real_tokens, pairs)
         results, start = [], 0
         lengths = store.lengths()[store.order]
         for plan, count, row in zip(plans, truncated, rows):
             end = start + len(plan.pairs)
-            results.append(self._result(plan, scores[..., start:end, :], empty[start:end], rescale, count,
-                                        lengths[np.asarray(row)]))
+            results.append(finish_result(plan, scores[..., start:end, :], empty[start:end], options,
+                                         rescale=rescale, truncated=count, lengths=lengths[np.asarray(row)]))
             start = end
         return results
 
-    def _idf_of_call(self, idf_weights: dict | None, reference_ids) -> dict | None:
-        """The idf weights a call scores with: a stream's (``idf_weights``), a user dict, those of
-        idf_sents / compute_idf, or, like the reference's score(), idf from this call's
-        references (``reference_ids()``, duplicates counted); None without idf."""
-        if self.idf is False:
-            return None
-        idf_dict = self._idf_dict if idf_weights is None else idf_weights
-        if self.idf is True and idf_dict is None:
-            idf_dict = idf_from_ids(reference_ids())
-        return idf_dict
+    def finishing_options(self) -> FinishingOptions:
+        """The scorer's settings as the finishing step reads them, taken when a call starts
+        (``rapidscore.bertscore.finishing``)."""
+        window = self.long_texts == "window"
+        if window:
+            prefix, suffix = self.encoder.tokenizer.framing
+        return FinishingOptions(
+            idf=self.idf, idf_weights=self._idf_dict, special_ids=self._cls_sep,
+            framing_length=self._framing_length, reference_empty_rule=self.reference_empty_rule,
+            all_layers=self.all_layers, num_threads=self.num_threads,
+            rescale_with_baseline=self.rescale_with_baseline, baseline=self._baseline, signature=self.signature,
+            window_length=self.encoder.max_length if window else None,
+            window_framing=len(prefix) + len(suffix) if window else 0)
 
-    def _weights(self, store: TokenStore, idf_dict: dict | None, *,
-                 warn: bool = True) -> tuple[np.ndarray, np.ndarray, int]:
-        """Token weights of the store's rows, the real (non-special) tokens per stored sentence,
-        and how many sentences fell back to uniform weights."""
-        weights = token_weights(store.ids, idf_dict, self._cls_sep)
-        real_tokens = self._real_token_counts(store)
-        degenerate = self._uniform_fallback(weights, store, real_tokens)
-        if degenerate and warn:
-            self._warn_uniform(degenerate, stacklevel=5)
-        return weights, real_tokens, degenerate
-
-    def _result(self, plan: ScoringPlan, scores: np.ndarray, empty: np.ndarray, rescale: bool | None,
-                truncated: int, lengths: np.ndarray) -> BERTScoreResult:
-        """Empty pairs to 0, the best reference per candidate, rescaling: the result.
-        ``lengths``: tokens of each of the plan's texts (the windowed ones are counted from them)."""
-        # bert-score zeroes P and R of an empty pair but F only where it is NaN (no weight at
-        # all); with one framing token its "empty" one-token texts keep their F.
-        scores[..., empty, :2 if self.reference_empty_rule else 3] = 0.0
-        best = _group_max(scores, plan.owners, plan.n_candidates)
-        do_rescale = self.rescale_with_baseline if rescale is None else rescale
-        if do_rescale:
-            if self._baseline is None:
-                raise ValueError("no baseline loaded: create the scorer with rescale_with_baseline=True")
-            baseline = self._baseline[:, None, :] if self.all_layers else self._baseline
-            best = _baselines.rescale(best, baseline)
-        best = best.astype(np.float32)
-        windowed, windows = self._window_counts(lengths)
-        return BERTScoreResult(precision=best[..., 0], recall=best[..., 1], f1=best[..., 2],
-                               signature=self.signature,
-                               details={"truncated": truncated, "windowed": windowed, "windows": windows,
-                                        "empty_pairs": int(empty.sum()), "unique_sentences": len(plan.texts)})
-
-    def _window_counts(self, lengths: np.ndarray) -> tuple[int, int]:
-        """Texts longer than the maximum length (embedded in windows) and their windows."""
-        if self.long_texts != "window":
-            return 0, 0
-        from rapidscore.encoder.windows import count_windows
-
-        long = np.asarray(lengths)[np.asarray(lengths) > self.encoder.max_length]
-        if not len(long):
-            return 0, 0
-        prefix, suffix = self.encoder.tokenizer.framing
-        return len(long), int(count_windows(long, self.encoder.max_length, len(prefix) + len(suffix)).sum())
-
-    def _real_token_counts(self, store: TokenStore) -> np.ndarray:
-        """Tokens besides the framing ones, per stored sentence (0: an empty sentence; with
-        ``reference_empty_rule``, bert-score's test: exactly two tokens)."""
-        if self.reference_empty_rule:
-            lengths = store.lengths()
-            return np.where(lengths == 2, 0, lengths)
-        return np.maximum(store.lengths() - self._framing_length, 0)
-
-    def _uniform_fallback(self, weights: np.ndarray, store: TokenStore, real_tokens: np.ndarray) -> int:
-        """Sentences whose weights sum to 0 despite real tokens (idf of one or identical
-        references) get uniform weights instead of the reference's NaN; returns their count."""
-        sums = np.add.reduceat(weights.astype(np.float64), store.offsets[:-1]) if len(weights) else np.zeros(0)
-        lengths = store.lengths()
-        degenerate = np.flatnonzero((sums == 0) & (real_tokens > 0) & (lengths > 0))
-        for k in degenerate:
-            start, end = store.offsets[k], store.offsets[k + 1]
-            weights[start:end] = token_weights(store.ids[start:end], None, self._cls_sep)
-        return len(degenerate)
-
-    @staticmethod
-    def _warn_uniform(count: int, stacklevel: int) -> None:
-        warnings.warn(
-            f"idf weights of {count} sentence(s) sum to 0 (idf from a single or identical "
-            "references); they use uniform weights instead of giving NaN", RapidscoreWarning, stacklevel=stacklevel)
-
-    def _match(self, store: TokenStore, weights: np.ndarray, pairs: np.ndarray,
-               reference_batch_size=None, padding_floors: np.ndarray | None = None) -> np.ndarray:
-        from rapidscore.kernels.matching import greedy_match
-
-        if not store.unit_rows:
-            _scale_to_unit_rows(store.embeddings)
-            store.unit_rows = True
-
-        def one_layer(embeddings):
-            if padding_floors is not None:
-                p, r, f = _match_with_floors(embeddings, store.offsets, weights, pairs, padding_floors,
-                                             self.num_threads)
-            else:
-                p, r, f = greedy_match(embeddings, store.offsets, weights, pairs,
-                                       num_threads=self.num_threads, bert_score_batch_size=reference_batch_size)
-            return np.stack([p, r, f], axis=-1).astype(np.float64)
-
-        def all_of_them():
-            if self.all_layers:
-                return np.stack([one_layer(layer) for layer in store.embeddings])
-            return one_layer(store.embeddings)
-
-        if not store.on_host:  # torch matching where the tensor lives, without TF32
-            from rapidscore.encoder.runtime.torch import exact_fp32
-
-            with exact_fp32(store.device):
-                return all_of_them()
-        return all_of_them()
-
-
-def _match_with_floors(embeddings, offsets: np.ndarray, weights: np.ndarray, pairs: np.ndarray,
-                       floors: np.ndarray, num_threads: int | None):
-    """``greedy_match`` of one layer with bert-score's padding given per pair (the kernels' own
-    ``floors``) instead of computed from a batch size over these pairs alone."""
-    if is_torch_tensor(embeddings):
-        from rapidscore.kernels.matching_torch import match_rows
-
-        P, R, F = match_rows(embeddings.unsqueeze(0), offsets, weights, pairs[:, 0], pairs[:, 1], floors)
-        return P[0], R[0], F[0]
-    from rapidscore import _core
-    from rapidscore.threads import check_num_threads, lease
-
-    with lease(check_num_threads(num_threads)) as threads:
-        return _core.matching.greedy_match(embeddings, offsets, weights, pairs, threads, floors)
-
-
-def _scale_to_unit_rows(embeddings) -> None:
-    """Scale the store's rows to unit L2 norm in place (zero rows stay zero), where they live.
-
-    In place and without temporaries: np.linalg.norm and a division into a new array cost as much
-    as 5% of a W1-sized call in page faults on fresh 100+ MB buffers."""
-    if is_torch_tensor(embeddings):
-        from rapidscore.bertscore.device_engine import unit_rows
-
-        unit_rows(embeddings)
-        return
-    for layer in embeddings if embeddings.ndim == 3 else (embeddings,):
-        norms = np.sqrt(np.einsum("td,td->t", layer, layer))
-        norms[norms == 0] = 1
-        layer /= norms[:, None]
+    @property
+    def baseline(self) -> np.ndarray | None:
+        """The loaded baseline (P, R, F; one row per layer with ``all_layers``), or None without
+        ``rescale_with_baseline``. Read-only."""
+        return self._baseline
 
 
 def reference_hash(model: str, layer: int, idf: bool, rescaled: bool, custom_baseline: bool,
@@ -544,16 +439,6 @@ def reference_hash(model: str, layer: int, idf: bool, rescaled: bool, custom_bas
     if fast_tokenizer:
         text += "_fast-tokenizer"
     return text
-
-
-def _group_max(scores: np.ndarray, owners: np.ndarray, n_groups: int) -> np.ndarray:
-    """Max over each candidate's references, separately for P, R and F (last axis).
-
-    ``owners`` is sorted and every candidate has at least one reference."""
-    if len(owners) == n_groups:  # one reference each
-        return scores
-    starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
-    return np.maximum.reduceat(scores, starts, axis=-2)
 
 
 def score(cands: Sequence[str], refs, **options) -> BERTScoreResult:
