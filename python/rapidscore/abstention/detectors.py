@@ -215,6 +215,11 @@ class SelectDetector(Detector):
         self._matcher = None if method == "phrase" else KeywordMatcher(phrases, threshold, n_threads)
         self.threshold = None if self._matcher is None else self._matcher.threshold  # for the signature
 
+    @property
+    def keyword_matcher(self) -> KeywordMatcher | None:
+        """The fuzzy keyword matcher (its phrases, threshold and threads); None for ``phrase``."""
+        return self._matcher
+
     def detect(self, texts: list[str]) -> np.ndarray:
         translit = [transliterate(t) for t in texts]
         phrase = _fast_phrase

@@ -378,7 +378,7 @@ def evaluate(files: Sequence[ResultFile], detector: Any = None, *, method: str =
     parallel = n_workers > 1 and len(files) > 1 and (workers > 1 or total >= PARALLEL_MIN_BYTES)
     spec = None
     if isinstance(detector, SelectDetector):
-        matcher = detector._matcher
+        matcher = detector.keyword_matcher
         spec = (detector.method, matcher.phrases if matcher else (), matcher.threshold if matcher else 0.95,
                 1 if parallel else getattr(matcher, "n_threads", 0))
     tasks = [(f, method, recompute, check_stored and detector is not None, on_error, spec) for f in files]

@@ -55,7 +55,9 @@ def prepare(
     return PreparedSide(entities, total, per_record)
 
 
-def _prf(correct: float, actual: int, possible: int) -> tuple[float, float, float]:
+def precision_recall_f1(correct: float, actual: int, possible: int) -> tuple[float, float, float]:
+    """Precision ``correct / actual``, recall ``correct / possible`` and their F1; 0 where a
+    denominator is 0 (nervaluate's convention)."""
     precision = correct / actual if actual > 0 else 0.0
     recall = correct / possible if possible > 0 else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
@@ -68,7 +70,7 @@ def semeval_summary(correct: int, incorrect: int, partial: int, missed: int, spu
     actual = correct + incorrect + partial + spurious
     possible = correct + incorrect + partial + missed
     credit = correct + 0.5 * partial if scheme in ("partial", "type") else correct
-    precision, recall, f1 = _prf(credit, actual, possible)
+    precision, recall, f1 = precision_recall_f1(credit, actual, possible)
     return {
         "correct": int(correct), "incorrect": int(incorrect), "partial": int(partial),
         "missed": int(missed), "spurious": int(spurious), "possible": int(possible), "actual": int(actual),
@@ -265,7 +267,7 @@ def score_model(
     both_empty = (n_gold == 0) & (n_pred == 0)
     precision[both_empty] = recall[both_empty] = score[both_empty] = 1.0
     total_credit, total_gold, total_pred = float(credit.sum()), int(n_gold.sum()), int(n_pred.sum())
-    micro_p, micro_r, micro_f = _prf(total_credit, total_pred, total_gold)
+    micro_p, micro_r, micro_f = precision_recall_f1(total_credit, total_pred, total_gold)
     if total_gold == 0 and total_pred == 0:
         micro_p = micro_r = micro_f = 1.0
     dmberta = {
