@@ -230,3 +230,17 @@ def test_json_files_score_alike_in_batch_and_streaming(tiny_model_path, tmp_path
     # streaming read a .json file as JSONL: "not valid JSON" on its first line
     assert streamed_f1("--input", str(tmp_path / "pairs.json")) == expected
     assert streamed_f1("-c", str(tmp_path / "c.json"), "-r", str(tmp_path / "r.json")) == expected
+
+
+def test_abstention_flat_tables_read_every_table_format(tmp_path) -> None:  # issue 27
+    from rapidscore.abstention.results import ResultsError, load_flat_table
+
+    rows = [dict(model="m", technique="t", eval_type="abstention", seed="1", concept=f"c{i}", question="q",
+                 response=f"answer {i}") for i in range(3)]
+    expected = load_flat_table(rows).records
+    for fmt in TABLE_FORMATS:
+        path = write_rows(tmp_path / f"flat.{fmt}{'' if fmt == 'parquet' else '.gz'}", fmt, rows)
+        assert load_flat_table(path).records == expected, path
+    bad = write_rows(tmp_path / "flat.tsv", "tsv", [rows[0], {**rows[1], "concept": ""}])
+    with pytest.raises(ResultsError, match=rf"^{bad}: row 3: missing key\(s\) \['concept'\]$"):
+        load_flat_table(bad)

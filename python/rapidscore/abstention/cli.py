@@ -15,7 +15,7 @@ FORMATS = ("text", "markdown", "latex", "csv", "json")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", help="a results folder: every experiment under it "
                         "({experiment}/{model}/{eval_type}/{technique}.json.gz, atomic and compositions) is "
-                        "reported; or a flat table (.jsonl / .csv)")
+                        "reported; or a flat table (.jsonl, .csv, .tsv, .json, .parquet; .gz too)")
     parser.add_argument("--taxonomy", action="append", metavar="[EXPERIMENT=]PATH",
                         help="taxonomy.json / edge-list .csv (checks concepts, skips leaves for generalization, "
                         "enables --levels). PATH applies to every experiment, EXPERIMENT=PATH to one (repeat the "

@@ -13,7 +13,6 @@ counted in the returned :class:`LoadReport` instead (nothing is dropped silently
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -315,18 +314,19 @@ def load_results_tree(root: str | os.PathLike, *, models: Iterable[str] | None =
 
 
 def load_flat_table(table, *, on_error: str = "raise") -> LoadReport:
-    """Records from a flat table: a path (``.jsonl``, ``.csv``), a pandas DataFrame or a list of
+    """Records from a flat table: a path (``.jsonl``; ``.csv``, ``.tsv``, a ``.json`` array or
+    ``.parquet``, read by the one input reader; ``.gz`` too), a pandas DataFrame or a list of
     dicts, with columns ``model, technique, eval_type, seed, concept, question, response``."""
     _check_on_error(on_error)
     source = "<table>"
     rows: list[dict | None]  # None: a line that was skipped as invalid JSON
     if isinstance(table, (str, os.PathLike)):
         source = os.fspath(table)
-        if source.endswith(".csv"):
-            with closing(iter_lines(source)) as handle:
-                rows = list(csv.DictReader(handle))
-            start = 2
-        else:
+        fmt = readers.detect_format(source, default="jsonl")
+        if fmt not in ("jsonl", "txt"):
+            rows = [row for row, _where in readers.iter_rows(source, fmt)]
+            start = 2 if fmt in ("csv", "tsv") else 1  # a CSV's first row is its line 2
+        else:  # JSONL (any other extension too), read here: on_error="skip" passes over a bad line
             rows, start = [], 1
             with closing(iter_lines(source)) as handle:
                 for line_no, line in enumerate(handle, start=1):
