@@ -128,7 +128,7 @@ def test_bad_json_names_the_file_and_the_line(tmp_path) -> None:  # issue 27
     with pytest.raises(ValueError, match=rf"^{array}:3: invalid JSON \(truncated file\?\): Expecting property name"):
         batch_io.read_texts(array, "generated")
     array.write_text('{"generated": "a"}\n{"generated": "b"}\n', encoding="utf-8")  # JSONL named .json
-    with pytest.raises(ValueError, match=rf"^{array}:2: invalid JSON .*Extra data.*name the file \.jsonl"):
+    with pytest.raises(ValueError, match=rf"^{array}:2: invalid JSON: Extra data at column 1 .*name the file \.jsonl"):
         list(stream_io.iter_rows(str(array)))
     array.write_text('{"generated": ["a", "b"]}', encoding="utf-8")
     with pytest.raises(ValueError, match=rf"^{array}: a JSON input must hold a top-level array .* got dict"):

@@ -128,9 +128,10 @@ def _parse_json_text(text: str, name: str, hint: str = "") -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        extra = hint if exc.msg == "Extra data" else ""
+        if hint and exc.msg == "Extra data":  # more than one document: not a truncated file
+            raise ValueError(f"{name}:{exc.lineno}: invalid JSON: {exc.msg} at column {exc.colno}{hint}") from None
         raise ValueError(f"{name}:{exc.lineno}: invalid JSON (truncated file?): {exc.msg} "
-                         f"at column {exc.colno}{extra}") from None
+                         f"at column {exc.colno}") from None
     except RecursionError:
         raise ValueError(f"{name}: JSON nested too deeply to read (over ~{sys.getrecursionlimit()} levels)") from None
 
