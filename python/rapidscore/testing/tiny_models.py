@@ -34,6 +34,7 @@ import random
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -663,44 +664,46 @@ _STAMP_FILE = "tiny_model_stamp.txt"
 
 
 def tiny_model_dir(family: str, root: Path) -> Path:
-    """``root/<family>``, built on first use and reused afterwards.
+    """``root/<family>``, built on first use and reused afterwards (see :func:`build_in_place`)."""
+    _check_family(family)
+    return build_in_place(Path(root) / family, recipe_stamp(), _STAMP_FILE,
+                          lambda out: build_tiny_model(family, out))
+
+
+def build_in_place(target: Path, stamp: str, stamp_file: str, build: Callable[[Path], object]) -> Path:
+    """``target``, built by ``build(directory)`` unless it holds a build of ``stamp`` already.
 
     Safe with several processes: each builds into a private temporary directory and moves it into
     place with an atomic rename; the loser of a race discards its copy. A directory built by a
     different recipe (stamp mismatch) is rebuilt.
     """
-    _check_family(family)
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / family
-    stamp = recipe_stamp()
-    if _is_current(target, stamp):
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if _is_current(target, stamp, stamp_file):
         return target
-    tmp = Path(tempfile.mkdtemp(prefix=f".{family}-", dir=root))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        build_tiny_model(family, tmp)
-        (tmp / _STAMP_FILE).write_text(stamp + "\n", encoding="utf-8")
-        tmp.chmod(0o755)  # mkdtemp makes it private; a shared RAPIDSCORE_TEST_MODELS needs reading
-        if target.exists() and not _is_current(target, stamp):
-            stale = Path(tempfile.mkdtemp(prefix=f".{family}-stale-", dir=root))
+        built = tmp / "model"
+        build(built)
+        (built / stamp_file).write_text(stamp + "\n", encoding="utf-8")
+        if target.exists() and not _is_current(target, stamp, stamp_file):
+            stale = Path(tempfile.mkdtemp(prefix=f".{target.name}-stale-", dir=target.parent))
             with contextlib.suppress(OSError):  # someone else moved it first
                 os.replace(target, stale / "old")
             shutil.rmtree(stale, ignore_errors=True)
         try:
-            os.replace(tmp, target)
+            os.replace(built, target)
         except OSError:
             # Another process put a build in place first (rename onto a non-empty directory fails).
-            if not _is_current(target, stamp):
+            if not _is_current(target, stamp, stamp_file):
                 raise
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
-def _is_current(target: Path, stamp: str) -> bool:
-    stamp_file = target / _STAMP_FILE
-    return stamp_file.is_file() and stamp_file.read_text(encoding="utf-8").strip() == stamp
+def _is_current(target: Path, stamp: str, stamp_file: str = _STAMP_FILE) -> bool:
+    path = target / stamp_file
+    return path.is_file() and path.read_text(encoding="utf-8").strip() == stamp
 
 
 def _check_family(family: str) -> None:

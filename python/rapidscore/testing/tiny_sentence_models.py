@@ -14,13 +14,10 @@ Needs torch, transformers and sentence-transformers (the test extras).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -139,34 +136,10 @@ def tiny_sentence_model_dir(name: str, root: Path) -> Path:
     Several processes may race: each builds privately and renames into place."""
     _check(name)
     root = Path(root)
-    target = root / f"st-{name}"
-    stamp = recipe_stamp()
-    if _is_current(target, stamp):
-        return target
-    bert_dir = tiny_models.tiny_model_dir("bert", root)
-    tmp = Path(tempfile.mkdtemp(prefix=f".st-{name}-", dir=root))
-    try:
-        build_sentence_model(name, tmp / "model", bert_dir)
-        built = tmp / "model"
-        (built / _STAMP_FILE).write_text(stamp + "\n", encoding="utf-8")
-        if target.exists() and not _is_current(target, stamp):
-            stale = Path(tempfile.mkdtemp(prefix=f".st-{name}-stale-", dir=root))
-            with contextlib.suppress(OSError):
-                os.replace(target, stale / "old")
-            shutil.rmtree(stale, ignore_errors=True)
-        try:
-            os.replace(built, target)
-        except OSError:
-            if not _is_current(target, stamp):  # another process put a build in place first
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
-
-def _is_current(target: Path, stamp: str) -> bool:
-    stamp_file = target / _STAMP_FILE
-    return stamp_file.is_file() and stamp_file.read_text(encoding="utf-8").strip() == stamp
+    def build(out: Path) -> None:
+        build_sentence_model(name, out, tiny_models.tiny_model_dir("bert", root))
+    return tiny_models.build_in_place(root / f"st-{name}", recipe_stamp(), _STAMP_FILE, build)
 
 
 def _check(name: str) -> None:
