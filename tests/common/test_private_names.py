@@ -15,8 +15,9 @@ Beyond imports: ``obj._name`` reads a private attribute of another object, and i
 where ``obj`` is ``self``, ``cls``, ``super()``, ``type(self)``, a class defined in the same
 module or an instance of one made there (``Model(...)._pairs``); ``getattr``, ``hasattr`` and
 ``setattr`` with a private name in a string count too. namedtuple's underscored methods are its
-public API. The few other uses, third-party names that are the only way to a needed
-value, are in ``ALLOWED``: each entry names the module that uses the name, and says why.
+public API. The few other uses (third-party names that are the only way to a needed value, and
+a type that exists only in the stub ``_core.pyi``) are in ``ALLOWED``: each entry names the
+module that uses the name, and says why.
 """
 
 from __future__ import annotations
