@@ -100,5 +100,7 @@ def test_the_baseline_is_a_read_only_property(tiny_bert, tmp_path) -> None:  # i
     with pytest.raises(AttributeError):
         scorer.baseline = None
     assert BERTScore(tiny_bert, 2).baseline is None
+    with pytest.raises(ValueError, match="no baseline loaded"):
+        BERTScore(tiny_bert, 2).score(["a cat"], ["a dog"], rescale=True)
     every_layer = BERTScore(tiny_bert, all_layers=True, rescale_with_baseline=True, baseline_path=path).baseline
     assert every_layer is not None and every_layer.shape == (5, 3)
