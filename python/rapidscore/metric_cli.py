@@ -86,8 +86,13 @@ class MetricCommand:
         if args.json and args.output == "-":
             raise ValueError("--json prints the totals on stdout: give --output FILE for the rows")
         options = {key: _option_value(value) for key, value in args.options}
-        if args.threads and "num_threads" in metric.options:
-            options["num_threads"] = args.threads
+        if args.threads is not None:  # --threads N: at most N threads, as in every command
+            if "num_threads" in metric.options:
+                options["num_threads"] = args.threads
+            else:  # the budget caps the metric's kernels and the runtimes of encoders made from now on
+                from rapidscore.threads import set_thread_budget
+
+                set_thread_budget(args.threads)
         engine = metric.build(**options)
         sources = [(c.name, mapping.get(c.name, c.name), c.optional) for c in metric.inputs]
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import SupportsIndex, overload
 
 __all__ = ["thread_budget", "set_thread_budget", "available_cpus", "lease", "check_num_threads", "threads_in_use",
-           "requested_threads"]
+           "requested_threads", "num_threads_or_alias"]
 
 # A thread count above this is a typo (or an attack), not a machine: refuse it with a clear error.
 MAX_THREADS = 1024
@@ -63,6 +64,21 @@ def requested_threads(n_threads, name: str = "n_threads") -> int | None:
     if hasattr(n_threads, "__index__") and not isinstance(n_threads, bool) and int(n_threads) <= 0:
         return None
     return check_num_threads(n_threads, name)
+
+
+def num_threads_or_alias(num_threads: object = None, n_threads: object = None, *, where: str,
+                         stacklevel: int = 3) -> int | None:
+    """The public threads keyword of ``where`` (a function or class name, for the messages):
+    ``num_threads`` (None = the thread budget, else an int in [1, MAX_THREADS]), or its deprecated
+    alias ``n_threads`` (0 or less = the budget, as it always meant), with a DeprecationWarning
+    pointing at the caller. Both given: TypeError."""
+    if n_threads is None:
+        return check_num_threads(num_threads, "num_threads")
+    if num_threads is not None:
+        raise TypeError(f"{where}() got both num_threads and its deprecated alias n_threads: give num_threads only")
+    warnings.warn(f"{where}(n_threads=...) is deprecated: use num_threads (None = the thread budget, "
+                  "where n_threads=0 meant all cores)", DeprecationWarning, stacklevel=stacklevel)
+    return requested_threads(n_threads, "n_threads")
 
 
 class _Budget:

@@ -113,7 +113,7 @@ def test_generated_mixes_identical_to_reference():
     rng = random.Random(12345)
     texts = [_random_response(rng) for _ in range(2500)]
     for method in SELECT:
-        fast = SelectDetector(method, n_threads=2)(texts)
+        fast = SelectDetector(method, num_threads=2)(texts)
         ref = np.array([R.REFERENCE_METHODS[method](t) for t in texts])
         mismatch = np.flatnonzero(fast != ref)
         assert mismatch.size == 0, (method, [texts[i] for i in mismatch[:3]])

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rapidscore.cli import COMMANDS, build_parser, main
+from rapidscore.common.cli_options import positive_int
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("numpy", "rapidscore.bertscore.scorer", "rapidscore._core", "onnxruntime", "torch", "pandas", "pyarrow")
@@ -51,6 +52,8 @@ def test_every_command_has_the_common_options(command):
     options = subcommand_options(command)
     for flag in ("--threads", "--json", "--progress", "--no-progress", "-q", "--quiet"):
         assert flag in options, flag
+    # issue 27: --threads N means the same everywhere: N >= 1, left out = all cores (None)
+    assert options["--threads"].type is positive_int and options["--threads"].default is None
     if command in MODEL_COMMANDS:
         assert options["--backend"].choices == ("onnx", "openvino", "torch")
         assert options["--device"].choices == ("cpu", "cuda")
@@ -61,6 +64,35 @@ def parse(argv):
     return build_parser().parse_args(argv)
 
 
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_threads_zero_is_refused_by_every_command(command, capsys):
+    # issue 27: 0 meant "all cores" for ner and abstention only, an error elsewhere; now the parser
+    # refuses it everywhere, naming the option
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--threads", "0"])
+    err = capsys.readouterr().err
+    assert "argument --threads" in err and "must be a positive integer, got 0" in err
+
+
+def test_refusal_command_passes_threads_to_the_detector(tmp_path, monkeypatch, capsys):
+    # issue 27: the generic command's --threads reached no detector; now it is num_threads
+    import rapidscore.abstention.detectors as detectors
+
+    built = []
+    original = detectors.SelectDetector.__init__
+
+    def recording_init(self, *args, **kwargs):
+        built.append(kwargs.get("num_threads"))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(detectors.SelectDetector, "__init__", recording_init)
+    source = tmp_path / "responses.jsonl"
+    source.write_text('{"response": "I cannot help with that."}\n{"response": "Sure."}\n')
+    assert main(["refusal", "-i", str(source), "-o", str(tmp_path / "out.jsonl"), "--set", "method=keyword",
+                 "--threads", "2", "-q"]) == 0
+    assert built == [2]
+
+
 def test_common_option_values_and_aliases():
     args = parse(["bertscore", "-c", "a", "-r", "b", "--nthreads", "3", "-v", "--backend", "torch", "--precision",
                   "bf16", "--device", "cuda", "--no-progress", "-q", "--json"])
@@ -68,7 +100,8 @@ def test_common_option_values_and_aliases():
     assert (args.progress, args.quiet, args.json) == (False, True, True)
     assert parse(["bertscore", "--threads", "2"]).threads == 2
     assert parse(["abstention", "r", "--threads", "4", "--no-progress"]).threads == 4
-    assert parse(["abstention", "r"]).threads == 0 and parse(["ner", "--gold", "g"]).threads == 0
+    # issue 27: one default for every command (None = all cores; it used to be 0 for these two)
+    assert parse(["abstention", "r"]).threads is None and parse(["ner", "--gold", "g"]).threads is None
 
     from rapidscore.common.cli_options import encoder_options, show_progress
 

@@ -187,7 +187,7 @@ def test_span_alignment_and_phrase_kernels_lease_the_budget_too():
     starts, ends = np.array([0, 10]), np.array([5, 15])
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda _: align_spans_batch(offsets, starts, ends, offsets, starts, ends,
-                                                            n_threads=0), range(16)))
+                                                            num_threads=None), range(16)))
     assert all(np.array_equal(r[1], results[0][1]) for r in results)
     matcher = KeywordMatcher()
     texts = ["I'm sorry, but I cannot help with that.", "Sure, here is the recipe."] * 50
@@ -195,8 +195,8 @@ def test_span_alignment_and_phrase_kernels_lease_the_budget_too():
         matches = list(pool.map(lambda _: matcher.match(texts)[0], range(16)))
     assert all(np.array_equal(m, matches[0]) for m in matches)
     assert threads.threads_in_use() == 0
-    with pytest.raises(ValueError, match="n_threads must be in"):
-        align_spans_batch(offsets, starts, ends, offsets, starts, ends, n_threads=99999999999)
+    with pytest.raises(ValueError, match="num_threads must be in"):
+        align_spans_batch(offsets, starts, ends, offsets, starts, ends, num_threads=99999999999)
 
 
 def _cuda_available() -> bool:

@@ -125,8 +125,8 @@ API_CASES = [
         [0, 1], [0], [3], [0, 1], [0], [3], n_threads=99999999999), ValueError, "n_threads must be <= 1024"),
     ("core-align-bool-threads", lambda f: __import__("rapidscore")._core.alignment.align_spans_batch(
         [0, 1], [0], [3], [0, 1], [0], [3], n_threads=True), TypeError, "n_threads must be an int"),
-    ("ner-3000-threads", lambda f: _ner({"Paris:0:5": "LOC"}, n_threads=3000), ValueError,
-     "n_threads must be in [1, 1024]"),
+    ("ner-3000-threads", lambda f: _ner({"Paris:0:5": "LOC"}, num_threads=3000), ValueError,
+     "num_threads must be in [1, 1024]"),
     # 3. thread caps of the public objects
     ("bertscore-1e6-threads", lambda f: _bertscore(num_threads=10**6), ValueError, "num_threads must be in [1, 1024]"),
     ("encoder-1e5-threads", lambda f: __import__("rapidscore").get_encoder(num_threads=100000), ValueError,
@@ -464,7 +464,7 @@ def _align_overlapping(n):
 
     s = np.arange(n)
     spans = PackedSpans(np.array([0, n]), s, s + n + 1)
-    return align_batch(spans, spans, n_threads=1)
+    return align_batch(spans, spans, num_threads=1)
 
 
 def _align_flat(n):
@@ -472,7 +472,7 @@ def _align_flat(n):
 
     s = np.arange(n) * 3
     out = align_batch(PackedSpans(np.array([0, n]), s, s + 2), PackedSpans(np.array([0, n]), s + 1, s + 3),
-                      n_threads=1)
+                      num_threads=1)
     # each gold (3k, 3k+2) overlaps only prediction (3k+1, 3k+3): Jaccard 1/3 each
     assert len(out.gold_index) == n and np.allclose(out.jaccard, 1 / 3)
     return out
@@ -501,7 +501,7 @@ CLI_CASES = [
     ("ner-label-map-dir", ["ner", "--gold", "{empty_gold}", "--pred", "m={empty_pred}", "--label-map",
                            "{a_directory}", "-q"], "is a directory"),
     ("ner-threads", ["ner", "--gold", "{empty_gold}", "--pred", "m={empty_pred}", "--threads", "99999999999",
-                     "--label-similarity", "exact", "-q"], "n_threads must be in [1, 1024]"),
+                     "--label-similarity", "exact", "-q"], "num_threads must be in [1, 1024]"),
     ("ner-latin1", ["ner", "--gold", "{latin1_ner}", "--pred", "m={latin1_ner}", "--label-similarity", "exact",
                     "-q"], "latin1_ner.jsonl:2: not valid UTF-8"),
     ("bertscore-latin1-baseline", ["bertscore", "-c", "{c}", "-r", "{r}", "--rescale_with_baseline", "--baseline_path",

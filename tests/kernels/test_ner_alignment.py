@@ -114,7 +114,7 @@ def test_semeval_schemes_maximise_correct_then_matched_then_jaccard(gold, pred, 
     best = brute_force_best(len(gold), len(pred), weight)
     g = PackedSpans.from_records([gold]); g.labels = np.array(glab, dtype=np.int64)
     p = PackedSpans.from_records([pred]); p.labels = np.array(plab, dtype=np.int64)
-    out = align_batch(g, p, scheme=scheme, n_threads=1)
+    out = align_batch(g, p, scheme=scheme, num_threads=1)
     got = sum(weight(i, j) for i, j in zip(out.gold_index.tolist(), out.pred_index.tolist()))
     assert all(weight(i, j) > 0 for i, j in zip(out.gold_index.tolist(), out.pred_index.tolist()))
     assert got == pytest.approx(best, rel=1e-12, abs=1e-9)
@@ -144,7 +144,7 @@ def test_optimal_beats_first_overlap():
 def test_batch_threads_equal_single_record_calls(records):
     g = PackedSpans.from_records([a for a, _ in records])
     p = PackedSpans.from_records([b for _, b in records])
-    out = align_batch(g, p, n_threads=4)
+    out = align_batch(g, p, num_threads=4)
     for r, (gold, pred) in enumerate(records):
         lo, hi = out.pair_offsets[r], out.pair_offsets[r + 1]
         single = align_spans(gold, pred)

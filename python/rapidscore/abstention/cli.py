@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="processes reading and deciding results files (0 = one per CPU, 1 = none)")
     parser.add_argument("--plot-dir", help="write per-level trend and correlation heatmap PNGs here ([plot] extra)")
     # --backend/--device/--precision: the encoder of --method embedding
-    add_common_options(parser, threads_default=0, json_help="same as --format json")
+    add_common_options(parser, json_help="same as --format json")
 
 
 def _taxonomy_map(values: list[str] | None) -> dict[str, str | None]:
@@ -67,9 +67,9 @@ def _detector(args):
             raise ValueError("--recompute needs a detector, not stored:<name>")
         return args.method.split(":", 1)[1], None
     if args.method in SELECT_METHODS:
-        kwargs = {"n_threads": args.threads}
+        kwargs = {"num_threads": args.threads}
     elif args.method == "embedding":
-        kwargs = {"encoder_options": encoder_options(args)}
+        kwargs = encoder_options(args)  # backend, device, precision and --threads as num_threads
     else:
         kwargs = {}
     return args.method, get_detector(args.method, **kwargs)

@@ -8,7 +8,9 @@ extracted ``answer`` is judged (as SELECT does).
 
 from __future__ import annotations
 
+import os
 import re
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Callable
 
@@ -76,17 +78,22 @@ class Detector:
 class KeywordMatcher:
     """Exact, fast ``max_k partial_ratio(response, phrase_k) / 100 > threshold`` with SELECT's
     transliteration and contraction rules (native kernel, reference path for responses the
-    kernel leaves undecided).
+    kernel leaves undecided). ``num_threads``: the kernel's threads (None: the thread budget,
+    ``rapidscore.threads``); ``n_threads``: its deprecated alias (DeprecationWarning; 0 = None).
 
     Thread-safe: ``match`` only adds entries to two caches (stand-ins per character, decisions of
     short fallback texts, at most 200,000 of 64 characters); concurrent calls at worst compute an
     entry twice."""
 
     def __init__(self, phrases: Sequence[str] = _ref.SELECT_PHRASES,
-                 threshold: float = _ref.KEYWORD_THRESHOLD, n_threads: int = 0):
+                 threshold: float = _ref.KEYWORD_THRESHOLD, num_threads: int | None = None, *,
+                 n_threads: int | None = None):
         from rapidfuzz import utils
 
         from rapidscore.kernels.phrases import FuzzyPhraseMatcher
+        from rapidscore.threads import num_threads_or_alias
+
+        num_threads = num_threads_or_alias(num_threads, n_threads, where="KeywordMatcher")
 
         if isinstance(phrases, str):  # tuple('refuse') would be one-letter phrases
             raise TypeError(f"phrases must be a list of strings, got one str {phrases!r:.80}; write [{phrases!r:.80}]")
@@ -95,7 +102,7 @@ class KeywordMatcher:
             raise ValueError(f"phrases must be non-empty strings, got {phrases!r:.200}")
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number)) or not 0 <= threshold < 1:
             raise ValueError(f"threshold must be a number in [0, 1), got {threshold!r}")
-        self.phrases, self.threshold, self.n_threads = phrases, float(threshold), n_threads
+        self.phrases, self.threshold, self.num_threads = phrases, float(threshold), num_threads
         processed = [utils.default_process(p) for p in phrases]
         usable = all(p.isascii() and 0 < len(p) <= 64 for p in processed)
         self._native = (
@@ -107,6 +114,13 @@ class KeywordMatcher:
         self._placeholder = unused[0] if unused else None
         self._stand_ins: dict[str, str] = {}
         self._fallback_cache: dict[str, tuple[bool, int]] = {}
+
+    @property
+    def n_threads(self) -> int:
+        """Deprecated: ``num_threads`` as the old attribute read it (0 = the thread budget)."""
+        warnings.warn("KeywordMatcher.n_threads is deprecated: read num_threads (None = the thread budget)",
+                      DeprecationWarning, stacklevel=2)
+        return self.num_threads or 0
 
     def _stand_in_char(self, ch: str) -> str:
         """The ASCII character that scores like ``ch`` against every phrase, or ``ch`` itself when
@@ -150,7 +164,7 @@ class KeywordMatcher:
             # non-ASCII texts reach the kernel with ASCII stand-ins of the same length (what is left
             # non-ASCII makes the kernel fall back to the reference below)
             kernel_texts = [t if t.isascii() else _NON_ASCII_RUN.sub(self._stand_in, t) for t in texts]
-            status, best, _ = match_phrases(self._native, kernel_texts, self.n_threads)
+            status, best, _ = match_phrases(self._native, kernel_texts, self.num_threads)
         above = status == 1
         cache = self._fallback_cache
         for i in np.flatnonzero(status == 2):
@@ -204,15 +218,20 @@ def _fast_phrase(text: str) -> bool:
 
 class SelectDetector(Detector):
     """SELECT's reference detectors with identical decisions: ``phrase``, ``keyword``,
-    ``phr+kw``, ``heuristic`` (default)."""
+    ``phr+kw``, ``heuristic`` (default). ``num_threads``: the keyword matcher's threads (None: the
+    thread budget); ``n_threads``: its deprecated alias (DeprecationWarning; 0 = None)."""
 
     def __init__(self, method: str = "heuristic", phrases: Sequence[str] = _ref.SELECT_PHRASES,
-                 threshold: float = _ref.KEYWORD_THRESHOLD, n_threads: int = 0):
+                 threshold: float = _ref.KEYWORD_THRESHOLD, num_threads: int | None = None, *,
+                 n_threads: int | None = None):
+        from rapidscore.threads import num_threads_or_alias
+
+        num_threads = num_threads_or_alias(num_threads, n_threads, where="SelectDetector")
         if method not in SELECT_METHODS:
             raise ValueError(f"unknown SELECT method {method!r}; expected one of {SELECT_METHODS}")
         self.name = method
         self.method = method
-        self._matcher = None if method == "phrase" else KeywordMatcher(phrases, threshold, n_threads)
+        self._matcher = None if method == "phrase" else KeywordMatcher(phrases, threshold, num_threads)
         self.threshold = None if self._matcher is None else self._matcher.threshold  # for the signature
 
     @property
@@ -318,13 +337,29 @@ class EmbeddingDetector(Detector):
     model's sentence-transformers pipeline makes them (``rapidscore.encoder.get_encoder``,
     ``Encoder.sentence_embeddings``; embedded all-MiniLM-L6-v2: mean pooling). Calibrate the
     threshold on labelled examples with :meth:`calibrate`.
+
+    The engine keywords select that encoder, as for every metric (docs/encoder.md, "One
+    vocabulary"): ``backend``, ``device``, ``precision``, ``num_threads`` (None: the thread budget),
+    ``batch_tokens``, ``cache_dir``; ``unpadded=True`` runs it through the unpadded graph (what a
+    serving process's batched scorers use). ``encoder_options``: the deprecated dict form of the
+    engine keywords (DeprecationWarning).
     """
 
     name = "embedding"
 
     def __init__(self, embed: Callable[[list[str]], np.ndarray] | None = None,
                  exemplars: Sequence[str] = DEFAULT_REFUSAL_EXEMPLARS, *, threshold: float = 0.6,
-                 opening_chars: int = 200, model: str | None = None, encoder_options: Mapping | None = None):
+                 opening_chars: int = 200, model: str | None = None, backend: str | None = None,
+                 device: str = "cpu", precision: str = "fp32", num_threads: int | None = None,
+                 batch_tokens: int | None = None, cache_dir: str | os.PathLike | None = None, unpadded: bool = False,
+                 encoder_options: Mapping | None = None):
+        from rapidscore.common.engine_options import deprecated_encoder_options, encoder_keywords
+        from rapidscore.threads import check_num_threads
+
+        check_num_threads(num_threads)  # a clear error now, not at the first response embedded
+        keywords = encoder_keywords(backend=backend, device=device, precision=precision, num_threads=num_threads,
+                                    batch_tokens=batch_tokens, cache_dir=cache_dir, unpadded=unpadded)
+        self._encoder_options = deprecated_encoder_options(encoder_options, keywords, where="EmbeddingDetector")
         if not exemplars:
             raise ValueError("at least one refusal exemplar is required")
         if isinstance(opening_chars, bool) or not isinstance(opening_chars, int) or opening_chars <= 0:
@@ -333,7 +368,6 @@ class EmbeddingDetector(Detector):
                 or not -1.0 <= threshold <= 1.0):  # NaN fails the comparison too
             raise ValueError(f"threshold must be a cosine similarity in [-1, 1], got {threshold!r}")
         self._embed, self._model, self._custom_embed = embed, model, embed is not None
-        self._encoder_options = dict(encoder_options or {})  # backend, device, precision, num_threads
         self.exemplars, self.threshold, self.opening_chars = tuple(exemplars), float(threshold), opening_chars
         self._exemplar_vectors: np.ndarray | None = None
 
@@ -429,7 +463,13 @@ METHODS = SELECT_METHODS + tuple(PRESETS) + ("embedding",)
 
 def get_detector(method="heuristic", **kwargs) -> Detector:
     """A detector from a name (``phrase``, ``keyword``, ``phr+kw``, ``heuristic``, ``arditi``,
-    ``xstest``, ``embedding``), a :class:`Detector`, or a callable (wrapped per response)."""
+    ``xstest``, ``embedding``), a :class:`Detector`, or a callable (wrapped per response).
+
+    ``kwargs`` go to the detector's class: :class:`SelectDetector`'s (``phrases``, ``threshold``,
+    ``num_threads``) for a SELECT method, :class:`EmbeddingDetector`'s (``exemplars``,
+    ``threshold``, ``model`` and the engine keywords ``backend``, ``device``, ``precision``,
+    ``num_threads``, ``batch_tokens``, ``cache_dir``) for ``"embedding"``; an unknown keyword is a
+    TypeError naming it."""
     if isinstance(method, Detector):
         return method
     if isinstance(method, str):
@@ -451,5 +491,7 @@ def detect_refusal(responses, method="heuristic", **kwargs) -> np.ndarray:
     ``method``: a SELECT detector (``"heuristic"`` default, ``"phrase"``, ``"keyword"``,
     ``"phr+kw"``: identical decisions to SELECT's reference), a preset (``"arditi"``,
     ``"xstest"``), ``"embedding"``, a :class:`Detector` or a callable ``str -> bool``.
+    ``kwargs``: the detector's options, as :func:`get_detector` (e.g. ``num_threads=4``;
+    ``method="embedding", device="cuda"``).
     """
     return get_detector(method, **kwargs)(responses)

@@ -197,8 +197,8 @@ def _select_detector(spec: tuple):
     if detector is None:
         from rapidscore.abstention.detectors import SelectDetector
 
-        method, phrases, threshold, n_threads = spec
-        detector = _WORKER_DETECTORS[spec] = SelectDetector(method, phrases, threshold, n_threads)
+        method, phrases, threshold, num_threads = spec
+        detector = _WORKER_DETECTORS[spec] = SelectDetector(method, phrases, threshold, num_threads)
     return detector
 
 
@@ -380,7 +380,7 @@ def evaluate(files: Sequence[ResultFile], detector: Any = None, *, method: str =
     if isinstance(detector, SelectDetector):
         matcher = detector.keyword_matcher
         spec = (detector.method, matcher.phrases if matcher else (), matcher.threshold if matcher else 0.95,
-                1 if parallel else getattr(matcher, "n_threads", 0))
+                1 if parallel else getattr(matcher, "num_threads", None))
     tasks = [(f, method, recompute, check_stored and detector is not None, on_error, spec) for f in files]
     result = Evaluation()
     pool = None

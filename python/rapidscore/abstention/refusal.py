@@ -34,6 +34,7 @@ class RefusalMetric(Metric):
     summary = "refusal detection (True = the response refuses)"
     inputs = (Column("response", "response", "a response, or a chain-of-thought {complete, answer} record"),)
     outputs = ("refusal",)
+    options = ("num_threads",)  # the generic command's --threads: the SELECT matcher's or the encoder's
 
     def build(self, *, method: Any = "heuristic", **options: Any) -> Any:
         """``method`` and ``options`` as ``rapidscore.abstention.detect_refusal``: the detector

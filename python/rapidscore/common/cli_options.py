@@ -47,18 +47,20 @@ def positive_float(text: str) -> float:
 
 
 def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
-                       threads_aliases: tuple[str, ...] = (), threads_default: int | None = None,
-                       progress_default: bool = True,
+                       threads_aliases: tuple[str, ...] = (), progress_default: bool = True,
                        json_help: str = "print one JSON document") -> argparse._ArgumentGroup:
     """Add ``--threads``, ``--json``, ``--progress/--no-progress``, ``-q/--quiet`` and, for
     commands that run a model (``model=True``), ``--backend``, ``--device``, ``--precision``.
 
-    ``threads_aliases``: older spellings kept working (bertscore's ``--nthreads``).
+    ``--threads N`` means the same in every command: at most N threads (N >= 1) for the native
+    kernels and the encoder's runtime, the library's ``num_threads=N``; left out (None), all
+    cores (the thread budget). ``threads_aliases``: older spellings kept working (bertscore's
+    ``--nthreads``).
     ``progress_default``: whether progress bars show when neither --progress nor --quiet is given.
     """
     group = parser.add_argument_group("common options")
-    group.add_argument("--threads", *threads_aliases, dest="threads", type=non_negative_int, default=threads_default,
-                       metavar="N", help="threads for native code and the encoder (default: all cores)")
+    group.add_argument("--threads", *threads_aliases, dest="threads", type=positive_int, default=None,
+                       metavar="N", help="threads for native code and the encoder, N >= 1 (default: all cores)")
     if model:
         group.add_argument("--backend", default=None, choices=BACKENDS,
                            help="encoder runtime (default: onnx; openvino for bf16, torch for fp16)")
@@ -95,6 +97,6 @@ def show_progress(args: argparse.Namespace) -> bool:
 def encoder_options(args: argparse.Namespace) -> dict:
     """The engine options of the common flags, as keyword arguments of the encoder."""
     options = {"backend": args.backend, "device": args.device, "precision": args.precision}
-    if args.threads:  # 0 / None: the encoder's own default (all cores)
+    if args.threads is not None:  # None: the encoder's own default (the thread budget)
         options["num_threads"] = args.threads
     return options

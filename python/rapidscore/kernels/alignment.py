@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from rapidscore import _core
-from rapidscore.threads import lease, requested_threads
+from rapidscore.threads import lease, num_threads_or_alias
 
 __all__ = ["align_spans_batch"]
 
@@ -23,7 +23,8 @@ def align_spans_batch(
     method: str = "auto",
     min_jaccard: float = 0.0,
     min_overlap_percent: float = 1.0,
-    n_threads: int = 0,
+    num_threads: int | None = None,
+    n_threads: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Maximum-weight one-to-one alignment of the gold and predicted spans of many records.
 
@@ -33,14 +34,15 @@ def align_spans_batch(
     schemes ("strict", "exact", "partial", "type") maximise correct pairs, then matched pairs,
     then Jaccard, among pairs whose overlap covers ``min_overlap_percent`` % of the gold span, and
     need integer label ids. ``method="auto"`` runs the dynamic programme where both sides are sorted
-    and non-overlapping, the assignment solver otherwise. ``n_threads <= 0`` takes the thread
-    budget (``rapidscore.threads``); either way threads are leased from it.
+    and non-overlapping, the assignment solver otherwise. ``num_threads``: at most this many threads,
+    leased from the thread budget (``rapidscore.threads``); None takes as many as it allows.
+    ``n_threads`` is the deprecated alias of ``num_threads`` (DeprecationWarning; its 0 = None).
 
     Returns (pair_offsets, gold_index, pred_index, jaccard, used_dp): the matched pairs of record r
     are ``pair_offsets[r]:pair_offsets[r + 1]``, with within-record indices sorted by gold index;
     ``used_dp[r]`` tells whether the dynamic programme ran.
     """
-    wanted = requested_threads(n_threads)
+    wanted = num_threads_or_alias(num_threads, n_threads, where="align_spans_batch")
     with lease(wanted) as granted:
         return _core.alignment.align_spans_batch(
             gold_offsets, gold_starts, gold_ends, pred_offsets, pred_starts, pred_ends,

@@ -3,7 +3,7 @@ csrc/core/phrase_match.hpp), used by :class:`rapidscore.abstention.detectors.Key
 
 ``FuzzyPhraseMatcher(processed_phrases, raw_lengths, threshold)`` decides
 ``max_k partial_ratio(text, phrase_k) / 100 > threshold`` exactly for ASCII texts;
-``.match(texts, n_threads=0)`` returns (status int8: 0 below, 1 above, 2 needs the reference
+``.match(texts, threads)`` returns (status int8: 0 below, 1 above, 2 needs the reference
 path; best phrase index int32; best partial_ratio float64) per text. The two text helpers are
 SELECT's contraction rules and rapidfuzz's ``default_process`` for ASCII text.
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rapidscore import _core
-from rapidscore.threads import lease, requested_threads
+from rapidscore.threads import lease, num_threads_or_alias
 
 __all__ = ["FuzzyPhraseMatcher", "match_phrases", "expand_contractions_ascii", "default_process_ascii"]
 
@@ -25,11 +25,12 @@ if TYPE_CHECKING:  # the class as a type lives in the stub (_core.pyi)
     from rapidscore._core import _Phrases
 
 
-def match_phrases(matcher: _Phrases.FuzzyPhraseMatcher, texts: list[str],
-                  n_threads: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``matcher.match(texts, threads)`` with threads leased from the process's budget
-    (``n_threads <= 0``: as many as the budget allows)."""
-    with lease(requested_threads(n_threads)) as granted:
+def match_phrases(matcher: _Phrases.FuzzyPhraseMatcher, texts: list[str], num_threads: int | None = None, *,
+                  n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``matcher.match(texts, threads)`` with at most ``num_threads`` threads leased from the
+    process's budget (None: as many as the budget allows). ``n_threads``: the deprecated alias of
+    ``num_threads`` (DeprecationWarning; its 0 = None)."""
+    with lease(num_threads_or_alias(num_threads, n_threads, where="match_phrases")) as granted:
         return matcher.match(texts, granted)
 
 

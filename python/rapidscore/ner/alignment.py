@@ -87,7 +87,8 @@ def align_batch(
     method: str = "auto",
     min_jaccard: float = 0.0,
     min_overlap_percent: float = 1.0,
-    n_threads: int = 0,
+    num_threads: int | None = None,
+    n_threads: int | None = None,
 ) -> BatchAlignment:
     """Maximum-weight one-to-one alignment of every record (see ``rapidscore.kernels.alignment.align_spans_batch``).
 
@@ -95,14 +96,18 @@ def align_batch(
     >= ``min_jaccard`` (DMBertA). The SemEval schemes maximise the number of correct pairs, then
     of matched pairs, then the total Jaccard, among pairs whose overlap covers at least
     ``min_overlap_percent`` % of the gold span (nervaluate's rule); they need label ids.
-    ``n_threads <= 0`` uses every core.
+    ``num_threads``: at most this many threads (None: the thread budget, ``rapidscore.threads``).
+    ``n_threads``: the deprecated alias of ``num_threads`` (DeprecationWarning; its 0 = None).
     """
     from rapidscore.kernels.alignment import align_spans_batch
+    from rapidscore.threads import num_threads_or_alias
+
+    num_threads = num_threads_or_alias(num_threads, n_threads, where="align_batch")
 
     result = align_spans_batch(
         gold.offsets, gold.starts, gold.ends, pred.offsets, pred.starts, pred.ends,
         gold_labels=gold.labels, pred_labels=pred.labels, scheme=scheme, method=method,
-        min_jaccard=min_jaccard, min_overlap_percent=min_overlap_percent, n_threads=n_threads,
+        min_jaccard=min_jaccard, min_overlap_percent=min_overlap_percent, num_threads=num_threads,
     )
     return BatchAlignment(*result)
 
@@ -116,5 +121,5 @@ def align_spans(
     falls back to the assignment solver otherwise)."""
     g = PackedSpans.from_records([list(gold)])
     p = PackedSpans.from_records([list(pred)])
-    out = align_batch(g, p, min_jaccard=min_jaccard, method=method, n_threads=1)
+    out = align_batch(g, p, min_jaccard=min_jaccard, method=method, num_threads=1)
     return [(int(i), int(j), float(x)) for i, j, x in zip(out.gold_index, out.pred_index, out.jaccard)]

@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--on-missing-surface", choices=("error", "drop"), default="error",
                         help="a surface not found in the text: stop with an error (default) or drop and report it")
     # --backend/--device/--precision: the label encoder of --label-similarity embedding
-    add_common_options(parser, threads_default=0, progress_default=False,  # a few labels: no bar by default
+    add_common_options(parser, progress_default=False,  # a few labels: no bar by default
                        json_help="print one JSON document keyed by model name (scores, per-label, per-record detail)")
 
 
@@ -79,8 +79,7 @@ def run(args: argparse.Namespace) -> int:
         label_similarity=args.label_similarity, label_model=args.label_model, label_map=label_map,
         min_jaccard=args.min_jaccard, min_overlap_percent=args.min_overlap_percent,
         semeval_matching=args.semeval_matching, trim=not args.no_trim,
-        on_missing_surface=args.on_missing_surface, n_threads=args.threads,
-        encoder_options={**encoder_options(args), "progress": show_progress(args)},
+        on_missing_surface=args.on_missing_surface, progress=show_progress(args), **encoder_options(args),
     )
     if args.json:
         json.dump(result.to_dict(records=True), sys.stdout, indent=2, ensure_ascii=False)

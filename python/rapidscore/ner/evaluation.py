@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +19,7 @@ from rapidscore.ner.formats import Entity, to_entities
 from rapidscore.ner.labels import Embedder, LabelSimilarity, make_label_similarity
 from rapidscore.ner.normalize import Repairs, normalize_entities
 from rapidscore.ner.records import Record, join_by_id, to_records
-from rapidscore.threads import requested_threads
+from rapidscore.threads import num_threads_or_alias
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -229,11 +231,14 @@ def score_model(
     min_jaccard: float = 0.0,
     min_overlap_percent: float = 1.0,
     semeval_matching: str = "optimal",
-    n_threads: int = 0,
+    num_threads: int | None = None,
     trim: bool = True,
+    n_threads: int | None = None,
 ) -> NerResult:
     """DMBertA and SemEval scores of one prepared model side against the prepared gold side
-    (``trim``: whether the sides were trimmed, for the signature)."""
+    (``trim``: whether the sides were trimmed, for the signature; ``num_threads``: the alignment's
+    threads, None = the thread budget; ``n_threads``: its deprecated alias)."""
+    num_threads = num_threads_or_alias(num_threads, n_threads, where="score_model")
     if semeval_matching not in SEMEVAL_MATCHING:
         raise ValueError(f"semeval_matching must be one of {SEMEVAL_MATCHING}, got {semeval_matching!r}")
     canonical = {}
@@ -253,7 +258,7 @@ def score_model(
 
     # DMBertA: Jaccard-optimal alignment, credit = J x S(labels).
     sim = similarity.matrix(vocab, vocab) if vocab else np.zeros((0, 0))
-    al = align_batch(g, p, scheme="jaccard", min_jaccard=min_jaccard, n_threads=n_threads)
+    al = align_batch(g, p, scheme="jaccard", min_jaccard=min_jaccard, num_threads=num_threads)
     pair_rec = al.pair_records()
     gi = g.offsets[pair_rec] + al.gold_index
     pj = p.offsets[pair_rec] + al.pred_index
@@ -305,7 +310,7 @@ def score_model(
     semeval, rec_semeval = {}, {}
     for scheme in SEMEVAL_SCHEMES:
         if semeval_matching == "optimal":
-            sa = align_batch(g, p, scheme=scheme, min_overlap_percent=min_overlap_percent, n_threads=n_threads)
+            sa = align_batch(g, p, scheme=scheme, min_overlap_percent=min_overlap_percent, num_threads=num_threads)
             srec = sa.pair_records()
             sg = g.offsets[srec] + sa.gold_index
             sp = p.offsets[srec] + sa.pred_index
@@ -422,6 +427,36 @@ def _records_of(data: Any, texts, ids, source: str) -> list:
     return to_records(data, texts=texts, ids=ids, source=source)
 
 
+# The label encoder's keywords of compare/evaluate (LabelSimilarity's engine keywords).
+_LABEL_ENGINE_KEYWORDS = ("backend", "device", "precision", "num_threads", "batch_tokens", "cache_dir", "unpadded",
+                          "progress")
+
+
+def _label_engine(where: str, num_threads: Any, n_threads: Any, encoder_options: Any,
+                  engine: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
+    """(the alignment's threads, the label encoder's keywords) of ``where``'s arguments: the
+    deprecated ``n_threads`` and ``encoder_options`` resolved with a DeprecationWarning at the
+    caller of ``where``, everything checked before any work."""
+    num_threads = num_threads_or_alias(num_threads, n_threads, where=where, stacklevel=4)
+    if encoder_options is None:
+        return num_threads, dict(engine, num_threads=num_threads)
+    # the old dict: the label encoder's options only (num_threads above stays the alignment's)
+    warnings.warn(f"{where}(encoder_options=...) is deprecated: pass the label encoder's options as keywords "
+                  f"({', '.join(_LABEL_ENGINE_KEYWORDS)})", DeprecationWarning, stacklevel=3)
+    if not isinstance(encoder_options, Mapping):
+        raise TypeError(f"{where}(): encoder_options must be a mapping, got {type(encoder_options).__name__}")
+    defaults = {"backend": None, "device": "cpu", "precision": "fp32", "batch_tokens": None, "cache_dir": None,
+                "unpadded": False, "progress": False}
+    given = sorted(name for name, value in engine.items() if defaults[name] != value)
+    if given:
+        raise TypeError(f"{where}() got encoder_options and the keyword(s) {', '.join(given)}: give the keywords only")
+    unknown = sorted(set(encoder_options) - set(_LABEL_ENGINE_KEYWORDS))
+    if unknown:
+        raise TypeError(f"{where}(): encoder_options has no option(s) {unknown} (the label encoder's: "
+                        f"{', '.join(_LABEL_ENGINE_KEYWORDS)})")
+    return num_threads, dict(encoder_options)
+
+
 def compare(
     gold: Any,
     predictions: Mapping[str, Any],
@@ -439,7 +474,15 @@ def compare(
     semeval_matching: str = "optimal",
     trim: bool = True,
     on_missing_surface: str = "error",
-    n_threads: int = 0,
+    num_threads: int | None = None,
+    backend: str | None = None,
+    device: str = "cpu",
+    precision: str = "fp32",
+    batch_tokens: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    unpadded: bool = False,
+    progress: bool = False,
+    n_threads: int | None = None,
     encoder_options: Mapping | None = None,
 ) -> Comparison:
     """Score several models against one gold standard; returns ``{model: NerResult}`` with
@@ -448,16 +491,31 @@ def compare(
     ``gold`` and each ``predictions[model]`` are either lists of record dicts
     (``{"id", "text", "labels"}``; joined by id) or lists of per-record entities in any supported
     format (joined by position, ``texts``/``ids`` given separately). Texts come from the gold side.
-    Each distinct label is embedded once for the whole comparison. See :func:`evaluate` for the
-    other options.
+    Each distinct label is embedded once for the whole comparison. The other parameters are
+    :func:`evaluate`'s.
     """
+    num_threads, label_engine = _label_engine("compare", num_threads, n_threads, encoder_options, dict(
+        backend=backend, device=device, precision=precision, batch_tokens=batch_tokens, cache_dir=cache_dir,
+        unpadded=unpadded, progress=progress))
+    return _compare(gold, predictions, texts=texts, ids=ids, format=format, gold_format=gold_format,
+                    label_similarity=label_similarity, label_model=label_model, embedder=embedder,
+                    label_map=label_map, min_jaccard=min_jaccard, min_overlap_percent=min_overlap_percent,
+                    semeval_matching=semeval_matching, trim=trim, on_missing_surface=on_missing_surface,
+                    num_threads=num_threads, label_engine=label_engine)
+
+
+def _compare(gold: Any, predictions: Mapping[str, Any], *, texts: Sequence[str | None] | None, ids: Sequence | None,
+             format: str, gold_format: str | None, label_similarity: str | LabelSimilarity, label_model: str | None,
+             embedder: Embedder | None, label_map: Mapping[str, str] | None, min_jaccard: float,
+             min_overlap_percent: float, semeval_matching: str, trim: bool, on_missing_surface: str,
+             num_threads: int | None, label_engine: dict[str, Any]) -> Comparison:
+    """:func:`compare` of resolved arguments (``label_engine``: the label encoder's keywords)."""
     if not isinstance(predictions, Mapping) or not predictions:
         raise TypeError("predictions must be a non-empty mapping of model name -> predictions")
     if not isinstance(trim, bool):  # trim='no' is truthy: refuse it rather than trim
         raise TypeError(f"trim must be True or False, got {type(trim).__name__}: {trim!r}")
-    requested_threads(n_threads)  # ValueError beyond rapidscore.threads.MAX_THREADS, before any work
     similarity = make_label_similarity(label_similarity, label_model=label_model, embedder=embedder,
-                                       label_map=label_map, encoder_options=encoder_options)
+                                       label_map=label_map, **label_engine)
     if texts is not None:  # numpy arrays, pandas Series and pyarrow arrays too (None = no text)
         texts = as_list(texts, "texts", "a list of strings")
     if ids is not None:
@@ -479,24 +537,74 @@ def compare(
                             on_missing_surface=on_missing_surface)
         out[name] = score_model(name, [rec.id for rec in gold_records], gold_side, pred_side, similarity,
                                 min_jaccard=min_jaccard, min_overlap_percent=min_overlap_percent,
-                                semeval_matching=semeval_matching, n_threads=n_threads, trim=trim)
+                                semeval_matching=semeval_matching, num_threads=num_threads, trim=trim)
     return out
 
 
-def evaluate(gold: Any, predictions: Any, *, name: str = "model", **options) -> NerResult:
+def evaluate(
+    gold: Any,
+    predictions: Any,
+    *,
+    name: str = "model",
+    texts: Sequence[str | None] | None = None,
+    ids: Sequence | None = None,
+    format: str = "auto",
+    gold_format: str | None = None,
+    label_similarity: str | LabelSimilarity = "embedding",
+    label_model: str | None = None,
+    embedder: Embedder | None = None,
+    label_map: Mapping[str, str] | None = None,
+    min_jaccard: float = 0.0,
+    min_overlap_percent: float = 1.0,
+    semeval_matching: str = "optimal",
+    trim: bool = True,
+    on_missing_surface: str = "error",
+    num_threads: int | None = None,
+    backend: str | None = None,
+    device: str = "cpu",
+    precision: str = "fp32",
+    batch_tokens: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    unpadded: bool = False,
+    progress: bool = False,
+    n_threads: int | None = None,
+    encoder_options: Mapping | None = None,
+) -> NerResult:
     """DMBertA and SemEval scores of one model's ``predictions`` against ``gold``.
 
-    Options (all keyword): ``texts``, ``ids``; ``format`` (entity format of the predictions, and
-    of the gold unless ``gold_format`` is given; default ``"auto"``); ``label_similarity``
-    (``"embedding"``, default, or ``"exact"``, or a :class:`LabelSimilarity`); ``label_model``
-    (encoder for label embeddings, default rapidscore's embedded all-MiniLM-L6-v2);
-    ``embedder`` (callable ``list[str] -> (n, dim) array`` replacing the encoder);
-    ``label_map`` (``{label: canonical}`` synonyms, scored 1 when canonical labels agree);
-    ``min_jaccard`` (minimum character Jaccard for a DMBertA pair, default 0 = any overlap);
-    ``min_overlap_percent`` (SemEval overlap threshold on the gold span, default 1 as nervaluate);
-    ``semeval_matching`` (``"optimal"``, default, or ``"nervaluate"`` for its greedy first match);
-    ``trim`` (strip whitespace/punctuation at span edges, default True); ``on_missing_surface``
-    (``"error"``, default, or ``"drop"`` and report); ``n_threads`` (0 = all cores);
-    ``encoder_options`` (backend, device, precision, num_threads of the label encoder).
+    Parameters (all but ``gold`` and ``predictions`` keyword-only):
+
+    - ``gold``, ``predictions``: lists of record dicts (``{"id", "text", "labels"}``; joined by
+      id) or lists of per-record entities in any supported format (joined by position).
+    - ``name``: the model's name in the result (default ``"model"``).
+    - ``texts``, ``ids``: each record's text and id, for entity lists given without them.
+    - ``format``: entity format of the predictions, and of the gold unless ``gold_format`` is
+      given (default ``"auto"``); ``gold_format``: the gold's.
+    - ``label_similarity``: ``"embedding"`` (default), ``"exact"``, or a :class:`LabelSimilarity`.
+    - ``label_model``: encoder for label embeddings (default rapidscore's embedded all-MiniLM-L6-v2).
+    - ``embedder``: callable ``list[str] -> (n, dim) array`` replacing the encoder.
+    - ``label_map``: ``{label: canonical}`` synonyms, scored 1 when canonical labels agree.
+    - ``min_jaccard``: minimum character Jaccard for a DMBertA pair (default 0 = any overlap).
+    - ``min_overlap_percent``: SemEval overlap threshold on the gold span (default 1, as nervaluate).
+    - ``semeval_matching``: ``"optimal"`` (default) or ``"nervaluate"`` for its greedy first match.
+    - ``trim``: strip whitespace/punctuation at span edges (default True).
+    - ``on_missing_surface``: ``"error"`` (default), or ``"drop"`` and report.
+    - ``num_threads``: threads of the span alignment and the label encoder (None, default: the
+      thread budget, ``rapidscore.threads``; else an int in [1, 1024]).
+    - ``backend``, ``device``, ``precision``, ``batch_tokens``, ``cache_dir``: the label encoder's
+      engine options, as everywhere (docs/encoder.md, "One vocabulary").
+    - ``unpadded``: run the label encoder through the unpadded graph (default False; what a
+      serving process's batched scorers use, so that it needs one graph only).
+    - ``progress``: a progress bar while labels are embedded (default False).
+    - ``n_threads``: deprecated alias of ``num_threads`` (DeprecationWarning; its 0 = None).
+    - ``encoder_options``: deprecated dict form of the label encoder's options
+      (DeprecationWarning); ``num_threads`` then applies to the alignment only.
     """
-    return compare(gold, {name: predictions}, **options)[name]
+    num_threads, label_engine = _label_engine("evaluate", num_threads, n_threads, encoder_options, dict(
+        backend=backend, device=device, precision=precision, batch_tokens=batch_tokens, cache_dir=cache_dir,
+        unpadded=unpadded, progress=progress))
+    return _compare(gold, {name: predictions}, texts=texts, ids=ids, format=format, gold_format=gold_format,
+                    label_similarity=label_similarity, label_model=label_model, embedder=embedder,
+                    label_map=label_map, min_jaccard=min_jaccard, min_overlap_percent=min_overlap_percent,
+                    semeval_matching=semeval_matching, trim=trim, on_missing_surface=on_missing_surface,
+                    num_threads=num_threads, label_engine=label_engine)[name]

@@ -9,11 +9,14 @@ and cached. ``"exact"`` similarity is 1 for identical normalised labels and 0 ot
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
+
+from rapidscore.common.engine_options import deprecated_encoder_options, encoder_keywords
 
 Embedder = Callable[[list], np.ndarray]
 
@@ -31,8 +34,9 @@ def default_embedder(model: str | None = None, encoder_options: Mapping | None =
     pipeline (``Encoder.sentence_embeddings``: its pooling, Dense layers and default prompt; mean
     pooling without a modules.json); the model is loaded on first use, once per process
     (``rapidscore.encoder.get_encoder``). ``model``
-    defaults to rapidscore's embedded all-MiniLM-L6-v2; ``encoder_options`` (backend, device,
-    precision, num_threads) select the encoder."""
+    defaults to rapidscore's embedded all-MiniLM-L6-v2; ``encoder_options``: ``get_encoder``'s
+    keyword arguments (backend, device, precision, num_threads, ...) and ``progress`` (a bar
+    while embedding)."""
 
     options = dict(encoder_options or {})
     progress = bool(options.pop("progress", False))  # a per-call option, not part of the encoder
@@ -51,8 +55,13 @@ class LabelSimilarity:
     ``method``: ``"embedding"`` (default) or ``"exact"``. ``embedder``: a callable mapping a list
     of label strings to an ``(n, dim)`` array (default: the shared encoder with ``model``).
     ``label_map``: ``{label: canonical label}`` applied to both sides after normalisation; labels
-    mapped to the same canonical label score 1. ``encoder_options``: backend, device, precision,
-    num_threads of the default encoder.
+    mapped to the same canonical label score 1.
+
+    The engine keywords select the default encoder (docs/encoder.md, "One vocabulary"):
+    ``backend``, ``device``, ``precision``, ``num_threads`` (None: the thread budget),
+    ``batch_tokens``, ``cache_dir``; ``unpadded=True`` runs it through the unpadded graph (what a
+    serving process's batched scorers use); ``progress`` shows a bar while labels are embedded.
+    ``encoder_options``: the deprecated dict form of the engine keywords (DeprecationWarning).
     """
 
     def __init__(
@@ -62,15 +71,33 @@ class LabelSimilarity:
         model: str | None = None,
         embedder: Embedder | None = None,
         label_map: Mapping[str, str] | None = None,
+        backend: str | None = None,
+        device: str = "cpu",
+        precision: str = "fp32",
+        num_threads: int | None = None,
+        batch_tokens: int | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        unpadded: bool = False,
+        progress: bool = False,
         encoder_options: Mapping | None = None,
     ):
+        from rapidscore.threads import check_num_threads
+
+        check_num_threads(num_threads)  # a clear error now, not at the first label embedded
+        keywords = encoder_keywords(backend=backend, device=device, precision=precision, num_threads=num_threads,
+                                    batch_tokens=batch_tokens, cache_dir=cache_dir, unpadded=unpadded)
+        if encoder_options is None:
+            options = dict(keywords, progress=True) if progress else keywords
+        else:
+            keywords = dict(keywords, progress=True) if progress else keywords
+            options = deprecated_encoder_options(encoder_options, keywords, where="LabelSimilarity")
         if method not in ("embedding", "exact"):
             raise ValueError(f"label similarity must be 'embedding' or 'exact', got {method!r}")
         if label_map is not None and not isinstance(label_map, Mapping):
             raise TypeError(f"label_map must be a mapping of label -> canonical label, got {type(label_map).__name__}")
         self.method = method
         self._embedder: Embedder | None = embedder if embedder is not None else (
-            default_embedder(model, encoder_options) if method == "embedding" else None)
+            default_embedder(model, options) if method == "embedding" else None)
         # what the signature names: the encoder's model, "custom" for a user embedder, none for exact
         if method == "exact":
             self.model_name = None
@@ -144,9 +171,11 @@ def make_label_similarity(
     label_model: str | None = None,
     embedder: Embedder | None = None,
     label_map: Mapping[str, str] | None = None,
-    encoder_options: Mapping | None = None,
+    **engine: Any,
 ) -> LabelSimilarity:
+    """``label_similarity`` itself when it is a :class:`LabelSimilarity`, else one built with
+    these options (``engine``: :class:`LabelSimilarity`'s engine keywords)."""
     if isinstance(label_similarity, LabelSimilarity):
         return label_similarity
     return LabelSimilarity(label_similarity, model=label_model, embedder=embedder, label_map=label_map,
-                           encoder_options=encoder_options)
+                           **engine)

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 __all__ = ["NERMetric", "NEREngine", "NerTotals", "SEMEVAL_COUNTS", "METRIC"]
 
 SEMEVAL_COUNTS = ("correct", "incorrect", "partial", "missed", "spurious")
-# The options of the label similarity, built once per engine (its model loads once).
-LABEL_SIMILARITY_OPTIONS = ("label_model", "embedder", "label_map", "encoder_options")
+# The options of the label similarity, built once per engine (its model loads once): its model and
+# the label encoder's engine keywords (num_threads is the alignment's too: it is passed to both).
+LABEL_SIMILARITY_OPTIONS = ("label_model", "embedder", "label_map", "backend", "device", "precision", "batch_tokens",
+                            "cache_dir", "unpadded", "progress", "encoder_options")
 
 
 @dataclass(frozen=True)
@@ -120,8 +122,10 @@ class NERMetric(Metric):
         built once here."""
         from rapidscore.ner.labels import make_label_similarity
 
-        similarity = make_label_similarity(label_similarity, **{k: options.pop(k) for k in LABEL_SIMILARITY_OPTIONS
-                                                                 if k in options})
+        label_options = {k: options.pop(k) for k in LABEL_SIMILARITY_OPTIONS if k in options}
+        if options.get("num_threads") is not None:
+            label_options["num_threads"] = options["num_threads"]
+        similarity = make_label_similarity(label_similarity, **label_options)
         return NEREngine(similarity, options)
 
     def score(self, engine: NEREngine, columns: Mapping[str, Sequence],

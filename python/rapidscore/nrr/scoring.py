@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 METHODS = ("embedding", "bertscore")
 
-__all__ = ["NRRResult", "negative_rejection", "rejected_below", "similarity", "negative_rejection_frame", "negative_rejection_jsonl",
-           "SentenceSimilarity"]
+__all__ = ["NRRResult", "negative_rejection", "rejected_below", "similarity", "negative_rejection_frame",
+           "negative_rejection_jsonl", "SentenceSimilarity"]
 
 
 @dataclass(frozen=True)
@@ -132,15 +132,28 @@ class SentenceSimilarity:
     ``method="bertscore"``: BERTScore F1 at ``layer`` (default: the model's last layer).
     Reusable across calls. An empty (after strip) answer or reference gets similarity 0.
     Thread-safe: it holds a shared encoder (``rapidscore.get_encoder``) and no per-call state.
+
+    The engine keywords, as for every metric (docs/encoder.md, "One vocabulary"): ``backend``
+    (None: the precision's default), ``device``, ``precision``, ``num_threads`` (None: the thread
+    budget), ``batch_tokens``, ``cache_dir``. ``max_length`` (embedding method): the token limit of
+    a text (default: the model's ``max_seq_length``).
     """
 
     def __init__(self, model: str | os.PathLike = DEFAULT_MODEL, method: str = "embedding",
                  layer: int | None = None, progress: bool = False, *, prompt_name: str | None = None,
-                 **encoder_options):
+                 backend: str | None = None, device: str = "cpu", precision: str = "fp32",
+                 num_threads: int | None = None, batch_tokens: int | None = None,
+                 cache_dir: str | os.PathLike | None = None, max_length: int | None = None):
+        from rapidscore.common.engine_options import encoder_keywords
+
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         if prompt_name is not None and method != "embedding":
             raise ValueError(f"prompt_name applies to method='embedding', got method={method!r}")
+        if max_length is not None and method != "embedding":  # BERTScore takes the model's own
+            raise TypeError(f"max_length applies to method='embedding', got method={method!r}")
+        encoder_options = encoder_keywords(backend=backend, device=device, precision=precision,
+                                           num_threads=num_threads, batch_tokens=batch_tokens, cache_dir=cache_dir)
         self.method, self.model_name, self.progress = method, os.fspath(model), progress
         self.prompt_name = prompt_name
         if method == "embedding":
@@ -149,7 +162,6 @@ class SentenceSimilarity:
             from rapidscore.encoder.sentence_pipeline import load_pipeline
 
             # The pipeline first: a module rapidscore does not implement fails before any model loads.
-            max_length = encoder_options.pop("max_length", None)
             if max_length is None:
                 max_length = load_pipeline(resolve_model(model)).max_seq_length
             else:  # 0 used to fall back to the pipeline's length silently
@@ -165,7 +177,9 @@ class SentenceSimilarity:
         else:
             from rapidscore.bertscore import BERTScore
 
-            self.scorer = BERTScore(model=model, layer=layer, progress=progress, **encoder_options)
+            self.scorer = BERTScore(model=model, layer=layer, progress=progress, backend=backend, device=device,
+                                    precision=precision, num_threads=num_threads, batch_tokens=batch_tokens,
+                                    cache_dir=cache_dir)
             self.encoder = self.scorer.encoder
 
     @property
@@ -281,29 +295,44 @@ class SentenceSimilarity:
                          best_reference=best)
 
 
-def similarity(generated, references, model: str | os.PathLike = DEFAULT_MODEL, method: str = "embedding",
-               **options) -> np.ndarray:
-    """Per-item similarity (float32) between generated answers and their reference(s)."""
+def similarity(generated, references, model: str | os.PathLike = DEFAULT_MODEL, method: str = "embedding", *,
+               layer: int | None = None, progress: bool = False, prompt_name: str | None = None,
+               backend: str | None = None, device: str = "cpu", precision: str = "fp32",
+               num_threads: int | None = None, batch_tokens: int | None = None,
+               cache_dir: str | os.PathLike | None = None, max_length: int | None = None) -> np.ndarray:
+    """Per-item similarity (float32) between generated answers and their reference(s). The other
+    parameters are :class:`SentenceSimilarity`'s (the engine keywords as for every metric)."""
     generated, groups = check_items(generated, references)
-    return SentenceSimilarity(model, method, **options)._pairs(generated, groups)[0]
+    model_ = SentenceSimilarity(model, method, layer, progress, prompt_name=prompt_name, backend=backend,
+                                device=device, precision=precision, num_threads=num_threads,
+                                batch_tokens=batch_tokens, cache_dir=cache_dir, max_length=max_length)
+    return model_._pairs(generated, groups)[0]
 
 
 def negative_rejection(generated, references, threshold: float = 0.8, model: str | os.PathLike = DEFAULT_MODEL,
                        method: str = "embedding", *, similarity_model: SentenceSimilarity | None = None,
-                       **options) -> NRRResult:
+                       layer: int | None = None, progress: bool = False, prompt_name: str | None = None,
+                       backend: str | None = None, device: str = "cpu", precision: str = "fp32",
+                       num_threads: int | None = None, batch_tokens: int | None = None,
+                       cache_dir: str | os.PathLike | None = None, max_length: int | None = None) -> NRRResult:
     """Negative Rejection Rate of generated answers against ground-truth answers.
 
     ``references``: one string per item, or a list of strings (the best similarity counts).
     An item is rejected when its similarity is strictly below ``threshold`` (in [-1, 1]; thresholds
     are model-specific: 0.8 suits all-MiniLM-L6-v2 cosines, not necessarily another model).
-    Pass ``similarity_model`` to reuse a loaded model across calls.
+    Pass ``similarity_model`` to reuse a loaded model across calls. The other parameters are
+    :class:`SentenceSimilarity`'s: ``layer``, ``progress``, ``prompt_name``, ``max_length`` and
+    the engine keywords ``backend``, ``device``, ``precision``, ``num_threads`` (None: the thread
+    budget), ``batch_tokens``, ``cache_dir``.
     """
     threshold = check_threshold(threshold)
     generated, groups = check_items(generated, references)
     if similarity_model is not None and not isinstance(similarity_model, SentenceSimilarity):
         raise TypeError("similarity_model must be a SentenceSimilarity (a loaded model to reuse) or None, "
                         f"got {type(similarity_model).__name__}: {similarity_model!r:.80}")
-    sim_model = similarity_model or SentenceSimilarity(model, method, **options)
+    sim_model = similarity_model or SentenceSimilarity(
+        model, method, layer, progress, prompt_name=prompt_name, backend=backend, device=device, precision=precision,
+        num_threads=num_threads, batch_tokens=batch_tokens, cache_dir=cache_dir, max_length=max_length)
     return sim_model.rejection(generated, groups, threshold)
 
 

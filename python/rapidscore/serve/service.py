@@ -80,7 +80,7 @@ class ScoringService:
                                              **limits)
             detector_options = {}
             if config.refusal_method == "embedding":
-                detector_options = dict(model=config.model, encoder_options=self._unpadded_options)
+                detector_options = dict(model=config.model, **self._unpadded_options)  # the engine keywords
             self.refusal = BatchingScorer(get_detector(config.refusal_method, **detector_options), **limits)
             for name in config.metrics:
                 self.others[name] = BatchingScorer(get_metric(name).build(), metric=name, **limits)
@@ -112,7 +112,8 @@ class ScoringService:
         by the request, not by every label ever seen)."""
         options.setdefault("label_similarity", self.config.ner_label_similarity)
         options.setdefault("label_model", self.config.model)
-        options.setdefault("encoder_options", self._unpadded_options)
+        for key, value in self._unpadded_options.items():  # the label encoder's engine keywords
+            options.setdefault(key, value)
         n_entities = sum(len(item) if hasattr(item, "__len__") else 1 for item in (*gold, *predictions))
         return self.batcher.call(evaluate_naming_the_field, gold, predictions, tokens=max(1, 4 * n_entities),
                                  **options)
