@@ -81,7 +81,7 @@ def realistic_responses(n: int, seed: int = 0) -> list[str]:
 def bench_detectors(responses: list[str], reps: int, threads: int) -> list[dict]:
     rows = []
     for method in METHODS:
-        detector = SelectDetector(method, n_threads=threads)
+        detector = SelectDetector(method, num_threads=threads or None)  # --threads 0: the thread budget
         reference = R.REFERENCE_METHODS[method]
         ref_times, fast_times, ratios = [], [], []
         fast = np.zeros(0, dtype=bool)

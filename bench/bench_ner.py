@@ -157,9 +157,9 @@ def main() -> None:
         t0 = time.perf_counter()
         totals["python_dp"] = python_dja(gold_lists, pred_lists)
         times["python_dp"].append(time.perf_counter() - t0)
-        for key, threads in (("kernel_all_cores", 0), ("kernel_1_thread", 1)):
+        for key, threads in (("kernel_all_cores", None), ("kernel_1_thread", 1)):
             t0 = time.perf_counter()
-            out = align_batch(g, p, n_threads=threads)
+            out = align_batch(g, p, num_threads=threads)
             times[key].append(time.perf_counter() - t0)
             totals[key] = float(out.jaccard.sum())
         print(f"rep {rep + 1}/{args.reps}: " + ", ".join(f"{k} {v[-1]:.3f}s" for k, v in times.items()), flush=True)

@@ -102,7 +102,10 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
           batch_size=64, nthreads=4, all_layers=False, lang=None, return_hash=False,
           rescale_with_baseline=False, baseline_path=None, use_fast_tokenizer=False, **engine_options) -> tuple:
     """BERTScore of candidates against references; returns (P, R, F) torch tensors of shape (N,)
-    ((L+1, N) with all_layers), and the hash with ``return_hash=True``. See bert_score.score."""
+    ((L+1, N) with all_layers), and the hash with ``return_hash=True``. See bert_score.score.
+    ``nthreads`` is bert-score's own parameter (its idf worker count; checked, unused here) and keeps
+    its spelling in this drop-in; rapidscore's threads go in ``engine_options`` as ``num_threads``
+    (with ``backend``, ``device``, ``precision``, ``batch_tokens``, ``cache_dir``)."""
     plan = ScoringPlan.from_normalized(*normalize_inputs(cands, refs))  # validated once, here
     padding_batch = _padding_batch_size(batch_size, engine_options)
     check_positive_int(nthreads, "nthreads")  # the reference's idf worker count; "4" used to pass
@@ -131,7 +134,9 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
 
 
 class BERTScorer:
-    """Keeps the model loaded; same constructor and methods as bert_score.BERTScorer."""
+    """Keeps the model loaded; same constructor and methods as bert_score.BERTScorer. ``nthreads``
+    is bert-score's idf worker count (checked, unused here); rapidscore's threads are the engine
+    option ``num_threads``, passed in ``engine_options`` with the other engine keywords."""
 
     def __init__(self, model_type=None, num_layers=None, batch_size=64, nthreads=4, all_layers=False, idf=False,
                  idf_sents=None, device=None, lang=None, rescale_with_baseline=False, baseline_path=None,
