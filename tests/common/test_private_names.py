@@ -13,7 +13,8 @@ an imported module (``import rapidscore.x as m; m._name``).
 
 Beyond imports: ``obj._name`` reads a private attribute of another object, and is allowed only
 where ``obj`` is ``self``, ``cls``, ``super()``, ``type(self)``, a class defined in the same
-module or an instance of one made there (``Model(...)._pairs``); ``getattr``, ``hasattr`` and
+module or an instance of one made there (``Model(...)._pairs``, or ``model = Model(...)`` then
+``model._pairs``: a name so assigned anywhere in the module counts); ``getattr``, ``hasattr`` and
 ``setattr`` with a private name in a string count too. namedtuple's underscored methods are its
 public API. The few other uses (third-party names that are the only way to a needed value, and
 a type that exists only in the stub ``_core.pyi``) are in ``ALLOWED``: each entry names the
@@ -94,6 +95,9 @@ def _violations(module: str, source: str) -> list[str]:
     """Every use of another module's private name in one module's source."""
     tree = ast.parse(source)
     own_classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    own_classes |= {  # names bound to an instance of a class of this module: `model = Model(...)`
+        target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and _is_own_object(node.value, own_classes)
+        for target in node.targets if isinstance(target, ast.Name)}
     aliases: dict[str, str] = {}  # local name -> the rapidscore module or name it stands for
     found: list[str] = []
     for node in ast.walk(tree):
@@ -162,16 +166,18 @@ def test_the_check_sees_each_kind_of_use() -> None:  # issue 27
         "        self._ok, Scorer._ok, type(self)._ok, super()._ok",
         "        padding._floors(other._state)",
         "        Scorer()._ok, Other()._not_ours, getattr(self, '_ok'), getattr(other, '_state', None)",
+        "        made = Scorer(); made._ok; elsewhere = Other(); elsewhere._not_ours",
         "        return other._replace(x=1)",
     ])
-    assert _violations("rapidscore.streaming", source) == [
+    assert sorted(_violations("rapidscore.streaming", source)) == sorted([
         "rapidscore.streaming:1 imports rapidscore.ner.evaluation._prf",
         "rapidscore.streaming:3 imports rapidscore.kernels._checks",
         "rapidscore.streaming:9 uses rapidscore.kernels.padding._floors",
         "rapidscore.streaming:9 reads other._state",
         "rapidscore.streaming:10 reads Other()._not_ours",
         "rapidscore.streaming:10 reads getattr(other, '_state', None)",
-    ]
+        "rapidscore.streaming:11 reads elsewhere._not_ours",
+    ])
     # a private module is open to its own package; _core to every module of rapidscore
     assert _violations("rapidscore.kernels.matching", "from rapidscore.kernels import _checks\n"
                        "from rapidscore import _core\nfrom rapidscore._version import __version__") == []
