@@ -512,6 +512,22 @@ def _module_dir(model_dir: Path, entry: dict, modules_file: Path) -> Path:
     return model_dir / path
 
 
+def _read_object(file: Path) -> dict:
+    """A JSON file that must hold an object (a module's or the model's configuration)."""
+    config = _read_json(file)
+    if not isinstance(config, dict):
+        raise ValueError(f"{file} must hold a JSON object, got {config!r:.200}")
+    return config
+
+
+def _module_config(folder: Path, module: str) -> dict:
+    """The ``config.json`` a module (Pooling, Dense) must have, as an object."""
+    file = folder / "config.json"
+    if not file.is_file():
+        raise ValueError(f"the {module} module has no config file {file}")
+    return _read_object(file)
+
+
 def _read_transformer(model_dir: Path, path: str, modules_file: Path) -> dict:
     if path not in ("", "."):
         raise ValueError(f"{modules_file}: the Transformer module lives in {path!r}; rapidscore loads the model "
@@ -521,10 +537,8 @@ def _read_transformer(model_dir: Path, path: str, modules_file: Path) -> dict:
     for name in _TRANSFORMER_CONFIGS:
         if (model_dir / name).is_file():
             source = model_dir / name
-            config = _read_json(source)
+            config = _read_object(source)
             break
-    if not isinstance(config, dict):
-        raise ValueError(f"{source} must hold a JSON object, got {config!r:.200}")
 
     def refuse(what: str) -> ValueError:
         return ValueError(f"{source}: {what}, which rapidscore does not implement; its sentence vectors "
@@ -564,11 +578,7 @@ def _read_transformer(model_dir: Path, path: str, modules_file: Path) -> dict:
 
 def _read_pooling(folder: Path) -> Pooling:
     file = folder / "config.json"
-    if not file.is_file():
-        raise ValueError(f"the Pooling module has no config file {file}")
-    config = _read_json(file)
-    if not isinstance(config, dict):
-        raise ValueError(f"{file} must hold a JSON object, got {config!r:.200}")
+    config = _module_config(folder, "Pooling")
     if "pooling_mode" in config:
         mode = config["pooling_mode"]
         modes = (mode,) if isinstance(mode, str) else tuple(mode) if isinstance(mode, list) and mode else None
@@ -607,11 +617,7 @@ def _read_normalize(folder: Path) -> Normalize:
 
 def _read_dense(folder: Path) -> Dense:
     file = folder / "config.json"
-    if not file.is_file():
-        raise ValueError(f"the Dense module has no config file {file}")
-    config = _read_json(file)
-    if not isinstance(config, dict):
-        raise ValueError(f"{file} must hold a JSON object, got {config!r:.200}")
+    config = _module_config(folder, "Dense")
     _check_feature_names(config, file, "Dense")
     sizes = (config.get("in_features"), config.get("out_features"))
     if any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
@@ -697,9 +703,7 @@ def _read_model_config(model_dir: Path) -> dict:
     prompts = dict(DEFAULT_PROMPTS)
     if not file.is_file():
         return {"prompts": prompts}
-    config = _read_json(file)
-    if not isinstance(config, dict):
-        raise ValueError(f"{file} must hold a JSON object, got {config!r:.200}")
+    config = _read_object(file)
     model_type = config.get("model_type", "SentenceTransformer")
     if model_type != "SentenceTransformer":
         raise ValueError(f"{file}: model_type is {model_type!r}; rapidscore follows SentenceTransformer models")
