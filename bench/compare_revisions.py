@@ -10,7 +10,9 @@ machine in the same minutes, so their ratio is the code's doing:
 The base revision is built with pip into a temporary directory and imported from there (the
 working tree's editable install is bypassed in that process). Workloads: W1 (2,000 MiniLM pairs,
 `BERTScore.score(..., reference_batch_size=64)`, median of 3 calls per process) and W4 (one short
-pair, p50 of 200 calls). Writes bench/results/revisions.md and .json.
+pair, p50 of 200 calls), and whether the numbers are the same: a digest of W1's scores and of the
+similarities of 500 of its pairs in every process (exit status 1 if a digest differs). Writes
+bench/results/revisions.md and .json.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ RESULTS = common.REPO_ROOT / "bench" / "results"
 
 # Runs in a child process: argv = [site dir or "", w1 pairs]; prints one JSON line.
 CHILD = r"""
-import json, statistics, sys, time
+import hashlib, json, statistics, sys, time
 site, pairs = sys.argv[1], int(sys.argv[2])
 if site:  # the base build: drop the editable install's finder, import from the build
     sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in type(f).__module__.lower()]
@@ -49,8 +51,13 @@ scorer.score(cands[:64], refs[:64], reference_batch_size=64)
 w1 = []
 for _ in range(3):
     start = time.perf_counter()
-    scorer.score(cands, refs, reference_batch_size=64)
+    result = scorer.score(cands, refs, reference_batch_size=64)
     w1.append(time.perf_counter() - start)
+# the numbers themselves: a digest of W1's P, R, F1 and of the similarities of the same pairs
+scores = hashlib.sha256(b"".join(getattr(result, k).tobytes() for k in ("precision", "recall", "f1"))).hexdigest()
+from rapidscore.nrr import SentenceSimilarity
+sims, best = SentenceSimilarity(str(embedded_model_dir())).pairs(cands[:500], refs[:500])
+similarity = hashlib.sha256(sims.tobytes() + best.tobytes()).hexdigest()
 short_c, short_r = common.sentence_pairs(50, 10, 16, seed=4)
 for _ in range(20):
     scorer.score([short_c[0]], [short_r[0]])
@@ -59,7 +66,8 @@ for k in range(200):
     start = time.perf_counter()
     scorer.score([short_c[k % 50]], [short_r[k % 50]])
     w4.append((time.perf_counter() - start) * 1000.0)
-print(json.dumps({"file": rapidscore.__file__, "w1_s": statistics.median(w1), "w4_p50_ms": statistics.median(w4)}))
+print(json.dumps({"file": rapidscore.__file__, "w1_s": statistics.median(w1), "w4_p50_ms": statistics.median(w4),
+                  "w1_scores_sha256": scores, "similarity_sha256": similarity}))
 """
 
 
@@ -100,6 +108,9 @@ def main() -> int:
                 print(f"[round {round_ + 1}/{args.rounds}] {name}", file=sys.stderr, flush=True)
                 runs[name].append(run_child(where, args.w1_pairs))
     assert all(r["file"].startswith(site) for r in runs["base"]), "the base process imported the wrong build"
+    digests = {key: sorted({r[key] for r in runs["base"] + runs["tree"]}) for key in ("w1_scores_sha256",
+                                                                                       "similarity_sha256")}
+    identical = all(len(values) == 1 for values in digests.values())
 
     def ratios(key: str) -> list[float]:  # base / tree per round: > 1 means the tree is faster
         return [b[key] / t[key] for b, t in zip(runs["base"], runs["tree"])]
@@ -108,7 +119,8 @@ def main() -> int:
                      "tree": statistics.median(r[key] for r in runs["tree"]),
                      "base_over_tree": statistics.median(ratios(key))} for key in ("w1_s", "w4_p50_ms")}
     data = {"date": common.now(), "machine": common.machine_info(), "commit": common.git_commit(),
-            "base": args.base, "rounds": args.rounds, "runs": runs, "summary": summary}
+            "base": args.base, "rounds": args.rounds, "runs": runs, "summary": summary,
+            "numbers_identical": identical}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "revisions.json").write_text(json.dumps(data, indent=2) + "\n")
     lines = [
@@ -122,10 +134,12 @@ def main() -> int:
         f"{summary['w1_s']['tree']:.2f} | {summary['w1_s']['base_over_tree']:.2f} |",
         f"| W4 one short pair, p50 (ms) | {summary['w4_p50_ms']['base']:.2f} | {summary['w4_p50_ms']['tree']:.2f} | "
         f"{summary['w4_p50_ms']['base_over_tree']:.2f} |", "",
+        f"Numbers identical in every process of both builds (sha256 of W1's P, R, F1; of the similarities and "
+        f"best references of 500 of its pairs): {'yes' if identical else 'NO: ' + json.dumps(digests)}.", "",
     ]
     (RESULTS / "revisions.md").write_text("\n".join(lines))
     print("\n".join(lines))
-    return 0
+    return 0 if identical else 1
 
 
 if __name__ == "__main__":
