@@ -65,7 +65,7 @@ def parse(argv):
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_threads_zero_is_refused_by_every_command(command, capsys):
+def test_threads_zero_is_refused_by_every_command(command, capsys) -> None:
     # issue 27: 0 meant "all cores" for ner and abstention only, an error elsewhere; now the parser
     # refuses it everywhere, naming the option
     with pytest.raises(SystemExit):
@@ -74,7 +74,7 @@ def test_threads_zero_is_refused_by_every_command(command, capsys):
     assert "argument --threads" in err and "must be a positive integer, got 0" in err
 
 
-def test_refusal_command_passes_threads_to_the_detector(tmp_path, monkeypatch, capsys):
+def test_refusal_command_passes_threads_to_the_detector(tmp_path, monkeypatch, capsys) -> None:
     # issue 27: the generic command's --threads reached no detector; now it is num_threads
     import rapidscore.abstention.detectors as detectors
 

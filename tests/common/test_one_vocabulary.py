@@ -97,7 +97,7 @@ def _same(a, b) -> bool:
 
 
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-def test_n_threads_is_a_deprecated_alias_of_num_threads(entry):
+def test_n_threads_is_a_deprecated_alias_of_num_threads(entry) -> None:
     # issue 27: one keyword for threads; the old one still works, with a warning naming the new one
     call = ENTRY_POINTS[entry]
     with warnings.catch_warnings():
@@ -115,7 +115,7 @@ def test_n_threads_is_a_deprecated_alias_of_num_threads(entry):
 
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
 @pytest.mark.parametrize(("value", "error"), [(0, ValueError), (-1, ValueError), ("4", TypeError), (2.0, TypeError)])
-def test_num_threads_is_none_or_a_positive_int(entry, value, error):
+def test_num_threads_is_none_or_a_positive_int(entry, value, error) -> None:
     # issue 27: 0 meant "all cores" under n_threads; under num_threads it is an error, as in BERTScore
     with pytest.raises(error, match="num_threads must be"):
         ENTRY_POINTS[entry](num_threads=value)
@@ -131,7 +131,7 @@ class _FakeEncoder:
 
 
 @pytest.fixture
-def encoder_calls(monkeypatch):
+def encoder_calls(monkeypatch) -> list:
     import rapidscore.encoder
 
     calls: list = []
@@ -147,7 +147,7 @@ def encoder_calls(monkeypatch):
 ENGINE = dict(backend="onnx", device="cpu", precision="fp32", num_threads=2, batch_tokens=512, cache_dir="/tmp/rs")
 
 
-def test_ner_engine_keywords_reach_the_label_encoder(encoder_calls):
+def test_ner_engine_keywords_reach_the_label_encoder(encoder_calls) -> None:
     # issue 27: typed engine keywords in place of the encoder_options dict
     from rapidscore import ner
 
@@ -166,7 +166,7 @@ def test_ner_engine_keywords_reach_the_label_encoder(encoder_calls):
         ner.evaluate(GOLD, PRED, encoder={"device": "cpu"})
 
 
-def test_ner_defaults_ask_for_the_shared_default_encoder(encoder_calls):
+def test_ner_defaults_ask_for_the_shared_default_encoder(encoder_calls) -> None:
     # issue 27: keywords left at their defaults ask get_encoder for what every other metric asks
     from rapidscore import ner
 
@@ -174,7 +174,7 @@ def test_ner_defaults_ask_for_the_shared_default_encoder(encoder_calls):
     assert encoder_calls == [dict(backend=None, device="cpu", precision="fp32")]
 
 
-def test_embedding_detector_engine_keywords(encoder_calls):
+def test_embedding_detector_engine_keywords(encoder_calls) -> None:
     # issue 27: get_detector("embedding", ...) and detect_refusal take the same engine keywords
     from rapidscore.abstention.detectors import EmbeddingDetector, detect_refusal, get_detector
 
@@ -191,7 +191,7 @@ def test_embedding_detector_engine_keywords(encoder_calls):
 
 
 @pytest.mark.parametrize("call", ["SentenceSimilarity", "similarity", "negative_rejection"])
-def test_nrr_takes_explicit_engine_keywords(call):
+def test_nrr_takes_explicit_engine_keywords(call) -> None:
     # issue 27: no **encoder_options: an unknown keyword is refused by name before any model loads
     from rapidscore import nrr
 
@@ -201,7 +201,7 @@ def test_nrr_takes_explicit_engine_keywords(call):
 
 
 @pytest.mark.slow  # exports a tiny model: about 10 s on 2 cores
-def test_nrr_engine_keywords_reach_the_encoder(tiny_model_path):
+def test_nrr_engine_keywords_reach_the_encoder(tiny_model_path) -> None:
     # issue 27: the typed keywords select the encoder as the old **encoder_options did
     from rapidscore.nrr import SentenceSimilarity, similarity
 
@@ -212,3 +212,19 @@ def test_nrr_engine_keywords_reach_the_encoder(tiny_model_path):
                           sim.pairs(["a cat"], ["a dog"])[0])
     with pytest.raises(TypeError, match="max_length applies to method='embedding'"):
         SentenceSimilarity(model, "bertscore", max_length=8)
+
+
+def test_registered_metrics_pass_the_engine_keywords_on(encoder_calls) -> None:
+    # issue 27: the registry's ner and refusal engines take the same keywords (their label encoder
+    # and embedding detector); ner's num_threads goes to the alignment and the label encoder
+    from rapidscore.metrics import get_metric
+
+    ner = get_metric("ner")
+    engine = ner.build(num_threads=2, device="cpu", batch_tokens=512)
+    rows = ner.score(engine, {"gold": GOLD, "predicted": PRED})
+    assert encoder_calls == [dict(backend=None, device="cpu", precision="fp32", num_threads=2, batch_tokens=512)]
+    assert rows["record"] == get_metric("ner").score(ner.build(), {"gold": GOLD, "predicted": PRED})["record"]
+    encoder_calls.clear()
+    refusal = get_metric("refusal")
+    refusal.score(refusal.build(method="embedding", num_threads=3), {"response": TEXTS})
+    assert encoder_calls == [dict(backend=None, device="cpu", precision="fp32", num_threads=3)]
