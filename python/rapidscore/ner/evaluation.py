@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import warnings
 from collections import Counter, defaultdict
@@ -437,12 +438,12 @@ def _label_engine(where: str, num_threads: Any, n_threads: Any, encoder_options:
     """(the alignment's threads, the label encoder's keywords) of ``where``'s arguments: the
     deprecated ``n_threads`` and ``encoder_options`` resolved with a DeprecationWarning at the
     caller of ``where``, everything checked before any work."""
-    num_threads = num_threads_or_alias(num_threads, n_threads, where=where, stacklevel=4)
+    num_threads = num_threads_or_alias(num_threads, n_threads, where=where, stacklevel=5)
     if encoder_options is None:
         return num_threads, dict(engine, num_threads=num_threads)
     # the old dict: the label encoder's options only (num_threads above stays the alignment's)
     warnings.warn(f"{where}(encoder_options=...) is deprecated: pass the label encoder's options as keywords "
-                  f"({', '.join(_LABEL_ENGINE_KEYWORDS)})", DeprecationWarning, stacklevel=3)
+                  f"({', '.join(_LABEL_ENGINE_KEYWORDS)})", DeprecationWarning, stacklevel=4)
     if not isinstance(encoder_options, Mapping):
         raise TypeError(f"{where}(): encoder_options must be a mapping, got {type(encoder_options).__name__}")
     defaults = {"backend": None, "device": "cpu", "precision": "fp32", "batch_tokens": None, "cache_dir": None,
@@ -457,51 +458,39 @@ def _label_engine(where: str, num_threads: Any, n_threads: Any, encoder_options:
     return num_threads, dict(encoder_options)
 
 
-def compare(
-    gold: Any,
-    predictions: Mapping[str, Any],
-    *,
-    texts: Sequence[str | None] | None = None,
-    ids: Sequence | None = None,
-    format: str = "auto",
-    gold_format: str | None = None,
-    label_similarity: str | LabelSimilarity = "embedding",
-    label_model: str | None = None,
-    embedder: Embedder | None = None,
-    label_map: Mapping[str, str] | None = None,
-    min_jaccard: float = 0.0,
-    min_overlap_percent: float = 1.0,
-    semeval_matching: str = "optimal",
-    trim: bool = True,
-    on_missing_surface: str = "error",
-    num_threads: int | None = None,
-    backend: str | None = None,
-    device: str = "cpu",
-    precision: str = "fp32",
-    batch_tokens: int | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    unpadded: bool = False,
-    progress: bool = False,
-    n_threads: int | None = None,
-    encoder_options: Mapping | None = None,
-) -> Comparison:
+def compare(gold: Any, predictions: Mapping[str, Any], **options: Any) -> Comparison:
     """Score several models against one gold standard; returns ``{model: NerResult}`` with
     ``.table()`` and ``.ranking()``.
 
     ``gold`` and each ``predictions[model]`` are either lists of record dicts
     (``{"id", "text", "labels"}``; joined by id) or lists of per-record entities in any supported
     format (joined by position, ``texts``/``ids`` given separately). Texts come from the gold side.
-    Each distinct label is embedded once for the whole comparison. The other parameters are
-    :func:`evaluate`'s.
+    Each distinct label is embedded once for the whole comparison. ``options``: the keyword
+    parameters of :func:`evaluate` (one list, typed and documented there), except ``name`` (each
+    model is named by its key); another keyword is a TypeError naming it.
     """
-    num_threads, label_engine = _label_engine("compare", num_threads, n_threads, encoder_options, dict(
-        backend=backend, device=device, precision=precision, batch_tokens=batch_tokens, cache_dir=cache_dir,
-        unpadded=unpadded, progress=progress))
-    return _compare(gold, predictions, texts=texts, ids=ids, format=format, gold_format=gold_format,
-                    label_similarity=label_similarity, label_model=label_model, embedder=embedder,
-                    label_map=label_map, min_jaccard=min_jaccard, min_overlap_percent=min_overlap_percent,
-                    semeval_matching=semeval_matching, trim=trim, on_missing_surface=on_missing_surface,
-                    num_threads=num_threads, label_engine=label_engine)
+    if "name" in options:
+        raise TypeError("compare() names each model by its key in predictions: name= is evaluate()'s")
+    try:
+        arguments = _EVALUATE.bind(gold, {}, **options)
+    except TypeError as exc:
+        raise TypeError(f"compare(): {exc}") from None
+    arguments.apply_defaults()
+    return _scored("compare", gold, predictions, arguments.arguments)
+
+
+def _scored(where: str, gold: Any, predictions: Mapping[str, Any], arguments: Mapping[str, Any]) -> Comparison:
+    """:func:`evaluate` / :func:`compare` of their keyword ``arguments`` (evaluate's names)."""
+    a = arguments
+    num_threads, label_engine = _label_engine(where, a["num_threads"], a["n_threads"], a["encoder_options"], dict(
+        backend=a["backend"], device=a["device"], precision=a["precision"], batch_tokens=a["batch_tokens"],
+        cache_dir=a["cache_dir"], unpadded=a["unpadded"], progress=a["progress"]))
+    return _compare(gold, predictions, texts=a["texts"], ids=a["ids"], format=a["format"],
+                    gold_format=a["gold_format"], label_similarity=a["label_similarity"],
+                    label_model=a["label_model"], embedder=a["embedder"], label_map=a["label_map"],
+                    min_jaccard=a["min_jaccard"], min_overlap_percent=a["min_overlap_percent"],
+                    semeval_matching=a["semeval_matching"], trim=a["trim"],
+                    on_missing_surface=a["on_missing_surface"], num_threads=num_threads, label_engine=label_engine)
 
 
 def _compare(gold: Any, predictions: Mapping[str, Any], *, texts: Sequence[str | None] | None, ids: Sequence | None,
@@ -600,11 +589,7 @@ def evaluate(
     - ``encoder_options``: deprecated dict form of the label encoder's options
       (DeprecationWarning); ``num_threads`` then applies to the alignment only.
     """
-    num_threads, label_engine = _label_engine("evaluate", num_threads, n_threads, encoder_options, dict(
-        backend=backend, device=device, precision=precision, batch_tokens=batch_tokens, cache_dir=cache_dir,
-        unpadded=unpadded, progress=progress))
-    return _compare(gold, {name: predictions}, texts=texts, ids=ids, format=format, gold_format=gold_format,
-                    label_similarity=label_similarity, label_model=label_model, embedder=embedder,
-                    label_map=label_map, min_jaccard=min_jaccard, min_overlap_percent=min_overlap_percent,
-                    semeval_matching=semeval_matching, trim=trim, on_missing_surface=on_missing_surface,
-                    num_threads=num_threads, label_engine=label_engine)[name]
+    return _scored("evaluate", gold, {name: predictions}, locals())[name]
+
+
+_EVALUATE = inspect.signature(evaluate)
