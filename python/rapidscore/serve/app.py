@@ -417,7 +417,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         """Prometheus text: requests by endpoint and status, latency, batch sizes, queue depth."""
         return PlainTextResponse(service.render_metrics(), media_type="text/plain; version=0.0.4")
 
-    fast_routes = {"/v1/bertscore": (BERTScoreRequest, bertscore),
+    fast_routes = {"/v1/bertscore": (BERTScoreRequest, bertscore), "/v1/nrr": (SimilarityRequest, similarity),
                    "/v1/similarity": (SimilarityRequest, similarity)} if fast_path else None
     app.add_middleware(_BodyLimit, service=service, limit=config.max_body_bytes, fast_routes=fast_routes)
     app.add_middleware(ClientDisconnects, service=service)  # outermost: cancels the work of clients that left
