@@ -20,6 +20,27 @@ finds no kernel. The speed-ups below use the machine's own instruction set; see 
 Finally two accuracy-only rows: weights rounded to int8 per group of 32 or 16 inputs and back to
 fp32 (no int8 kernel runs them), the accuracy bound of group-wise int8 weights.
 
+Calibrated schemes (W1 only: they need real weights; W2's are random), all ONNX Runtime int8 GEMMs.
+Calibration: the tokenised texts of ``common.sentence_pairs(128, 10, 40, seed=101)`` (not the
+evaluated pairs), valid tokens only, give each MatMul input's per-channel max |x| and X^T X.
+
+* ``smoothquant-0.65-dynamic-per-channel``: SmoothQuant migration before ``quantize_dynamic``
+  per-channel: per input channel j of each weighted MatMul, s_j = max|X_j|^0.65 / max|W_j|^0.35
+  (W over every MatMul reading X, so Q/K/V share one s), the graph gets Mul(X, 1/s) and W <- diag(s) W
+  (explicit Muls: the same arithmetic as folding 1/s into the LayerNorm / GELU constant).
+* ``per-token-gptq``: own graph per weighted MatMul: activations quantised per row (token) at run
+  time, u8 with zero point 128 and scale max|x_row|/127 (Abs, ReduceMax, Div, Round, Add, Cast),
+  ``com.microsoft.MatMulIntegerToFloat`` with int8 weights per output column (scale max|w|/127,
+  rounding by GPTQ: Hessian X^T X from the calibration, 1% damping, descending-diagonal order, blocks
+  of 128), times the row scale.
+* ``per-token-2pass-gptq``: as ``per-token-gptq`` plus a second int8 pass over the rounding
+  residual (r = x/s - round(x/s) in [-0.5, 0.5], q2 = round(254 r)): y = s (A(q1) + A(q2)/254), two
+  int8 GEMMs per MatMul sharing the weights, about 15-bit activations.
+* ``dynamic-2pass-gptq``: the same two passes with ONNX Runtime's own fused per-tensor operator:
+  y = DynamicQuantizeMatMul(x, Wq) + DynamicQuantizeMatMul(x - DequantizeLinear(DynamicQuantizeLinear(x)), Wq),
+  Wq the GPTQ int8 weights per column (zero points 0). The residual has no outliers (it lies within
+  half a step of the first pass), so one scale per tensor quantises it finely.
+
 Speed is the encoder-bound ``BERTScore.score`` time against fp32 in the same run (interleaved,
 median of repetitions). The scores are those of the scorer with each graph swapped in.
 
@@ -75,7 +96,239 @@ ORT_SCHEMES = ("dynamic-per-tensor", "dynamic-per-channel", "dynamic-per-channel
 OPENVINO_SCHEMES = ("openvino-fp32", "openvino-int8-weights", "openvino-int8-dynamic-32",
                     "openvino-int8-dynamic-32-ffn-out-fp32")
 SIMULATED_SCHEMES = ("simulated-int8-weights-group-32", "simulated-int8-weights-group-16")
-SCHEMES = ORT_SCHEMES + OPENVINO_SCHEMES + SIMULATED_SCHEMES
+CALIBRATED_SCHEMES = ("smoothquant-0.65-dynamic-per-channel", "per-token-gptq", "per-token-2pass-gptq",
+                      "dynamic-2pass-gptq")
+SCHEMES = ORT_SCHEMES + OPENVINO_SCHEMES + SIMULATED_SCHEMES + CALIBRATED_SCHEMES
+CALIBRATION = {"pairs": 128, "seed": 101}
+
+
+class _Recorder:
+    """An encoder runner that keeps every (input_ids, attention_mask) it is called with."""
+
+    returns = "numpy"
+    thread_safe = False
+
+    def __init__(self, inner) -> None:
+        self.inner, self.batches, self.provider = inner, [], getattr(inner, "provider", "cpu")
+
+    def __call__(self, input_ids, attention_mask) -> np.ndarray:
+        self.batches.append((input_ids.copy(), attention_mask.copy()))
+        return self.inner(input_ids, attention_mask)
+
+
+def weighted_matmuls(model) -> list:
+    """The encoder's MatMul nodes whose second input is a weight (the embeddings have none)."""
+    names = {init.name for init in model.graph.initializer}
+    return [n for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in names]
+
+
+def calibration_stats(scorer, model_dir: Path, layer: int, source: Path) -> dict:
+    """Per input of a weighted MatMul: {"absmax": (C,), "H": X^T X (C, C)} over the valid tokens
+    of the calibration texts (float64)."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+
+    from rapidscore.bertscore import BERTScore
+    from rapidscore.encoder import Encoder
+
+    cands, refs = common.sentence_pairs(CALIBRATION["pairs"], 10, 40, seed=CALIBRATION["seed"])
+    encoder = Encoder(str(model_dir), layer=layer)
+    recorder = _Recorder(scorer.encoder.runner)
+    encoder.runner = recorder
+    BERTScore(str(model_dir), layer, encoder=encoder).score(cands, refs)
+    model = onnx.load(str(source))
+    acts = sorted({n.input[0] for n in weighted_matmuls(model)})
+    del model.graph.output[:]
+    for name in acts:
+        model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    inputs = {i.name for i in session.get_inputs()}
+    stats: dict = {}
+    for ids, mask in recorder.batches:
+        feed = {k: v for k, v in {"input_ids": ids, "attention_mask": mask}.items() if k in inputs}
+        for name, out in zip(acts, session.run(acts, feed)):
+            x = out[mask.astype(bool)].astype(np.float64)
+            entry = stats.setdefault(name, {"absmax": np.zeros(x.shape[1]), "H": np.zeros((x.shape[1],) * 2)})
+            entry["absmax"] = np.maximum(entry["absmax"], np.abs(x).max(axis=0))
+            entry["H"] += x.T @ x
+    return stats
+
+
+def gptq_int8(w, hessian, damp: float = 0.01, block: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    """GPTQ rounding of the MatMul weight ``w`` (inputs x outputs) to symmetric int8 per output
+    column (scale max|w|/127): columns of inputs in order of descending Hessian diagonal, each
+    rounding error spread over the inputs not yet rounded. Returns (int8 weights, scales)."""
+    import numpy as np
+
+    w = w.astype(np.float64).copy()
+    k = w.shape[0]
+    scale = np.abs(w).max(axis=0) / 127
+    scale[scale == 0] = 1
+    h = hessian.astype(np.float64).copy()
+    dead = np.diag(h) == 0
+    h[dead, dead] = 1
+    w[dead] = 0
+    order = np.argsort(-np.diag(h), kind="stable")
+    w, h = w[order], h[order][:, order]
+    h[np.diag_indices(k)] += damp * np.mean(np.diag(h))
+    hinv = np.linalg.cholesky(np.linalg.inv(h)).T
+    rounded = np.zeros_like(w)
+    for i1 in range(0, k, block):
+        i2 = min(i1 + block, k)
+        part, errors = w[i1:i2].copy(), np.zeros((i2 - i1, w.shape[1]))
+        for i in range(i2 - i1):
+            q = np.clip(np.round(part[i] / scale), -127, 127) * scale
+            rounded[i1 + i] = q
+            errors[i] = (part[i] - q) / hinv[i1 + i, i1 + i]
+            part[i + 1:] -= np.outer(hinv[i1 + i, i1 + i + 1:i2], errors[i])
+        w[i2:] -= hinv[i1:i2, i2:].T @ errors
+    rounded = rounded[np.argsort(order)]
+    return np.clip(np.round(rounded / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
+
+
+def smoothquant(source: Path, target: Path, stats: dict, alpha: float) -> None:
+    """SmoothQuant (``alpha``) migration, then ``quantize_dynamic`` per-channel (see the docstring)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = onnx.load(str(source))
+    inits = {init.name: init for init in model.graph.initializer}
+    nodes = weighted_matmuls(model)
+    wmax: dict = {}
+    for n in nodes:
+        row_max = np.abs(numpy_helper.to_array(inits[n.input[1]])).max(axis=1)
+        wmax[n.input[0]] = np.maximum(wmax.get(n.input[0], row_max), row_max)
+    smooth = {x: np.clip(np.maximum(stats[x]["absmax"], 1e-5) ** alpha / np.maximum(m, 1e-5) ** (1 - alpha),
+                         1e-5, 1e5) for x, m in wmax.items()}
+    for n in nodes:
+        w = numpy_helper.to_array(inits[n.input[1]]) * smooth[n.input[0]][:, None]
+        inits[n.input[1]].CopyFrom(numpy_helper.from_array(w.astype(np.float32), n.input[1]))
+    new_nodes, weighted = [], {n.name for n in nodes}
+    for n in model.graph.node:
+        if n.name in weighted:
+            x = n.input[0]
+            if x + "_smooth" not in inits:
+                inv = numpy_helper.from_array((1 / smooth[x]).astype(np.float32), x + "_smooth")
+                model.graph.initializer.append(inv)
+                inits[inv.name] = inv
+                new_nodes.append(helper.make_node("Mul", [x, inv.name], [x + "_smoothed"], name=x + "_smooth_mul"))
+            n.input[0] = x + "_smoothed"
+        new_nodes.append(n)
+    del model.graph.node[:]
+    model.graph.node.extend(new_nodes)
+    with tempfile.TemporaryDirectory() as tmp:
+        smoothed = Path(tmp) / "smoothed.onnx"
+        onnx.save(model, str(smoothed))
+        quantize_dynamic(str(smoothed), str(target), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
+                         per_channel=True)
+
+
+def dynamic_two_pass_gptq(source: Path, target: Path, stats: dict) -> None:
+    """Every weighted MatMul as two of ONNX Runtime's fused ``com.microsoft.DynamicQuantizeMatMul``
+    (u8 activations per tensor, asymmetric) sharing GPTQ int8 weights per column: one over x, one over
+    its rounding residual x - DequantizeLinear(DynamicQuantizeLinear(x)), added (see the docstring)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(source))
+    graph = model.graph
+    inits = {init.name: init for init in graph.initializer}
+    replaced, residuals = {}, set()
+    for n in weighted_matmuls(model):
+        x, tag = n.input[0], n.name.replace("/", "_")
+        nodes = []
+        if x not in residuals:  # one residual per activation (Q, K and V share theirs)
+            residuals.add(x)
+            nodes += [helper.make_node("DynamicQuantizeLinear", [x], [x + "_q", x + "_s", x + "_zp"]),
+                      helper.make_node("DequantizeLinear", [x + "_q", x + "_s", x + "_zp"], [x + "_dq"]),
+                      helper.make_node("Sub", [x, x + "_dq"], [x + "_residual"])]
+        q, scale = gptq_int8(numpy_helper.to_array(inits[n.input[1]]), stats[x]["H"])
+        graph.initializer.extend([numpy_helper.from_array(q, tag + "_wq"), numpy_helper.from_array(scale, tag + "_ws"),
+                                  numpy_helper.from_array(np.zeros(q.shape[1], np.int8), tag + "_wzp")])
+        weights = [tag + "_wq", tag + "_ws", tag + "_wzp"]
+        nodes += [helper.make_node("DynamicQuantizeMatMul", [x, *weights], [tag + "_y1"], domain="com.microsoft"),
+                  helper.make_node("DynamicQuantizeMatMul", [x + "_residual", *weights], [tag + "_y2"],
+                                   domain="com.microsoft"),
+                  helper.make_node("Add", [tag + "_y1", tag + "_y2"], [n.output[0]])]
+        replaced[n.name] = nodes
+    _replace_nodes(model, replaced)
+    onnx.save(model, str(target))
+
+
+def _replace_nodes(model, replaced: dict) -> None:
+    """Put each node's replacement list in its place, drop unused initializers, declare the
+    com.microsoft domain (the caller saves)."""
+    from onnx import helper
+
+    graph = model.graph
+    new_nodes = [m for n in graph.node for m in replaced.get(n.name, [n])]
+    used = {i for n in new_nodes for i in n.input}
+    kept = [init for init in graph.initializer if init.name in used]
+    del graph.node[:]
+    graph.node.extend(new_nodes)
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+
+
+def per_token_gptq(source: Path, target: Path, stats: dict, passes: int) -> None:
+    """Every weighted MatMul as per-token dynamic u8 activations (``passes`` 1 or 2: with the
+    residual pass) x GPTQ int8 weights per column, in ONNX Runtime (see the docstring)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    model = onnx.load(str(source))
+    graph = model.graph
+    inits = {init.name: init for init in graph.initializer}
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    replaced, quantised_inputs = {}, set()
+    constants = {"_c127": 127.0, "_c254": 254.0, "_c128": 128.0, "_ceps": 1e-12, "_cone": 1.0}
+    for name, value in constants.items():
+        graph.initializer.append(numpy_helper.from_array(np.array(value, np.float32), name))
+    graph.initializer.append(numpy_helper.from_array(np.array(128, np.uint8), "_czp"))
+    for n in weighted_matmuls(model):
+        x, tag = n.input[0], n.name.replace("/", "_")
+        nodes = []
+        if x not in quantised_inputs:  # one quantisation per activation (Q, K and V share theirs)
+            quantised_inputs.add(x)
+            reduce = (helper.make_node("ReduceMax", [x + "_abs", "_cax"], [x + "_amax"], keepdims=1) if opset >= 18
+                      else helper.make_node("ReduceMax", [x + "_abs"], [x + "_amax"], axes=[-1], keepdims=1))
+            nodes += [helper.make_node("Abs", [x], [x + "_abs"]), reduce,
+                      helper.make_node("Div", [x + "_amax", "_c127"], [x + "_s0"]),
+                      helper.make_node("Max", [x + "_s0", "_ceps"], [x + "_s"]),
+                      helper.make_node("Div", [x, x + "_s"], [x + "_xs"]),
+                      helper.make_node("Round", [x + "_xs"], [x + "_r1"]),
+                      helper.make_node("Add", [x + "_r1", "_c128"], [x + "_o1"]),
+                      helper.make_node("Cast", [x + "_o1"], [x + "_q1"], to=TensorProto.UINT8)]
+            if passes == 2:
+                nodes += [helper.make_node("Sub", [x + "_xs", x + "_r1"], [x + "_res"]),
+                          helper.make_node("Mul", [x + "_res", "_c254"], [x + "_res254"]),
+                          helper.make_node("Round", [x + "_res254"], [x + "_r2"]),
+                          helper.make_node("Add", [x + "_r2", "_c128"], [x + "_o2"]),
+                          helper.make_node("Cast", [x + "_o2"], [x + "_q2"], to=TensorProto.UINT8)]
+        q, scale = gptq_int8(numpy_helper.to_array(inits[n.input[1]]), stats[x]["H"])
+        graph.initializer.extend([numpy_helper.from_array(q, tag + "_wq"),
+                                  numpy_helper.from_array(scale, tag + "_ws"),
+                                  numpy_helper.from_array(scale / np.float32(254), tag + "_ws2")])
+        out = n.output[0]
+        nodes.append(helper.make_node("MatMulIntegerToFloat", [x + "_q1", tag + "_wq", "_cone", tag + "_ws", "_czp"],
+                                      [tag + "_y1"], domain="com.microsoft", name=tag + "_int8"))
+        if passes == 2:
+            nodes += [helper.make_node("MatMulIntegerToFloat", [x + "_q2", tag + "_wq", "_cone", tag + "_ws2", "_czp"],
+                                       [tag + "_y2"], domain="com.microsoft", name=tag + "_int8_residual"),
+                      helper.make_node("Add", [tag + "_y1", tag + "_y2"], [tag + "_y"])]
+        nodes.append(helper.make_node("Mul", [tag + ("_y" if passes == 2 else "_y1"), x + "_s"], [out]))
+        replaced[n.name] = nodes
+    if opset >= 18:
+        graph.initializer.append(numpy_helper.from_array(np.array([-1], np.int64), "_cax"))
+    _replace_nodes(model, replaced)
+    onnx.save(model, str(target))
 
 
 def rounded_weights(source: Path, target: Path, group: int) -> None:
@@ -141,7 +394,8 @@ def openvino_runner(scheme: str, source: Path, threads: int) -> OpenVinoExperime
     return OpenVinoExperiment(model, config)
 
 
-def measure(name: str, model_dir: Path, layer: int, cands, refs, reps: int, workdir: Path) -> dict:
+def measure(name: str, model_dir: Path, layer: int, cands, refs, reps: int, workdir: Path,
+            calibrated: bool = False) -> dict:
     import numpy as np
     from scipy.stats import kendalltau
 
@@ -153,9 +407,22 @@ def measure(name: str, model_dir: Path, layer: int, cands, refs, reps: int, work
     source = fp32.encoder.cache_entry / "model.onnx"
     scorers = {"fp32": fp32}
     timed = {"fp32"}
+    stats = None
     for scheme in SCHEMES:
+        if scheme in CALIBRATED_SCHEMES and not calibrated:
+            continue
         print(f"[{name}] quantising: {scheme}", file=sys.stderr, flush=True)
-        if scheme in OPENVINO_SCHEMES:
+        if scheme in CALIBRATED_SCHEMES:
+            stats = stats or calibration_stats(fp32, model_dir, layer, source)
+            target = workdir / f"{name}-{scheme}.onnx"
+            if scheme.startswith("smoothquant"):
+                smoothquant(source, target, stats, float(scheme.split("-")[1]))
+            elif scheme == "dynamic-2pass-gptq":
+                dynamic_two_pass_gptq(source, target, stats)
+            else:
+                per_token_gptq(source, target, stats, 2 if "2pass" in scheme else 1)
+            runner = OnnxRunner(target, "cpu", None)
+        elif scheme in OPENVINO_SCHEMES:
             runner = openvino_runner(scheme, source, common.available_cpus())
             if runner is None:
                 print(f"[{name}] {scheme}: skipped, needs nncf (pip install nncf)", file=sys.stderr)
@@ -221,7 +488,7 @@ def main(argv=None) -> int:
         if "W1" in workloads:
             cands, refs = common.sentence_pairs(args.w1_pairs, 10, 40, seed=1)
             data["workloads"]["W1"] = measure("W1", Path(embedded_model_dir()), 6, cands, refs, args.reps,
-                                              Path(workdir))
+                                              Path(workdir), calibrated=True)
             data["workloads"]["W1"]["label"] = "all-MiniLM-L6-v2, layer 6"
         if "W2" in workloads:
             cands, refs = common.sentence_pairs(args.w2_pairs, 10, 40, seed=2)
@@ -240,7 +507,12 @@ def main(argv=None) -> int:
         "(no bf16), weights compressed to int8 per output channel by NNCF (embeddings kept), activations "
         "float (`int8-weights`) or quantised per token in groups of 32 (`dynamic-32`: int8 products). "
         "`simulated-*`: "
-        "weights rounded to int8 per group of inputs and run in fp32 (accuracy only). dF = F1 difference "
+        "weights rounded to int8 per group of inputs and run in fp32 (accuracy only). "
+        "`smoothquant-0.65-*`, `per-token-*` (W1 only: calibrated on 128 other synthetic pairs): SmoothQuant "
+        "migration before dynamic per-channel; per-token dynamic u8 activations x GPTQ int8 weights per "
+        "column (MatMulIntegerToFloat), `2pass` with a second int8 pass over the activation rounding residual "
+        "(see the script's docstring); `dynamic-2pass-gptq` the same two passes with ORT's fused per-tensor "
+        "DynamicQuantizeMatMul (x, then its quantisation residual). dF = F1 difference "
         "to fp32 on the same pairs; speed-up = median ratio of `BERTScore.score` times against fp32 over "
         f"{args.reps} interleaved repetitions.", "",
         "| workload | scheme | speed-up vs fp32 | mean abs dF | max abs dF | Kendall tau | within bound |",
