@@ -71,7 +71,7 @@ class MetricCommand:
                            json_help="print the totals as one JSON document on stdout")
 
     def run(self, args: argparse.Namespace) -> int:
-        from rapidscore.common.metric import RowNames
+        from rapidscore.common.metric import RowNames, output_rows
         from rapidscore.common.readers import count_rows, iter_rows
         from rapidscore.common.stream import chunks
         from rapidscore.common.stream_io import run_stream
@@ -119,13 +119,8 @@ class MetricCommand:
                 outputs = metric.score(engine, columns, RowNames(metric.row_noun, index))
                 if totals is not None:
                     totals.update(outputs)
-                values = {name: (outputs[name].tolist() if hasattr(outputs[name], "tolist") else list(outputs[name]))
-                          for name in metric.outputs if name in outputs}
-                out = []
-                for k, item in enumerate(chunk):
-                    row = {"index": index + k, **({"id": item[2]} if args.id_column else {})}
-                    row.update({name: values[name][k] if name in values else None for name in metric.outputs})
-                    out.append(row)
+                out = [{"index": index + k, **({"id": item[2]} if args.id_column else {}), **values}
+                       for k, (item, values) in enumerate(zip(chunk, output_rows(outputs, metric.outputs)))]
                 index += len(chunk)
                 yield chunk, out
 

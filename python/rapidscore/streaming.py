@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from rapidscore.common.metric import Metric, Totals
+from rapidscore.common.metric import Metric, Totals, output_rows
 from rapidscore.errors import check_positive_int
 from rapidscore.metrics import get_metric
 from rapidscore.ner.metric import NerTotals
@@ -54,10 +54,7 @@ def _rows(metric: Metric, engine: Any, rows: Iterable, chunk_size: int, totals: 
     for _chunk, outputs in metric.stream(engine, rows, chunk_size=chunk_size):
         if totals is not None:
             totals.update(outputs)
-        names = list(outputs)
-        values = [column.tolist() if hasattr(column, "tolist") else list(column) for column in outputs.values()]
-        for row in zip(*values):
-            yield dict(zip(names, row))
+        yield from output_rows(outputs)
 
 
 def negative_rejection_iter(items: Iterable, threshold: float = 0.8, *, similarity_model=None,

@@ -22,7 +22,8 @@ from typing import Any, ClassVar
 from rapidscore.common.stream import check_pair, chunks
 from rapidscore.errors import RapidscoreError
 
-__all__ = ["Column", "Metric", "Totals", "ColumnError", "RowNames", "check_columns", "check_pairs", "relabel"]
+__all__ = ["Column", "Metric", "Totals", "ColumnError", "RowNames", "check_columns", "check_pairs", "relabel",
+           "output_rows", "plain_column"]
 
 
 class ColumnError(RapidscoreError, ValueError):
@@ -171,6 +172,20 @@ def check_columns(metric: Metric, columns: Mapping[str, Sequence], owner: str = 
     if len(set(lengths.values())) > 1:
         raise ColumnError(f"{prefix}the columns have different lengths: {lengths}")
     return next(iter(lengths.values()), 0)
+
+
+def plain_column(values: Any) -> list:
+    """An output column (array or sequence) as a list of plain Python values."""
+    return values.tolist() if hasattr(values, "tolist") else list(values)
+
+
+def output_rows(outputs: Mapping[str, Any], names: Sequence[str] | None = None) -> list[dict]:
+    """Output columns as one dict per row: the columns ``names`` (None where a metric did not
+    produce one, e.g. NRR's ``rejected`` without a threshold), or every column given."""
+    names = list(outputs) if names is None else list(names)
+    n_rows = len(next(iter(outputs.values()), ()))
+    columns = [plain_column(outputs[name]) if name in outputs else [None] * n_rows for name in names]
+    return [dict(zip(names, row)) for row in zip(*columns)]
 
 
 def check_pairs(texts: Sequence, references: Sequence, names: tuple[str, str],

@@ -102,15 +102,9 @@ class NRRMetric(Metric):
 
     def stream(self, engine: SimilarityEngine, rows: Iterable, *, chunk_size: int = 4096,
                max_chars: int = 2_000_000) -> Iterator[tuple[list, dict]]:
-        """Chunks of at most ``chunk_size`` rows and ``max_chars`` characters (as
-        ``SentenceSimilarity.score_iter``); the chunk's rows as ``(generated, [references])``."""
-        from rapidscore.common.stream import chunks, iter_pairs
-
-        def cost(item: tuple[str, list[str]]) -> int:
-            return len(item[0]) + sum(len(r) for r in item[1])
-
-        for chunk in chunks(iter_pairs(rows, ("generated", "reference")), chunk_size, cost, max_chars):
-            sims, best = engine.model.pairs([g for g, _refs in chunk], [refs for _g, refs in chunk])
+        """``SentenceSimilarity.score_chunks``: chunks of at most ``chunk_size`` rows and
+        ``max_chars`` characters, as ``(generated, [references])`` items."""
+        for chunk, sims, best in engine.model.score_chunks(rows, chunk_size=chunk_size, max_chars=max_chars):
             yield chunk, self._outputs(engine, sims, best)
 
     def totals(self) -> RateCounter:

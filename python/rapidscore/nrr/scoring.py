@@ -267,19 +267,26 @@ class SentenceSimilarity:
         ``(similarity, best_reference_index)`` per item in input order, equal to ``pairs`` over
         the same items. A bad item raises TypeError/ValueError naming its index; a bad
         ``chunk_size`` or ``max_chars`` raises at the call."""
+        scored = self.score_chunks(items, chunk_size=chunk_size, max_chars=max_chars)  # checks the sizes now
+        return (pair for _chunk, sims, best in scored for pair in zip(sims.tolist(), best.tolist()))
+
+    def score_chunks(self, items, *, chunk_size: int = 4096,
+                     max_chars: int = 2_000_000) -> Iterator[tuple[list, np.ndarray, np.ndarray]]:
+        """:meth:`score_iter` by chunk: ``(chunk, similarities, best_reference)`` with the chunk's
+        validated ``(generated, [references])`` items (the metric registry's stream uses it)."""
+        from rapidscore.common.stream import chunks, iter_pairs
+
         chunk_size = check_positive_int(chunk_size, "chunk_size")
         max_chars = check_positive_int(max_chars, "max_chars")
-        return self._score_chunks(items, chunk_size, max_chars)
-
-    def _score_chunks(self, items, chunk_size: int, max_chars: int) -> Iterator[tuple[float, int]]:
-        from rapidscore.common.stream import chunks, iter_pairs
 
         def cost(item: tuple[str, list[str]]) -> int:
             return len(item[0]) + sum(len(r) for r in item[1])
 
-        for chunk in chunks(iter_pairs(items, ("generated", "reference")), chunk_size, cost, max_chars):
-            sims, best = self._pairs([g for g, _refs in chunk], [refs for _g, refs in chunk])
-            yield from zip(sims.tolist(), best.tolist())
+        def scored() -> Iterator[tuple[list, np.ndarray, np.ndarray]]:
+            for chunk in chunks(iter_pairs(items, ("generated", "reference")), chunk_size, cost, max_chars):
+                sims, best = self._pairs([g for g, _refs in chunk], [refs for _g, refs in chunk])
+                yield chunk, sims, best
+        return scored()
 
     def rejection(self, generated, groups, threshold: float, *,
                   embed: Callable[[list[str]], np.ndarray] | None = None) -> NRRResult:

@@ -15,6 +15,7 @@ import time
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, Union
 
+from rapidscore.common.metric import plain_column
 from rapidscore.errors import OverloadedError
 from rapidscore.serve.batching import BatchingScorer, RequestTooLargeError
 from rapidscore.serve.config import ServeConfig
@@ -403,7 +404,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         for name, values in body.items():
             check_items(name, values)
         outputs = await run(scorer.submit, body)
-        document = {name: _plain_list(outputs[name]) for name in metric.outputs if name in outputs}
+        document = {name: plain_column(outputs[name]) for name in metric.outputs if name in outputs}
         return _json({**document, "signature": metric.signature(scorer.scorer)})
 
     @app.get("/health", responses={503: {"model": ErrorResponse, "description": "Not ready yet."}})
@@ -423,10 +424,6 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
     app.add_middleware(ClientDisconnects, service=service)  # outermost: cancels the work of clients that left
     install_access_control(app, config)  # outside the body limit: no body is read before the key is checked
     return app
-
-
-def _plain_list(values: Any) -> list:
-    return values.tolist() if hasattr(values, "tolist") else list(values)
 
 
 def _version() -> str:
