@@ -59,6 +59,7 @@ class BERTScoreMetric(Metric):
     outputs = ("precision", "recall", "f1")
     options = ("idf", "reference_batch_size", "memory_budget")
     command = "rapidscore.bertscore.cli"
+    takes_solo = True
 
     def build(self, *, idf: Any = None, reference_batch_size: int | None = None, memory_budget: int | None = None,
               **scorer_options: Any) -> BERTScoreEngine:

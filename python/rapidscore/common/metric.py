@@ -103,6 +103,8 @@ class Metric:
     #: the module of the metric's own CLI command (``add_arguments``, ``run``); None: the generic
     #: command of ``rapidscore.metric_cli`` (rows of a file in, one output row per row out)
     command: ClassVar[str | None] = None
+    #: whether ``serving_task`` takes a ``solo`` engine (the same engine with more threads)
+    takes_solo: ClassVar[bool] = False
 
     def build(self, **options: Any) -> Any:
         """The engine (model loaded once, options checked): reused for every chunk."""

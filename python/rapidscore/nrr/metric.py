@@ -70,6 +70,7 @@ class NRRMetric(Metric):
     outputs = ("similarity", "best_reference", "rejected")
     options = ("threshold",)
     command = "rapidscore.nrr.cli"
+    takes_solo = True
 
     def build(self, *, threshold: float | None = None, similarity_model: Any = None,
               **options: Any) -> SimilarityEngine:

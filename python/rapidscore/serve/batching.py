@@ -441,7 +441,7 @@ def _task_for(scorer: Any, solo: Any = None, metric_name: Any = None) -> tuple[A
         raise TypeError(f"BatchingScorer takes the engine of a registered metric (a BERTScore, SentenceSimilarity "
                         f"or refusal Detector, ...), got {type(scorer).__name__}")
     if solo is not None:
-        if metric.name not in ("bertscore", "nrr"):
+        if not metric.takes_solo:
             raise ValueError(f"solo applies to BERTScore and SentenceSimilarity, not {type(scorer).__name__}")
         if type(solo) is not type(scorer) or getattr(solo, "signature", None) != scorer.signature:
             raise ValueError(f"solo must be a scorer of the same kind and options as scorer (signature "
