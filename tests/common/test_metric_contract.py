@@ -91,3 +91,30 @@ def test_builtin_metric_streams_equal_their_own_calls(tiny_model_path):
     assert [r["rejected"] for r in rows] == (sims < np.float32(0.5)).tolist()
     responses = ["I can't help with that.", "Sure, here it is.", {"complete": "...", "answer": "I won't."}]
     assert [r["refusal"] for r in score_stream("refusal", responses)] == detect_refusal(responses).tolist()
+
+
+def test_registry_and_streams_from_many_threads(toy_metric):
+    """The registry (lookups while others register) and a shared engine under many streams."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    class Extra(Metric):
+        inputs = toy_metric.inputs
+        outputs = ("x",)
+
+    engine = toy_metric.build(suffix="")
+    texts = [f"text {i}" for i in range(200)]
+    expected = [len(t) for t in texts]
+
+    def work(k: int) -> list:
+        if k % 4 == 0:  # registrations racing with lookups
+            metric = type(f"Extra{k}", (Extra,), {"name": f"extra-{k}"})()
+            register(metric)
+            assert get_metric(f"extra-{k}") is metric
+            unregister(f"extra-{k}")
+        assert get_metric("shout") is toy_metric
+        return [row["length"] for row in score_stream("toy", texts, chunk_size=7 + k, engine=engine)]
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(work, range(32)))
+    assert all(result == expected for result in results)
+    assert not [name for name in metric_names() if name.startswith("extra-")]
