@@ -20,6 +20,14 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+# The frameworks of the integration tests phone home unless told not to (no network here).
+os.environ["DEEPEVAL_TELEMETRY_OPT_OUT"] = "YES"
+os.environ["DEEPEVAL_UPDATE_WARNING_OPT_OUT"] = "YES"
+os.environ["RAGAS_DO_NOT_TRACK"] = "true"
+os.environ["DO_NOT_TRACK"] = "1"
+os.environ["MLFLOW_ENABLE_TELEMETRY"] = "false"
+os.environ["LANGCHAIN_TRACING_V2"] = "false"
 
 import pytest  # noqa: E402
 

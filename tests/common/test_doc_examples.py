@@ -1,6 +1,6 @@
 """The documentation's runnable examples run as written.
 
-A ```python block preceded by the line ``<!-- test: run -->`` in README.md or docs/*.md is
+A ```python block preceded by the line ``<!-- test: run -->`` in README.md or docs/**/*.md is
 executed here; a file's marked blocks run in order in one namespace (later blocks may use what
 earlier ones defined), in a temporary working directory. Unmarked blocks are fragments (they use
 the reader's own ``cands``, a GPU, a cluster or a hub model) and are not run.
@@ -22,7 +22,7 @@ BLOCK = re.compile(r"^" + re.escape(MARKER) + r"\n```python\n(.*?)^```", re.S | 
 
 def marked_blocks() -> dict[str, list[str]]:
     blocks = {}
-    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         found = BLOCK.findall(path.read_text(encoding="utf-8"))
         if found:
             blocks[str(path.relative_to(ROOT))] = found
@@ -33,7 +33,7 @@ BLOCKS = marked_blocks()
 
 
 def test_the_marker_is_only_used_before_python_blocks():
-    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         text = path.read_text(encoding="utf-8")
         assert text.count(MARKER) == len(BLOCK.findall(text)), f"{path.name}: a marker not followed by ```python"
     assert sum(len(found) for found in BLOCKS.values()) >= 8  # the examples below stay marked
