@@ -129,7 +129,7 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
     out = _as_tensors(engine.score_plan(plan, reference_batch_size=padding_batch))
     if return_hash:
         return out, reference_hash(model_type, engine.layer, bool(idf), rescale_with_baseline,
-                                   baseline_path is not None, use_fast_tokenizer)
+                                   baseline_path is not None, use_fast_tokenizer, engine.encoder.precision)
     return out
 
 

@@ -248,7 +248,7 @@ class BERTScore:
     def hash(self) -> str:
         """The reference's hash format, naming rapidscore's version."""
         return reference_hash(self.model_name, self.layer, bool(self.idf), self.rescale_with_baseline,
-                              self.use_custom_baseline, self.use_fast_tokenizer)
+                              self.use_custom_baseline, self.use_fast_tokenizer, self.encoder.precision)
 
     # -- scoring ------------------------------------------------------------------------------
 
@@ -430,14 +430,17 @@ class BERTScore:
 
 
 def reference_hash(model: str, layer: int, idf: bool, rescaled: bool, custom_baseline: bool,
-                   fast_tokenizer: bool) -> str:
-    """bert-score's hash string, with rapidscore's version in place of bert-score's."""
+                   fast_tokenizer: bool, precision: str = "fp32") -> str:
+    """bert-score's hash string, with rapidscore's version in place of bert-score's; a mode that
+    is not exact fp32 adds ``_precision=MODE`` (the exact mode's string is bert-score's)."""
     text = "{}_L{}{}_version=rapidscore-{}(hug_trans={})".format(
         model, layer, "_idf" if idf else "_no-idf", __version__, package_version("transformers"))
     if rescaled:
         text += "-custom-rescaled" if custom_baseline else "-rescaled"
     if fast_tokenizer:
         text += "_fast-tokenizer"
+    if precision != "fp32":
+        text += f"_precision={precision}"
     return text
 
 

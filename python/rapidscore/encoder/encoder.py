@@ -34,6 +34,7 @@ from rapidscore.encoder.model_source import (
     resolve_model,
     unpadded_supported,
 )
+from rapidscore.encoder.precision import resolve_precision
 from rapidscore.encoder.runtime import Runner
 from rapidscore.encoder.sentence_pipeline import (
     SentencePipeline,
@@ -134,6 +135,7 @@ class Encoder:
                  batch_tokens: int | None = None, max_batch_size: int = 256, num_threads: int | None = None,
                  cache_dir: str | os.PathLike | None = None, add_prefix_space: bool | None = None,
                  progress: bool = False, unpadded: bool = False, long_texts: str = "truncate"):
+        precision, backend = resolve_precision(precision, device, backend)
         backend = default_backend(backend, precision)
         self.long_texts = check_long_texts(long_texts)
         if backend not in BACKENDS:

@@ -11,6 +11,7 @@ import os
 from rapidscore.encoder.cache import MAX_MODELS, MODELS, KeyedCache
 from rapidscore.encoder.encoder import Encoder, default_backend
 from rapidscore.encoder.model_source import DEFAULT_MODEL, num_layers, read_config, resolve_model
+from rapidscore.encoder.precision import resolve_precision
 
 __all__ = ["get_encoder", "clear_cache", "cache_info"]
 
@@ -30,6 +31,7 @@ def get_encoder(model: str | os.PathLike | None = None, layer: int | str | None 
     model_dir = resolve_model(model)
     if layer is None:
         layer = num_layers(read_config(model_dir))
+    precision, backend = resolve_precision(precision, device, backend)  # "fast" keys as the mode it is
     backend = default_backend(backend, precision)
     if "progress" in options:
         raise TypeError("get_encoder() does not take progress: pass progress= to encode() instead")
