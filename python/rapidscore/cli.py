@@ -21,6 +21,7 @@ from rapidscore._version import __version__
 # comes from the registry (rapidscore.metrics): its own module, or the generic metric command.
 TOOL_COMMANDS = {
     "abstention": ("rapidscore.abstention.cli", "abstention metrics over a concept taxonomy (SELECT)"),
+    "rgb": ("rapidscore.abstention.rgb", "RGB negative rejection: the share of no-support questions declined"),
     "serve": ("rapidscore.serve.cli", "HTTP scoring service with micro-batching (the [serve] extra)"),
     "export": ("rapidscore.export_cli", "export a model's ONNX graphs into a cache (build machine; [export])"),
 }

@@ -12,6 +12,8 @@
   intervals, performance score, per-level breakdown, Spearman correlations.
 - :mod:`.report`: the paper's summary tables as text / markdown / LaTeX / CSV / JSON with
   readable names; :class:`AbstentionReport` (summary + signature) from :func:`build_report`.
+- :mod:`.rgb`: RGB's negative rejection (:func:`rgb_negative_rejection`: the share of questions
+  without a supporting document whose response declines, Wilson intervals; ``rapidscore rgb``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ _EXPORTS = {
     **{name: "rapidscore.abstention.report" for name in ("AbstentionReport", "abstention_signature", "build_report")},
     **{name: "rapidscore.abstention.pipeline" for name in (
         "DecisionStats", "Evaluation", "Experiment", "evaluate", "find_experiments")},
+    **{name: "rapidscore.abstention.rgb" for name in (
+        "FlagError", "RGBRejectionResult", "rgb_negative_rejection", "wilson_interval")},
     "Taxonomy": "rapidscore.abstention.taxonomy",
     "TaxonomyError": "rapidscore.abstention.taxonomy",
 }
