@@ -18,8 +18,10 @@ _LAZY_ATTRIBUTES = {
     "resolve_model": "rapidscore.encoder.model_source",
     "negative_rejection": "rapidscore.nrr.scoring",
     "BERTScore": "rapidscore.bertscore",
+    "score_table": "rapidscore.streaming",
     # Exception classes defined beside the code that raises them (all subclass RapidscoreError).
     "ColumnError": "rapidscore.common.metric",
+    "TableError": "rapidscore.common.tables",
     "ResumeError": "rapidscore.common.stream_io",
     "DamagedCacheError": "rapidscore.encoder.onnx_export",
     "ExportMismatchError": "rapidscore.encoder.onnx_export",

@@ -1,7 +1,9 @@
 """Streaming for every metric: results per item, in input order, in bounded memory.
 
 :func:`score_stream` runs any registered metric (``rapidscore.metrics``) over a stream of rows,
-one chunk at a time, and adds each chunk to the metric's totals. The per-metric entry points
+one chunk at a time, and adds each chunk to the metric's totals; :func:`score_table` runs one
+over a table (a pandas DataFrame, a pyarrow Table, a Hugging Face ``Dataset`` or
+``IterableDataset``) by column names. The per-metric entry points
 below are that runner with each metric's usual options (kept for the callers that use them):
 
 - BERTScore: ``BERTScore.score_iter(pairs)`` (``rapidscore.bertscore``), idf by a first pass
@@ -17,37 +19,79 @@ Each reads its input lazily, one chunk at a time. See docs/scale.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from rapidscore.common.metric import Metric, Totals, output_rows
+from rapidscore.common.metric import Metric, RowNames, Totals, output_rows, plain_column
+from rapidscore.common.tables import metric_columns, metric_rows, table_kind
 from rapidscore.errors import check_positive_int
 from rapidscore.metrics import get_metric
 from rapidscore.ner.metric import NerTotals
 from rapidscore.nrr.metric import RateCounter
 
-__all__ = ["score_stream", "negative_rejection_iter", "RateCounter", "ner_records_iter", "NerTotals",
+__all__ = ["score_stream", "score_table", "negative_rejection_iter", "RateCounter", "ner_records_iter", "NerTotals",
            "refusal_iter"]
 
 
 def score_stream(metric: str | Metric, rows: Iterable, *, chunk_size: int = 4096, engine: Any = None,
-                 totals: Totals | None = None, **options: Any) -> Iterator[dict]:
+                 totals: Totals | None = None, columns: dict[str, str | None] | None = None,
+                 **options: Any) -> Iterator[dict]:
     """The outputs of ``metric`` per row of ``rows`` (a dict of its output columns), in input
     order, reading ``chunk_size`` rows at a time.
 
     A row is a tuple in the order of the metric's input columns (``(candidate, reference)``,
     ``(generated, reference)``, ``(gold, predicted[, text])``) or, for a one-column metric, the
-    value itself (a response). ``options`` build the metric's engine once (its model and
+    value itself (a response). ``rows`` may also be a table read row by row (a
+    ``datasets.IterableDataset`` or ``Dataset``, a pandas DataFrame, a pyarrow Table; with
+    ``columns``, any iterable of dict rows): its columns by the metric's input names, or as
+    ``columns={"candidate": "response", ...}`` maps them (``rapidscore.common.tables``).
+    ``options`` build the metric's engine once (its model and
     options; see each metric), or pass a built ``engine``. ``totals``: an accumulator of the
     metric (``get_metric(name).totals()``) updated with every chunk. A bad row raises
     TypeError / ValueError naming its position in the stream."""
+    metric = get_metric(metric)
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
+    if columns is not None or table_kind(rows) is not None:
+        rows = metric_rows(metric, rows, columns)
+    if engine is None:
+        engine = metric.build(**options)
+    elif options:
+        raise TypeError(f"pass options or a built engine, not both (got {sorted(options)})")
+    return _rows(metric, engine, rows, chunk_size, totals)
+
+
+def score_table(table: Any, metric: str | Metric = "bertscore", *, columns: Mapping[str, str | None] | None = None,
+                engine: Any = None, chunk_size: int = 4096, **options: Any) -> dict[str, list]:
+    """Score every row of ``table`` with a registered ``metric``; returns its output columns
+    (one plain value per row; e.g. ``precision``, ``recall``, ``f1`` for BERTScore).
+
+    ``table``: a pandas DataFrame, a pyarrow Table, a ``datasets.Dataset`` or a dict of columns
+    (scored in one call), or a ``datasets.IterableDataset`` / an iterable of dict rows (streamed
+    ``chunk_size`` rows at a time). ``columns``: ``{metric input: table column}`` where the names
+    differ. ``options`` build the metric's engine (its model and options, as for
+    ``rapidscore.streaming.score_stream``), or pass a built ``engine``. The numbers are the
+    metric's own API's on the same rows. ColumnError names a missing column; a bad row raises
+    TypeError / ValueError naming it ("row 3").
+
+    Thread-safe as the engine (every engine rapidscore builds is)."""
     metric = get_metric(metric)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     if engine is None:
         engine = metric.build(**options)
     elif options:
         raise TypeError(f"pass options or a built engine, not both (got {sorted(options)})")
-    return _rows(metric, engine, rows, chunk_size, totals)
+    kind = table_kind(table)
+    if kind is not None and kind != "iterable_dataset":
+        outputs = metric.score(engine, metric_columns(metric, table, columns), RowNames("row"))
+        # a 2-D output (BERTScore's all_layers: layers x rows) as one array per row, as streams give it
+        return {name: plain_column(values.T if getattr(values, "ndim", 1) == 2 else values)
+                for name, values in outputs.items()}
+    result: dict[str, list] = {}
+    stream = score_stream(metric, metric_rows(metric, table, columns), chunk_size=chunk_size, engine=engine)
+    for n_rows, row in enumerate(stream):
+        for name in [*row, *(name for name in result if name not in row)]:
+            result.setdefault(name, [None] * n_rows).append(row.get(name))
+    return result
 
 
 def _rows(metric: Metric, engine: Any, rows: Iterable, chunk_size: int, totals: Totals | None) -> Iterator[dict]:

@@ -1,8 +1,10 @@
 """Input normalisation shared by every metric: one error style for every caller.
 
-Text inputs may be a list, a tuple, a 1-D numpy string/object array, a pandas Series or a
-pyarrow Array/ChunkedArray. pandas and pyarrow are never imported here: an object from those
-libraries can only exist once its library is loaded, so the type check imports nothing new.
+Text inputs may be a list, a tuple, a 1-D numpy string/object array, a pandas Series, a
+pyarrow Array/ChunkedArray or a Hugging Face dataset's column (``dataset["text"]``). pandas,
+pyarrow and datasets are never imported here: an object from those libraries can only exist once
+its library is loaded, so the type check imports nothing new. Whole tables are read by
+``rapidscore.common.tables``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ def as_list(values: Any, name: str, expected: str = "a list of strings") -> list
         pyarrow = sys.modules["pyarrow"]
         if isinstance(values, (pyarrow.Array, pyarrow.ChunkedArray)):
             return values.to_pylist()
+    elif library == "datasets":
+        # dataset["column"]: a list in datasets < 4 (handled below), a lazy Column object since
+        column_type = getattr(sys.modules.get("datasets.arrow_dataset"), "Column", None)
+        if column_type is not None and isinstance(values, column_type):
+            return list(values)
     if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, Sequence):
         raise TypeError(f"{name} must be {expected}, got {type(values).__name__}")
     return list(values)

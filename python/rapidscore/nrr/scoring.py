@@ -344,11 +344,12 @@ def negative_rejection(generated, references, threshold: float = 0.8, model: str
 
 
 def negative_rejection_frame(frame, generated: str = "generated", reference: str = "reference", **options) -> NRRResult:
-    """NRR over a pandas DataFrame's columns (a reference cell may hold a list of references)."""
-    for column in (generated, reference):
-        if column not in frame.columns:
-            raise ValueError(f"DataFrame has no column {column!r} (columns: {list(frame.columns)})")
-    return negative_rejection(frame[generated], frame[reference], **options)
+    """NRR over a table's columns: a pandas DataFrame, a pyarrow Table or a ``datasets.Dataset``
+    (a reference cell may hold a list of references). ColumnError names a missing column."""
+    from rapidscore.common.tables import table_column
+
+    return negative_rejection(table_column(frame, generated, "negative_rejection_frame"),
+                              table_column(frame, reference, "negative_rejection_frame"), **options)
 
 
 def negative_rejection_jsonl(path: str | os.PathLike, generated: str = "generated", reference: str = "reference",
