@@ -106,14 +106,14 @@ def test_chain_of_thought_records_and_a_callable_detector():
 
 
 def test_rgb_phrase_check_equals_rgbs_own_test():
-    responses = [*RESPONSES, "信息不足，无法回答。", "INSUFFICIENT INFORMATION.", "The insufficient  information..."]
+    responses = [*RESPONSES, "信息不足, 无法回答.", "INSUFFICIENT INFORMATION.", "The insufficient  information..."]
     result = rgb_negative_rejection(responses, [True] * len(responses), method="rgb")
     # RGB's scripts: '信息不足' in prediction or 'insufficient information' in prediction
     assert result.refused.tolist() == ["信息不足" in r or "insufficient information" in r for r in responses]
     assert result.refused.sum() == 2 and result.signature.startswith("rgb|method:rgb|interval:wilson-95|")
     # SELECT's detectors miss RGB's requested reply ("can not" in two words): why "rgb" exists
     assert not detect_refusal(RESPONSES[:1])[0]
-    with pytest.raises(FlagError, match="method 'rgb' .* takes no detector options, got \\['threshold'\\]"):
+    with pytest.raises(FlagError, match=r"method 'rgb' .* takes no detector options, got \['threshold'\]"):
         rgb_negative_rejection(responses, method="rgb", threshold=0.5)
 
 
@@ -197,3 +197,5 @@ def test_command_errors_name_the_column(tmp_path, capsys):
     assert "noise_only marks no question as having no supporting document" in capsys.readouterr().err
     assert main(["rgb", str(path), "--model", "m", "-q"]) == 2
     assert "--model is the embedding detector's" in capsys.readouterr().err
+    assert main(["rgb", str(path), "--method", "rgb", "--threshold", "0.5", "-q"]) == 2
+    assert "--method rgb takes none" in capsys.readouterr().err

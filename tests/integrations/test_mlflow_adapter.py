@@ -15,7 +15,13 @@ mlflow = pytest.importorskip("mlflow", reason="the MLflow adapter's tests need m
 pytest.importorskip("mlflow.genai", reason="the MLflow adapter needs MLflow 3's GenAI API")
 
 from rapidscore.errors import RapidscoreError  # noqa: E402
-from rapidscore.integrations.mlflow import MlflowInputError, bertscore_scorers, refusal_scorer, similarity_scorers  # noqa: E402
+from rapidscore.integrations.mlflow import (  # noqa: E402
+    MlflowInputError,
+    RowScores,
+    bertscore_scorers,
+    refusal_scorer,
+    similarity_scorers,
+)
 
 ANSWERS = ["The Eiffel Tower is in Paris.", "Water boils at 100 degrees Celsius at sea level.",
            "I'm sorry, but I cannot help with that.", "Shakespeare wrote Hamlet around 1600."]
@@ -173,3 +179,24 @@ def test_a_scorer_is_thread_safe():
     for k in range(4):
         assert results[k] == expected[k::4]
     assert expected == detect_refusal(responses).tolist()
+
+
+def test_the_shared_row_memo_from_several_threads():
+    from rapidscore.abstention import detect_refusal
+    from rapidscore.metrics import get_metric
+
+    rows = RowScores("refusal", get_metric("refusal").build(), capacity=7)  # a small memo: it fills and clears
+    responses = [f"I cannot answer question {i % 11}." if i % 3 else f"Answer {i % 11}: yes." for i in range(80)]
+    expected = detect_refusal(responses).tolist()
+    results: dict[int, list] = {}
+
+    def work(k: int) -> None:
+        results[k] = [bool(rows.row({"response": r}, "refusal")["refusal"]) for r in responses[k::4]]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for k in range(4):
+        assert results[k] == expected[k::4]

@@ -272,6 +272,8 @@ def run(args: argparse.Namespace) -> int:
 
     options: dict = {}
     if args.threshold is not None:
+        if args.method not in ("keyword", "phr+kw", "heuristic", "embedding"):
+            raise ValueError(f"--threshold is the keyword and embedding detectors'; --method {args.method} takes none")
         options["threshold"] = args.threshold
     if args.method == "embedding":
         options.update(encoder_options(args))
