@@ -140,3 +140,18 @@ def test_bad_bertscore_keywords_are_named(model):
         module.compute(predictions=["a"], references=["b"], model_type=model, idf={"a": 1.0})
     with pytest.raises(ValueError, match="nthreads"):
         module.compute(predictions=["a"], references=["b"], model_type=model, nthreads=0)
+
+
+@pytest.mark.parametrize("idf", [False, True])
+def test_bertscore_module_equals_the_hub_metric_s_computation(model, idf):
+    """The hub ``bertscore`` metric runs bert-score's BERTScorer on references wrapped in lists,
+    idf from the call's references, batch_size 64: the same steps with the reference package."""
+    bert_score = pytest.importorskip("bert_score", reason="the reference package is needed for parity")
+    flat = [ref for group in REFERENCE_LISTS for ref in group]
+    hub = bert_score.BERTScorer(model_type=model, num_layers=6, batch_size=64, nthreads=4, idf=idf,
+                                idf_sents=flat if idf else None)
+    expected = hub.score(PREDICTIONS, REFERENCE_LISTS, batch_size=64)
+    out = load("bertscore").compute(predictions=PREDICTIONS, references=REFERENCES, model_type=model,
+                                    num_layers=6, idf=idf)
+    for key, want in zip(("precision", "recall", "f1"), expected):
+        assert max(abs(a - b) for a, b in zip(out[key], want.tolist())) <= 1e-5  # ONNX vs torch, as tests/bertscore
