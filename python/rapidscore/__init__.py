@@ -29,6 +29,7 @@ _LAZY_ATTRIBUTES = {
     "TaxonomyError": "rapidscore.abstention.taxonomy",
     "RequestTooLargeError": "rapidscore.serve.batching",
     "BatchError": "rapidscore.integrations.ray",
+    "TagError": "rapidscore.ner.tags",
 }
 _LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli"}
 

@@ -4,6 +4,7 @@
 >>> result = ner.evaluate(gold_records, predicted_records)          # one model
 >>> table = ner.compare(gold_records, {"gliner": g, "spacy": s})    # several models
 >>> print(table.table())
+>>> print(ner.tag_report(y_true, y_pred, scheme="IOB2", mode="strict"))  # token labels, as seqeval
 
 See docs/ner.md for the definition, the input formats and the differences from nervaluate.
 """
@@ -24,6 +25,10 @@ _EXPORTS = {
     "Repairs": "rapidscore.ner.normalize",
     "normalize_entities": "rapidscore.ner.normalize",
     **{name: "rapidscore.ner.records" for name in ("Record", "read_jsonl", "read_combined_jsonl")},
+    **{name: "rapidscore.ner.tags" for name in ("SCHEMES", "TagError", "TagReport", "TagScores", "TagSpan",
+                                                "decode_tags", "detect_scheme", "tag_report", "tags_to_entities",
+                                                "tags_to_records")},
+    **{name: "rapidscore.ner.conll" for name in ("ConllSentences", "conll_report", "read_conll", "write_conll")},
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

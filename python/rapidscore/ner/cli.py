@@ -49,12 +49,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-trim", action="store_true", help="do not trim whitespace/punctuation at span edges")
     parser.add_argument("--on-missing-surface", choices=("error", "drop"), default="error",
                         help="a surface not found in the text: stop with an error (default) or drop and report it")
+    # Token labels (docs/ner.md, "Token labels"): CoNLL files in, seqeval's span report out.
+    parser.add_argument("--scheme", default=None, metavar="SCHEME",
+                        help="token-label input: --gold/--pred are CoNLL files (one token per line, label in the "
+                             "last column); print seqeval's span report. SCHEME: IOB1, IOB2, IOE1, IOE2, IOBES, "
+                             "BILOU or auto. Without --pred, the gold file's last two columns are gold and predicted")
+    parser.add_argument("--strict", action="store_true", help="with --scheme: seqeval's mode='strict'")
+    parser.add_argument("--tag-column", type=int, default=-1, metavar="N",
+                        help="with --scheme: the label column (default -1, the last)")
     # --backend/--device/--precision: the label encoder of --label-similarity embedding
     add_common_options(parser, progress_default=False,  # a few labels: no bar by default
                        json_help="print one JSON document keyed by model name (scores, per-label, per-record detail)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.scheme is not None:
+        from rapidscore.ner.conll import run_tag_command
+
+        return run_tag_command(args)
     from rapidscore.common.readers import load_json
     from rapidscore.ner.evaluation import compare
     from rapidscore.ner.records import read_combined_jsonl, read_jsonl

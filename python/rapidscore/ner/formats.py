@@ -14,6 +14,10 @@ trimming and offset repair happen later, in :mod:`rapidscore.ner.normalize`). Su
 ``"nervaluate"``  nervaluate / Prodigy dicts ``[{"label", "start", "end"}]``, or a Prodigy task
                   ``{"text", "spans": [...]}``
 ``"tuples"``      ``[(start, end, label)]`` or ``[(start, end, label, score)]``
+``"tags"``        token labels (:mod:`rapidscore.ner.tags`): ``["B-PER", "I-PER", "O"]`` (token
+                  offsets) or ``{"tokens": [...], "tags": [...]}`` (character offsets in the
+                  tokens joined by spaces); ``"tags:SCHEME"`` / ``"tags:SCHEME:strict"`` decode
+                  with a scheme / in seqeval's strict mode
 ``"auto"``        any of the above, recognised from its structure
 """
 
@@ -22,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, NamedTuple
 
-FORMATS = ("auto", "seed", "hf", "gliner", "spacy", "presidio", "nervaluate", "prodigy", "tuples")
+FORMATS = ("auto", "seed", "hf", "gliner", "spacy", "presidio", "nervaluate", "prodigy", "tuples", "tags")
 
 # The largest offset: spans are int64 in the alignment kernels, whose lengths and unions of
 # two spans must fit (a 2**70 offset used to end in a bare OverflowError).
@@ -221,6 +225,26 @@ def from_tuples(items: list, record: Any = None) -> list[Entity]:
     return out
 
 
+def from_tags(items: Any, record: Any = None, spec: str = "tags") -> list[Entity]:
+    """Token labels of one record, decoded as ``spec`` says (``tags[:SCHEME[:strict]]``)."""
+    from rapidscore.ner.tags import TagError, parse_tag_format, tags_to_entities
+
+    scheme, mode = parse_tag_format(spec)
+    words = None
+    if isinstance(items, dict):
+        if "tags" not in items:
+            raise TagError(f"{_where(record)}: token-label entities need a 'tags' list, got keys {list(items)[:5]}")
+        items, words = items["tags"], items.get("tokens")
+    try:
+        spans = tags_to_entities([items], tokens=None if words is None else [words], scheme=scheme, mode=mode)[0]
+    except TagError as exc:
+        raise TagError(f"{_where(record)}: {exc}") from exc
+    if words is None:
+        return [Entity(start, end, label) for start, end, label in spans]
+    text = " ".join(words)
+    return [Entity(start, end, label, surface=text[start:end]) for start, end, label in spans]
+
+
 _ADAPTERS: dict[str, Callable[[Any, Any], list[Entity]]] = {
     "seed": from_seed,
     "hf": from_hf,
@@ -230,12 +254,15 @@ _ADAPTERS: dict[str, Callable[[Any, Any], list[Entity]]] = {
     "nervaluate": from_nervaluate,
     "prodigy": from_nervaluate,
     "tuples": from_tuples,
+    "tags": from_tags,
 }
 
 
 def detect_format(entities: Any, record: Any = None) -> str:
     """Name of the format of one record's entities (see the module docstring)."""
     if isinstance(entities, dict):
+        if "tags" in entities and isinstance(entities["tags"], (list, tuple)):
+            return "tags"
         if "ents" in entities:
             return "spacy"
         if "spans" in entities:
@@ -269,6 +296,8 @@ def detect_format(entities: Any, record: Any = None) -> str:
                 return "gliner" if "text" in keys else "nervaluate"
         elif isinstance(first, (tuple, list)):
             return "tuples"
+        elif isinstance(first, str):  # one label per token
+            return "tags"
         elif hasattr(first, "start_char"):
             return "spacy"
         elif hasattr(first, "entity_type"):
@@ -281,8 +310,9 @@ def to_entities(entities: Any, format: str = "auto", record: Any = None) -> list
     """Convert one record's entities from ``format`` (see the module docstring) to ``Entity``
     objects, offsets as given. ``None`` means no entities. Bad input raises ValueError naming
     ``record``."""
-    if format not in FORMATS:
-        raise ValueError(f"unknown entity format {format!r}; choose one of {', '.join(FORMATS)}")
+    if format not in FORMATS and not (isinstance(format, str) and format.startswith("tags:")):
+        raise ValueError(f"unknown entity format {format!r}; choose one of {', '.join(FORMATS)} "
+                         "(or tags:SCHEME[:strict])")
     if entities is None:
         return []
     if isinstance(entities, (list, tuple)) and entities and all(isinstance(e, Entity) for e in entities):
@@ -291,6 +321,8 @@ def to_entities(entities: Any, format: str = "auto", record: Any = None) -> list
         return list(entities)
     if format == "auto":
         format = detect_format(entities, record)
+    if format.startswith("tags"):  # "tags" or "tags:SCHEME[:strict]"
+        return from_tags(entities, record, format)
     adapter = _ADAPTERS[format]
     try:
         return adapter(entities, record)

@@ -3,6 +3,9 @@
 A JSONL line is ``{"id": ..., "text": ... (or "prompt"), "labels": <entities>}``; the entities
 may also sit under ``"entities"``, ``"spans"`` (Prodigy) or ``"ents"`` (spaCy JSON). A combined
 file holds ``{"id", "text", "gold": <entities>, "predictions": {model: <entities>}}`` per line.
+Token labels (``"tags": ["B-PER", "O"]``, or under any entity key) come with the record's
+``"tokens"``: the entities are then ``{"tokens", "tags"}`` (character offsets in the tokens joined
+by spaces, the record's text when it has none).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 
 from rapidscore.common.io import detect_format, read_records
 
-ENTITY_KEYS = ("labels", "entities", "spans", "ents")
+ENTITY_KEYS = ("labels", "entities", "spans", "ents", "tags")
 TEXT_KEYS = ("text", "prompt")
 
 
@@ -53,6 +56,29 @@ def _entities_of(item: Mapping, where: str) -> Any:
     return item[present[0]]
 
 
+def _is_label_list(entities: Any) -> bool:
+    return isinstance(entities, (list, tuple)) and bool(entities) and all(isinstance(x, str) for x in entities)
+
+
+def with_tokens(item: Mapping, entities: Any, text: str | None, where: str) -> tuple[Any, str | None]:
+    """Token labels joined to the record's ``"tokens"`` (and its text, when it has none, the
+    tokens joined by spaces). Token labels beside a text but without tokens are an error: their
+    token offsets are no offsets in the text."""
+    tokens = item.get("tokens")
+    if not _is_label_list(entities):
+        return entities, text
+    if tokens is None:
+        if text is not None:
+            from rapidscore.ner.tags import TagError
+
+            raise TagError(f"{where}: token labels and a text but no 'tokens': add the record's tokens "
+                           "(or drop the text to score token offsets)")
+        return entities, text
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence):
+        raise ValueError(f"{where}: 'tokens' must be a list of strings, got {type(tokens).__name__}")
+    return {"tokens": list(tokens), "tags": list(entities)}, " ".join(tokens) if text is None else text
+
+
 def _record_id(item: Mapping, position: int, where: str, require_id: bool) -> Any:
     if "id" in item:
         rid = item["id"]
@@ -85,7 +111,8 @@ def to_records(
                 if text is not None and text != texts[position]:
                     raise ValueError(f"{where}: the record's text differs from texts[{position}]")
                 text = texts[position]
-            records.append(Record(rid, text, _entities_of(item, where), where))
+            entities, text = with_tokens(item, _entities_of(item, where), text, where)
+            records.append(Record(rid, text, entities, where))
         else:
             rid = ids[position] if ids is not None else position
             records.append(Record(rid, texts[position] if texts is not None else None, item, where))
@@ -121,8 +148,8 @@ def read_jsonl(path: str, *, require_id: bool = True) -> list[Record]:
     from_parquet = detect_format(path, default="jsonl") == "parquet"
     for position, (item, where) in enumerate(_read_lines(path)):
         rid = _record_id(item, position, where, require_id)
-        entities = _entities_of(item, where)
-        records.append(Record(rid, _text_of(item, where), _struct_keys(entities) if from_parquet else entities, where))
+        entities, text = with_tokens(item, _entities_of(item, where), _text_of(item, where), where)
+        records.append(Record(rid, text, _struct_keys(entities) if from_parquet else entities, where))
     _check_unique(records, path)
     return records
 
@@ -145,10 +172,12 @@ def read_combined_jsonl(path: str) -> tuple[list[Record], dict]:
         elif set(item["predictions"]) != set(models):
             raise ValueError(f"{where}: predictions name models {sorted(item['predictions'])}, "
                              f"expected {sorted(models)}")
-        gold.append(Record(rid, text, _struct_keys(item["gold"]) if from_parquet else item["gold"], where))
+        gold_entities, gold_text = with_tokens(item, item["gold"], text, where)
+        gold.append(Record(rid, gold_text, _struct_keys(gold_entities) if from_parquet else gold_entities, where))
         for name in models:
-            entities = item["predictions"][name]
-            predictions[name].append(Record(rid, text, _struct_keys(entities) if from_parquet else entities, where))
+            entities, _ = with_tokens(item, item["predictions"][name], text, where)
+            entities = _struct_keys(entities) if from_parquet else entities
+            predictions[name].append(Record(rid, gold_text, entities, where))
     _check_unique(gold, path)
     if not gold:
         raise ValueError(f"{path}: no records")
