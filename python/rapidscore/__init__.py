@@ -30,6 +30,7 @@ _LAZY_ATTRIBUTES = {
     "RequestTooLargeError": "rapidscore.serve.batching",
     "BatchError": "rapidscore.integrations.ray",
     "TagError": "rapidscore.ner.tags",
+    "SemevalOptionError": "rapidscore.ner.semeval",
 }
 _LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli"}
 

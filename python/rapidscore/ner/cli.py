@@ -59,7 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --scheme: the label column (default -1, the last)")
     # --backend/--device/--precision: the label encoder of --label-similarity embedding
     add_common_options(parser, progress_default=False,  # a few labels: no bar by default
-                       json_help="print one JSON document keyed by model name (scores, per-label, per-record detail)")
+                       json_help="print one JSON document keyed by model name (scores, SemEval per entity type, "
+                                 "per-label, per-record detail with each scheme's correct/incorrect/partial/"
+                                 "missed/spurious entities)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,13 +20,19 @@ from rapidscore.ner.formats import Entity, to_entities
 from rapidscore.ner.labels import Embedder, LabelSimilarity, make_label_similarity
 from rapidscore.ner.normalize import Repairs, normalize_entities
 from rapidscore.ner.records import Record, join_by_id, to_records
+from rapidscore.ner.semeval import (
+    SEMEVAL_MATCHING,
+    SEMEVAL_SCHEMES,
+    SemevalOptionError,
+    match_scheme,
+    precision_recall_f1,
+    semeval_by_type,
+)
+from rapidscore.ner.semeval import semeval_summary as semeval_summary  # re-exported: rapidscore.ner's name
 from rapidscore.threads import num_threads_or_alias
 
 if TYPE_CHECKING:
     import pandas as pd
-
-SEMEVAL_SCHEMES = ("strict", "exact", "partial", "type")
-SEMEVAL_MATCHING = ("optimal", "nervaluate")
 
 
 @dataclass
@@ -58,89 +64,6 @@ def prepare(
     return PreparedSide(entities, total, per_record)
 
 
-def precision_recall_f1(correct: float, actual: int, possible: int) -> tuple[float, float, float]:
-    """Precision ``correct / actual``, recall ``correct / possible`` and their F1; 0 where a
-    denominator is 0 (nervaluate's convention)."""
-    precision = correct / actual if actual > 0 else 0.0
-    recall = correct / possible if possible > 0 else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
-    return precision, recall, f1
-
-
-def semeval_summary(correct: int, incorrect: int, partial: int, missed: int, spurious: int, scheme: str) -> dict:
-    """SemEval-2013 9.1 counts with precision/recall/F1 as nervaluate computes them: COR/ACT and
-    COR/POS for strict and exact, (COR + 0.5 PAR)/ACT and /POS for partial and type."""
-    actual = correct + incorrect + partial + spurious
-    possible = correct + incorrect + partial + missed
-    credit = correct + 0.5 * partial if scheme in ("partial", "type") else correct
-    precision, recall, f1 = precision_recall_f1(credit, actual, possible)
-    return {
-        "correct": int(correct), "incorrect": int(incorrect), "partial": int(partial),
-        "missed": int(missed), "spurious": int(spurious), "possible": int(possible), "actual": int(actual),
-        "precision": precision, "recall": recall, "f1": f1,
-    }
-
-
-def _overlap_percent_ok(g: Entity, p: Entity, min_overlap_percent: float) -> bool:
-    # nervaluate's rule on inclusive ends (end - 1), kept verbatim for parity.
-    ge, pe = g.end - 1, p.end - 1
-    if p.start > ge or pe < g.start:
-        return False
-    overlap = min(pe, ge) - max(p.start, g.start) + 1
-    return (overlap / (ge - g.start + 1)) * 100.0 >= min_overlap_percent
-
-
-def semeval_greedy_counts(gold: list, pred: list, gold_labels: list, pred_labels: list, scheme: str,
-                          min_overlap_percent: float = 1.0) -> tuple[int, int, int, int, int]:
-    """(correct, incorrect, partial, missed, spurious) of one record by nervaluate 1.x's greedy
-    first-match rule: predictions in order each take the first unmatched gold entity that
-    qualifies (for 'type', the same-label overlap with the closest boundaries)."""
-    cor = inc = par = spu = 0
-    matched = set()
-    for j, p in enumerate(pred):
-        found_match, fallback, best_distance = None, None, None
-        for i, g in enumerate(gold):
-            if i in matched:
-                continue
-            same_bounds = g.start == p.start and g.end == p.end
-            overlap_ok = _overlap_percent_ok(g, p, min_overlap_percent)
-            if scheme == "type":
-                if overlap_ok:
-                    distance = abs(p.start - g.start) + abs(p.end - g.end)
-                    if gold_labels[i] == pred_labels[j]:
-                        if best_distance is None or distance < best_distance:
-                            found_match, best_distance = i, distance
-                    elif fallback is None:
-                        fallback = i
-                continue
-            if scheme == "partial":
-                if overlap_ok:
-                    if same_bounds:
-                        found_match = i
-                        break
-                    if fallback is None:
-                        fallback = i
-                continue
-            exact = same_bounds and (scheme == "exact" or gold_labels[i] == pred_labels[j])
-            if exact:
-                found_match = i
-                break
-            if overlap_ok and fallback is None:
-                fallback = i
-        if found_match is not None:
-            cor += 1
-            matched.add(found_match)
-        elif fallback is not None:
-            if scheme == "partial":
-                par += 1
-            else:
-                inc += 1
-            matched.add(fallback)
-        else:
-            spu += 1
-    return cor, inc, par, len(gold) - len(matched), spu
-
-
 @dataclass
 class NerResult:
     """Scores of one model against the gold entities.
@@ -148,9 +71,15 @@ class NerResult:
     ``dmberta``: ``mean`` (mean record score), ``accumulate`` (sum of record scores, the seed's
     "Accumulate Score"), ``precision_mean``/``recall_mean``, and micro ``precision``/``recall``/``f1``
     (total credit over all predicted / gold entities). ``semeval``: per scheme the SemEval counts
-    and precision/recall/F1. ``per_label``: DMBertA by gold label (recall) and by predicted label
-    (precision), with the predicted labels each gold label was matched to. ``records``: per-record
-    detail (built on first access).
+    and precision/recall/F1. ``semeval_by_type``: ``{type: {scheme: counts and P/R/F1}}`` per
+    canonical label, each type scored on its own entities (nervaluate's per-tag results).
+    ``per_label``: DMBertA by gold label (recall) and by predicted label (precision), with the
+    predicted labels each gold label was matched to. ``records``: per-record detail (built on
+    first access), with each scheme's counts (``semeval``) and its correct, incorrect, partial,
+    missed and spurious entities (``semeval_entities``).
+
+    Safe to read from several threads (two threads reading ``records`` first at once build the
+    same list twice).
     """
 
     name: str
@@ -161,6 +90,7 @@ class NerResult:
     repairs: dict
     settings: dict
     signature: str = ""
+    semeval_by_type: dict = field(default_factory=dict)
     _detail: Any = field(default=None, repr=False)
     _records: list | None = field(default=None, repr=False)
 
@@ -173,8 +103,8 @@ class NerResult:
     def to_dict(self, records: bool = True) -> dict:
         out = {
             "n_records": self.n_records, "dmberta": self.dmberta, "semeval": self.semeval,
-            "per_label": self.per_label, "repairs": self.repairs, "settings": self.settings,
-            "signature": self.signature,
+            "semeval_by_type": self.semeval_by_type, "per_label": self.per_label, "repairs": self.repairs,
+            "settings": self.settings, "signature": self.signature,
         }
         if records:
             out["records"] = self.records
@@ -201,6 +131,20 @@ class NerResult:
         frame.attrs["signature"] = self.signature
         return frame
 
+    def by_type_frame(self) -> pd.DataFrame:
+        """One row per entity type (canonical label): ``type`` and each SemEval scheme's counts
+        and precision/recall/F1 (``strict_correct``, ..., ``type_f1``); the signature in ``attrs``."""
+        pandas = import_pandas()
+        rows = []
+        for label, schemes in self.semeval_by_type.items():
+            row: dict[str, Any] = {"type": label}
+            for scheme, summary in schemes.items():
+                row.update({f"{scheme}_{key}": value for key, value in summary.items()})
+            rows.append(row)
+        frame = pandas.DataFrame(rows)
+        frame.attrs["signature"] = self.signature
+        return frame
+
     def __str__(self) -> str:
         d = self.dmberta
         return (f"{self.signature} {self.name}: DMBertA mean: {d['mean']:.4f} P: {d['precision']:.4f} "
@@ -222,6 +166,18 @@ def _entity_json(e: Entity) -> list:
     return [e.start, e.end, e.label, e.surface]
 
 
+def _semeval_entities(lists: dict[str, list], gold: list[tuple], pred: list[tuple]) -> dict:
+    """One record's entities of one scheme by category (``SchemeMatches.record_lists``):
+    ``(gold, pred)`` pairs for correct/incorrect/partial, the gold entity for missed, the
+    prediction for spurious; each entity the record's one ``(start, end, label, surface)`` tuple
+    (immutable, so shared by every scheme: no copies, and few objects for the garbage collector)."""
+    out: dict[str, list] = {category: [(gold[i], pred[j]) for i, j in lists[category]]
+                            for category in ("correct", "incorrect", "partial")}
+    out["missed"] = [gold[i] for i in lists["missed"]]
+    out["spurious"] = [pred[j] for j in lists["spurious"]]
+    return out
+
+
 def score_model(
     name: str,
     ids: Sequence,
@@ -241,7 +197,7 @@ def score_model(
     threads, None = the thread budget; ``n_threads``: its deprecated alias)."""
     num_threads = num_threads_or_alias(num_threads, n_threads, where="score_model")
     if semeval_matching not in SEMEVAL_MATCHING:
-        raise ValueError(f"semeval_matching must be one of {SEMEVAL_MATCHING}, got {semeval_matching!r}")
+        raise SemevalOptionError(f"semeval_matching must be one of {SEMEVAL_MATCHING}, got {semeval_matching!r}")
     canonical = {}
     for side in (gold.entities, pred.entities):
         for ents in side:
@@ -307,40 +263,23 @@ def score_model(
         },
     }
 
-    # SemEval schemes.
-    semeval, rec_semeval = {}, {}
-    for scheme in SEMEVAL_SCHEMES:
-        if semeval_matching == "optimal":
-            sa = align_batch(g, p, scheme=scheme, min_overlap_percent=min_overlap_percent, num_threads=num_threads)
-            srec = sa.pair_records()
-            sg = g.offsets[srec] + sa.gold_index
-            sp = p.offsets[srec] + sa.pred_index
-            same_bounds = (g.starts[sg] == p.starts[sp]) & (g.ends[sg] == p.ends[sp])
-            same_label = g.labels[sg] == p.labels[sp]
-            ok = {"strict": same_bounds & same_label, "exact": same_bounds, "partial": same_bounds,
-                  "type": same_label}[scheme]
-            matched = np.bincount(srec, minlength=n)
-            cor = np.bincount(srec, weights=ok, minlength=n).astype(np.int64)
-            rest = matched - cor
-            par = rest if scheme == "partial" else np.zeros(n, np.int64)
-            inc = np.zeros(n, np.int64) if scheme == "partial" else rest
-            mis, spu = n_gold - matched, n_pred - matched
-            counts = np.stack([cor, inc, par, mis, spu], axis=1)
-        else:
-            counts = np.array(
-                [semeval_greedy_counts(ge, pe, [raw_id[e.label] for e in ge], [raw_id[e.label] for e in pe],
-                                       scheme, min_overlap_percent)
-                 for ge, pe in zip(gold.entities, pred.entities)],
-                dtype=np.int64,
-            ).reshape(n, 5)
-        rec_semeval[scheme] = counts
-        correct, incorrect, partial, missed, spurious = counts.sum(axis=0).tolist()
-        semeval[scheme] = semeval_summary(correct, incorrect, partial, missed, spurious, scheme=scheme)
+    # SemEval schemes: overall, per entity type (canonical label), per record.
+    scheme_matches = {scheme: match_scheme(g, p, scheme, matching=semeval_matching,
+                                           min_overlap_percent=min_overlap_percent, num_threads=num_threads)
+                      for scheme in SEMEVAL_SCHEMES}
+    semeval = {scheme: matches.summary() for scheme, matches in scheme_matches.items()}
+    rec_semeval = {scheme: matches.counts() for scheme, matches in scheme_matches.items()}
+    by_type = semeval_by_type(g, p, vocab, matching=semeval_matching, min_overlap_percent=min_overlap_percent,
+                              num_threads=num_threads)
 
     def detail() -> list:
         out = []
         starts = al.pair_offsets
-        for r in range(n):
+        scheme_lists = [matches.iter_record_lists() for matches in scheme_matches.values()]
+        for r, lists in enumerate(zip(*scheme_lists)):
+            # each entity as a tuple once, shared by the four schemes' lists
+            gold_rows = [(e.start, e.end, e.label, e.surface) for e in gold.entities[r]]
+            pred_rows = [(e.start, e.end, e.label, e.surface) for e in pred.entities[r]]
             matches = []
             for k in range(starts[r], starts[r + 1]):
                 ge = gold.entities[r][al.gold_index[k]]
@@ -355,6 +294,8 @@ def score_model(
                 "matches": matches,
                 "semeval": {s: dict(zip(("correct", "incorrect", "partial", "missed", "spurious"),
                                         rec_semeval[s][r].tolist())) for s in SEMEVAL_SCHEMES},
+                "semeval_entities": {s: _semeval_entities(scheme_lists_r, gold_rows, pred_rows)
+                                     for s, scheme_lists_r in zip(scheme_matches, lists)},
                 "repairs": {"gold": gold.record_repairs[r].to_dict(), "pred": pred.record_repairs[r].to_dict()},
             })
         return out
@@ -367,7 +308,7 @@ def score_model(
                               semeval_matching=semeval_matching, trim=trim)
     return NerResult(name, n, dmberta, semeval, per_label,
                      {"gold": gold.repairs.to_dict(), "pred": pred.repairs.to_dict()}, settings, signature,
-                     _detail=detail)
+                     semeval_by_type=by_type, _detail=detail)
 
 
 class Comparison(dict):
