@@ -9,7 +9,15 @@ from __future__ import annotations
 from importlib import import_module as _import_module
 
 from rapidscore._version import __version__
-from rapidscore.errors import ModelNotFoundError, OverloadedError, RapidscoreError, RapidscoreWarning, TruncationWarning
+from rapidscore.errors import (
+    IntegrationInputError,
+    IntegrationTypeError,
+    ModelNotFoundError,
+    OverloadedError,
+    RapidscoreError,
+    RapidscoreWarning,
+    TruncationWarning,
+)
 
 # name -> module that defines it; resolved on first attribute access.
 _LAZY_ATTRIBUTES = {
@@ -30,11 +38,13 @@ _LAZY_ATTRIBUTES = {
     "RequestTooLargeError": "rapidscore.serve.batching",
     "BatchError": "rapidscore.integrations.ray",
     "TagError": "rapidscore.ner.tags",
+    "FlagError": "rapidscore.abstention.rgb",
     "SemevalOptionError": "rapidscore.ner.semeval",
 }
 _LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli"}
 
-__all__ = ["__version__", "RapidscoreError", "ModelNotFoundError", "OverloadedError", "RapidscoreWarning",
+__all__ = ["__version__", "RapidscoreError", "ModelNotFoundError", "OverloadedError", "IntegrationInputError",
+           "IntegrationTypeError", "RapidscoreWarning",
            "TruncationWarning", *_LAZY_ATTRIBUTES]
 
 

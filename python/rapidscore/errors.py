@@ -29,6 +29,17 @@ class ModelNotFoundError(RapidscoreError, ValueError):
     """A model name is neither a local directory, the embedded model, nor reachable."""
 
 
+class IntegrationInputError(RapidscoreError, ValueError):
+    """What a framework handed an adapter of ``rapidscore.integrations`` cannot be scored: a
+    missing or empty field, inputs of different lengths. The message names the field and row.
+    Defined here, not beside each adapter, so that it is importable without the framework."""
+
+
+class IntegrationTypeError(RapidscoreError, TypeError):
+    """A framework object or input of the wrong kind given to an adapter of
+    ``rapidscore.integrations`` (named with its type and position)."""
+
+
 def check_positive_int(value, name: str) -> int:
     """``value`` as an int >= 1 (numpy integers accepted; bools and floats are not), else a
     ValueError naming ``name``."""

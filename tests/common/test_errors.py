@@ -24,6 +24,11 @@ BUILTIN_OF = {
     "rapidscore.encoder.onnx_export.DamagedCacheError": ValueError,
     "rapidscore.common.stream_io.ResumeError": ValueError,
     "rapidscore.integrations.ray.BatchError": ValueError,
+    "rapidscore.errors.IntegrationInputError": ValueError,
+    "rapidscore.errors.IntegrationTypeError": TypeError,
+    "rapidscore.ner.tags.TagError": ValueError,
+    "rapidscore.abstention.rgb.FlagError": TypeError,
+    "rapidscore.common.tables.TableError": TypeError,
 }
 # Never leaves its module: the HTTP app turns it into a 4xx answer.
 PRIVATE = {"rapidscore.serve.app._ClientError"}

@@ -16,7 +16,7 @@ pytest.importorskip("mlflow.genai", reason="the MLflow adapter needs MLflow 3's 
 
 from rapidscore.errors import RapidscoreError  # noqa: E402
 from rapidscore.integrations.mlflow import (  # noqa: E402
-    MlflowInputError,
+    IntegrationInputError,
     RowScores,
     bertscore_scorers,
     refusal_scorer,
@@ -132,21 +132,21 @@ def test_a_bad_row_is_an_error_naming_it_and_is_left_out_of_the_aggregates(track
 @pytest.mark.slow
 def test_bad_rows_raise_errors_naming_the_field(minilm_path):
     [scorer] = similarity_scorers(model=str(minilm_path))
-    with pytest.raises(MlflowInputError, match=r"similarity: outputs must be a str, got int: 5"):
+    with pytest.raises(IntegrationInputError, match=r"similarity: outputs must be a str, got int: 5"):
         scorer(outputs=5, expectations={"expected_response": "x"})
-    with pytest.raises(MlflowInputError, match=r"no expectation 'expected_response' .*\['answer'\]"):
+    with pytest.raises(IntegrationInputError, match=r"no expectation 'expected_response' .*\['answer'\]"):
         scorer(outputs="x", expectations={"answer": "y"})
-    with pytest.raises(MlflowInputError, match=r"expectations\['expected_response'\] must be a str or a non-empty"):
+    with pytest.raises(IntegrationInputError, match=r"expectations\['expected_response'\] must be a str or a non-empty"):
         scorer(outputs="x", expectations={"expected_response": []})
-    with pytest.raises(MlflowInputError, match=r"outputs must be a dict with the key 'text'"):
+    with pytest.raises(IntegrationInputError, match=r"outputs must be a dict with the key 'text'"):
         similarity_scorers(model=str(minilm_path), output_key="text")[0](outputs="x",
                                                                          expectations={"expected_response": "y"})
-    with pytest.raises(MlflowInputError, match="pass output_key="):
+    with pytest.raises(IntegrationInputError, match="pass output_key="):
         scorer(outputs={"text": "x"}, expectations={"expected_response": "y"})
     [read_key] = similarity_scorers(model=str(minilm_path), output_key="text", reference_key="truth")
     assert read_key.name == "similarity"
     assert read_key(outputs={"text": "a cat"}, expectations={"truth": "a cat"}) == pytest.approx(1.0, abs=1e-6)
-    assert issubclass(MlflowInputError, RapidscoreError) and issubclass(MlflowInputError, ValueError)
+    assert issubclass(IntegrationInputError, RapidscoreError) and issubclass(IntegrationInputError, ValueError)
 
 
 def test_bad_options_raise_when_the_scorer_is_made():

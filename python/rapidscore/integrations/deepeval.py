@@ -35,6 +35,7 @@ from deepeval.metrics.utils import construct_verbose_logs
 from deepeval.test_case import LLMTestCase
 
 from rapidscore.common.metric import ColumnError
+from rapidscore.errors import IntegrationTypeError
 from rapidscore.metrics import get_metric
 
 __all__ = ["BERTScoreMetric", "SemanticSimilarityMetric", "RefusalMetric"]
@@ -48,20 +49,20 @@ def _field_text(test_case: Any, field: str, metric: str) -> str:
     """``test_case.<field>``, checked: TypeError for anything but an LLMTestCase or a str field,
     ColumnError (a ValueError) for a field the metric needs and the test case lacks."""
     if not isinstance(test_case, LLMTestCase):
-        raise TypeError(f"the {metric} metric scores a deepeval LLMTestCase, got {type(test_case).__name__}: "
-                        f"{test_case!r:.80}")
+        raise IntegrationTypeError(f"the {metric} metric scores a deepeval LLMTestCase, "
+                                   f"got {type(test_case).__name__}: {test_case!r:.80}")
     value = getattr(test_case, field)
     if value is None:
         raise ColumnError(f"{_test_case_label(test_case)} has no {field}: the {metric} metric needs it")
     if not isinstance(value, str):
-        raise TypeError(f"{_test_case_label(test_case)}: {field} must be a str, got {type(value).__name__}: "
+        raise IntegrationTypeError(f"{_test_case_label(test_case)}: {field} must be a str, got {type(value).__name__}: "
                         f"{value!r:.80}")
     return value
 
 
 def _check_number(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
+        raise IntegrationTypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
     return float(value)
 
 
@@ -119,7 +120,7 @@ class BERTScoreMetric(_RapidscoreMetric):
             options = {"lang": lang, "rescale_with_baseline": rescale_with_baseline}
             self._engine = self._metric.build(model=model, **options)
         elif not isinstance(scorer, BERTScore):
-            raise TypeError(f"scorer must be a rapidscore.bertscore.BERTScore, got {type(scorer).__name__}")
+            raise IntegrationTypeError(f"scorer must be a rapidscore.bertscore.BERTScore, got {type(scorer).__name__}")
         elif model is not None or lang is not None or rescale_with_baseline:
             raise ValueError("give model, lang and rescale_with_baseline to BERTScore(...) when passing scorer=, "
                              "not to BERTScoreMetric")
@@ -167,7 +168,7 @@ class SemanticSimilarityMetric(_RapidscoreMetric):
         self.threshold = 1.0 if strict_mode else check_threshold(threshold)
         self._metric = get_metric("nrr")
         if similarity_model is not None and not isinstance(similarity_model, SentenceSimilarity):
-            raise TypeError(f"similarity_model must be a rapidscore.nrr.SentenceSimilarity, got "
+            raise IntegrationTypeError(f"similarity_model must be a rapidscore.nrr.SentenceSimilarity, got "
                             f"{type(similarity_model).__name__}")
         if similarity_model is not None and model is not None:
             raise ValueError("pass model or similarity_model, not both")
@@ -216,14 +217,16 @@ class RefusalMetric(_RapidscoreMetric):
         from rapidscore.abstention.detectors import Detector
 
         if not isinstance(expect_refusal, bool):
-            raise TypeError(f"expect_refusal must be a bool, got {type(expect_refusal).__name__}: {expect_refusal!r}")
+            raise IntegrationTypeError(f"expect_refusal must be a bool, "
+                                       f"got {type(expect_refusal).__name__}: {expect_refusal!r}")
         self.expect_refusal = expect_refusal
         self.threshold = 1.0  # the score is 1 (as expected) or 0
         self._metric = get_metric("refusal")
         if detector is None:
             detector = self._metric.build(method=method, **detector_options)
         elif not isinstance(detector, Detector):
-            raise TypeError(f"detector must be a rapidscore.abstention Detector, got {type(detector).__name__}")
+            raise IntegrationTypeError(f"detector must be a rapidscore.abstention Detector, "
+                                       f"got {type(detector).__name__}")
         elif method != "heuristic" or detector_options:
             raise ValueError("pass method (and its options) or detector, not both")
         self.detector = detector

@@ -23,7 +23,7 @@ prediction and, with ``threshold``, ``rejected`` and the ``negative_rejection_ra
 of ``rapidscore.nrr.SentenceSimilarity`` and ``negative_rejection``.
 
 Both modules check their inputs in ``add``, ``add_batch`` and ``compute`` and raise
-:class:`EvaluateInputError` / :class:`EvaluateTypeError` naming the argument (evaluate's own
+:class:`IntegrationInputError` / :class:`IntegrationTypeError` naming the argument (evaluate's own
 message names neither the row nor the argument).
 
 Thread safety: an evaluation module holds the rows added to it (evaluate's design): use one per
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from rapidscore.common.inputs import normalize_inputs
-from rapidscore.errors import RapidscoreError, check_positive_int
+from rapidscore.errors import IntegrationInputError, IntegrationTypeError, check_positive_int
 
 try:
     import datasets  # type: ignore[import-untyped, unused-ignore]
@@ -47,21 +47,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("rapidscore.integrations.hf_evaluate needs Hugging Face evaluate: "
                       "pip install 'rapidscore[integrations]' (or evaluate)") from exc
 
-__all__ = ["BERTScoreModule", "NRRModule", "EvaluateInputError", "EvaluateTypeError", "module_path", "MODULES"]
+__all__ = ["BERTScoreModule", "NRRModule", "module_path", "MODULES"]
 
 # name -> the module script that evaluate.load reads (it imports its class from here)
 MODULES = {"bertscore": "rapidscore_bertscore", "nrr": "rapidscore_nrr"}
 _ALIASES = {"similarity": "nrr"}
 _SCRIPTS = Path(__file__).resolve().parent / "evaluate_modules"
 
-
-class EvaluateInputError(RapidscoreError, ValueError):
-    """Inputs of an evaluation module that are missing or do not fit (unequal lengths, an
-    empty list of references)."""
-
-
-class EvaluateTypeError(RapidscoreError, TypeError):
-    """An input of an evaluation module of the wrong type (named with its position)."""
 
 
 def module_path(name: str = "bertscore") -> str:
@@ -78,13 +70,13 @@ def _checked(predictions: Any, references: Any) -> tuple[list[str], list[list[st
     """Predictions and references (one list per prediction), or the error naming the input."""
     missing = [name for name, value in (("predictions", predictions), ("references", references)) if value is None]
     if missing:
-        raise EvaluateInputError(f"the module needs both predictions and references; missing: {missing}")
+        raise IntegrationInputError(f"the module needs both predictions and references; missing: {missing}")
     try:
         return normalize_inputs(predictions, references, names=("predictions", "references"))
     except TypeError as exc:
-        raise EvaluateTypeError(str(exc)) from None
+        raise IntegrationTypeError(str(exc)) from None
     except ValueError as exc:
-        raise EvaluateInputError(str(exc)) from None
+        raise IntegrationInputError(str(exc)) from None
 
 
 class _PairModule(evaluate.Metric):
@@ -125,7 +117,7 @@ class _PairModule(evaluate.Metric):
         """Add one row: a ``prediction`` (a string) and its ``reference`` (a string or a list).
         """
         if isinstance(prediction, list):
-            raise EvaluateTypeError("prediction (one row) must be a str, got a list: add rows with add_batch")
+            raise IntegrationTypeError("prediction (one row) must be a str, got a list: add rows with add_batch")
         cands, groups = _checked(None if prediction is None else [prediction],
                                  None if reference is None else [reference])
         super().add(prediction=cands[0], reference=groups[0], **kwargs)
@@ -158,7 +150,7 @@ class BERTScoreModule(_PairModule):
         if batch_size is not None:
             batch_size = check_positive_int(batch_size, "batch_size")
         if not isinstance(idf, bool):
-            raise EvaluateTypeError(f"idf must be a bool (weights from these references), got {type(idf).__name__}")
+            raise IntegrationTypeError(f"idf must be a bool (weights from these references), got {type(idf).__name__}")
         options = dict(model=model_type, layer=num_layers, lang=lang, all_layers=all_layers,
                        rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
                        use_fast_tokenizer=use_fast_tokenizer, progress=verbose,

@@ -20,7 +20,7 @@ scorer. MLflow logs each row's values as assessments of the row's trace and each
 the same rows.
 
 A row MLflow cannot score (an ``outputs`` that is not text, no expected response) raises
-:class:`MlflowInputError` naming what is wrong; ``mlflow.genai.evaluate`` records that error on
+:class:`IntegrationInputError` naming what is wrong; ``mlflow.genai.evaluate`` records that error on
 the row's assessment and leaves the row out of the aggregates (calling a scorer directly raises
 it). A bad option (an unknown output, a threshold out of range, an unknown refusal method) raises
 when the scorer is made.
@@ -39,19 +39,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import IntegrationInputError
 from rapidscore.metrics import get_metric
 
-__all__ = ["AGGREGATIONS", "MlflowInputError", "RowScores", "bertscore_scorers", "similarity_scorers", "refusal_scorer"]
+__all__ = ["AGGREGATIONS", "RowScores", "bertscore_scorers", "similarity_scorers", "refusal_scorer"]
 
 #: MLflow's aggregations of a scorer's per-row values (each logged as "<name>/<aggregation>")
 AGGREGATIONS: tuple[str, ...] = ("mean", "min", "max", "median", "variance", "p90")
 BERTSCORE_OUTPUTS = ("precision", "recall", "f1")
 
-
-class MlflowInputError(RapidscoreError, ValueError):
-    """An evaluation row a scorer cannot score: the message names the field (``outputs``, an
-    expectation) and what it holds."""
 
 
 def _require_mlflow() -> Any:
@@ -69,7 +65,7 @@ def _text(outputs: Any, output_key: str | None, scorer_name: str, *, records: bo
     where = "outputs"
     if output_key is not None:
         if not isinstance(outputs, Mapping) or output_key not in outputs:
-            raise MlflowInputError(f"{scorer_name}: outputs must be a dict with the key {output_key!r} "
+            raise IntegrationInputError(f"{scorer_name}: outputs must be a dict with the key {output_key!r} "
                                    f"(output_key), got {type(outputs).__name__}: {outputs!r:.80}")
         outputs, where = outputs[output_key], f"outputs[{output_key!r}]"
     record = records and isinstance(outputs, Mapping) and isinstance(outputs.get("answer"), str)
@@ -78,7 +74,7 @@ def _text(outputs: Any, output_key: str | None, scorer_name: str, *, records: bo
     shape = "a str or a {'complete', 'answer'} dict" if records else "a str"
     hint = "" if output_key is not None or not isinstance(outputs, Mapping) else \
         " (pass output_key= to read one key of a dict)"
-    raise MlflowInputError(f"{scorer_name}: {where} must be {shape}, got {type(outputs).__name__}: "
+    raise IntegrationInputError(f"{scorer_name}: {where} must be {shape}, got {type(outputs).__name__}: "
                            f"{outputs!r:.80}{hint}")
 
 
@@ -86,12 +82,12 @@ def _reference(expectations: Any, reference_key: str, scorer_name: str) -> Any:
     """The row's reference: ``expectations[reference_key]``, a str or a non-empty list of str."""
     if not isinstance(expectations, Mapping) or expectations.get(reference_key) is None:
         got = sorted(expectations) if isinstance(expectations, Mapping) else type(expectations).__name__
-        raise MlflowInputError(f"{scorer_name}: the row has no expectation {reference_key!r} (reference_key) "
+        raise IntegrationInputError(f"{scorer_name}: the row has no expectation {reference_key!r} (reference_key) "
                                f"to score against; its expectations: {got}")
     reference = expectations[reference_key]
     is_list = isinstance(reference, (list, tuple)) and reference and all(isinstance(r, str) for r in reference)
     if not (isinstance(reference, str) or is_list):
-        raise MlflowInputError(f"{scorer_name}: expectations[{reference_key!r}] must be a str or a non-empty "
+        raise IntegrationInputError(f"{scorer_name}: expectations[{reference_key!r}] must be a str or a non-empty "
                                f"list of str, got {type(reference).__name__}: {reference!r:.80}")
     return reference
 
@@ -117,7 +113,7 @@ class RowScores:
         try:
             outputs = self.metric.score(self.engine, {name: [value] for name, value in columns.items()})
         except (TypeError, ValueError) as exc:  # a row the metric refuses (an empty reference list...)
-            raise MlflowInputError(f"{scorer_name}: {exc}") from exc
+            raise IntegrationInputError(f"{scorer_name}: {exc}") from exc
         values = {name: column[0] for name, column in outputs.items()}
         if not self.capacity:
             return values

@@ -38,6 +38,7 @@ from ragas.metrics.base import MetricType, SingleTurnMetric
 from ragas.run_config import RunConfig
 
 from rapidscore.common.metric import ColumnError
+from rapidscore.errors import IntegrationTypeError
 from rapidscore.metrics import get_metric
 
 __all__ = ["AnswerSimilarity", "BERTScoreF1"]
@@ -97,7 +98,8 @@ def _sample_pair(sample: Any, metric: str) -> Pair:
     """``(response, reference)`` of a sample: TypeError for anything but a SingleTurnSample,
     ColumnError (a ValueError) naming the field a sample lacks."""
     if not isinstance(sample, SingleTurnSample):
-        raise TypeError(f"{metric} scores a ragas SingleTurnSample, got {type(sample).__name__}: {sample!r:.80}")
+        raise IntegrationTypeError(f"{metric} scores a ragas SingleTurnSample, "
+                                   f"got {type(sample).__name__}: {sample!r:.80}")
     for name in ("response", "reference"):
         if getattr(sample, name) is None:
             raise ColumnError(f"{_row_label(sample)} has no {name}: {metric} compares response with reference")
@@ -162,7 +164,7 @@ class AnswerSimilarity(_RapidscoreRowMetric):
         if self.threshold is not None:
             self.threshold = check_threshold(self.threshold)
         if self.similarity_model is not None and not isinstance(self.similarity_model, SentenceSimilarity):
-            raise TypeError(f"similarity_model must be a rapidscore.nrr.SentenceSimilarity, got "
+            raise IntegrationTypeError(f"similarity_model must be a rapidscore.nrr.SentenceSimilarity, got "
                             f"{type(self.similarity_model).__name__}")
         if self.similarity_model is not None and self.model is not None:
             raise ValueError("pass model or similarity_model, not both")
@@ -210,7 +212,8 @@ class BERTScoreF1(_RapidscoreRowMetric):
             self._engine = self._metric.build(model=self.model, lang=self.lang,
                                               rescale_with_baseline=self.rescale_with_baseline)
         elif not isinstance(self.scorer, BERTScore):
-            raise TypeError(f"scorer must be a rapidscore.bertscore.BERTScore, got {type(self.scorer).__name__}")
+            raise IntegrationTypeError(f"scorer must be a rapidscore.bertscore.BERTScore, "
+                                       f"got {type(self.scorer).__name__}")
         elif self.model is not None or self.lang is not None or self.rescale_with_baseline:
             raise ValueError("give model, lang and rescale_with_baseline to BERTScore(...) when passing scorer=, "
                              "not to BERTScoreF1")
