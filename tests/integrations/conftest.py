@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 
 import pytest
 
@@ -46,3 +47,34 @@ def ray_model(tiny_model_path) -> str:
     BERTScore(path)  # exported once here; Ray workers find it in the session's RAPIDSCORE_CACHE
     return path
 
+
+
+@pytest.fixture
+def network_attempts(monkeypatch) -> list:
+    """Sockets refused and every attempt recorded (frameworks swallow some errors, so the
+    record is what the framework tests check at the end)."""
+    attempts: list = []
+
+    def refuse(sock, address, *args):
+        attempts.append(address)
+        raise OSError(f"network use in an offline test: {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *args, **kwargs: refuse(None, host))
+    return attempts
+
+
+@pytest.fixture(scope="module")
+def scorer(minilm_path):
+    """rapidscore's BERTScore on the embedded MiniLM, shared by a module's adapter tests."""
+    from rapidscore.bertscore import BERTScore
+
+    return BERTScore(str(minilm_path))
+
+
+@pytest.fixture(scope="module")
+def similarity_model(minilm_path):
+    from rapidscore.nrr import SentenceSimilarity
+
+    return SentenceSimilarity(str(minilm_path))

@@ -5,7 +5,6 @@ test cases and arguments are named."""
 
 from __future__ import annotations
 
-import socket
 import threading
 
 import numpy as np
@@ -48,37 +47,15 @@ def make_cases() -> list[LLMTestCase]:
 
 
 @pytest.fixture(autouse=True)
-def offline(monkeypatch, tmp_path):
+def offline(monkeypatch, tmp_path, network_attempts):
     """Every test runs with sockets refused and recorded (deepeval swallows some errors, so the
     record is what is checked), in a scratch directory (deepeval writes its run files under
     .deepeval/ there)."""
-    attempts: list = []
-
-    def refuse(sock, address, *args):
-        attempts.append(address)
-        raise OSError(f"network use in an offline test: {address!r}")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *args, **kwargs: refuse(None, host))
+    attempts = network_attempts
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".deepeval").mkdir()  # deepeval makes it in the directory it is imported from
     yield
     assert attempts == [], f"deepeval or the adapter tried the network: {attempts}"
-
-
-@pytest.fixture(scope="module")
-def scorer(minilm_path):
-    from rapidscore.bertscore import BERTScore
-
-    return BERTScore(str(minilm_path))
-
-
-@pytest.fixture(scope="module")
-def similarity_model(minilm_path):
-    from rapidscore.nrr import SentenceSimilarity
-
-    return SentenceSimilarity(str(minilm_path))
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import socket
 import threading
 
 import numpy as np
@@ -40,18 +39,10 @@ def rows() -> list[dict]:
 
 
 @pytest.fixture(autouse=True)
-def offline(monkeypatch):
+def offline(monkeypatch, network_attempts):
     """Sockets refused and recorded; OpenAI clients recorded (ragas builds one for a metric that
     needs an LLM); no OpenAI key, so such a client could not work anyway."""
-    attempts: list = []
-
-    def refuse(sock, address, *args):
-        attempts.append(address)
-        raise OSError(f"network use in an offline test: {address!r}")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *args, **kwargs: refuse(None, host))
+    attempts = network_attempts
     import openai
 
     for client in (openai.OpenAI, openai.AsyncOpenAI):
@@ -59,20 +50,6 @@ def offline(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     yield
     assert attempts == [], f"ragas or the adapter tried the network or an LLM client: {attempts}"
-
-
-@pytest.fixture(scope="module")
-def scorer(minilm_path):
-    from rapidscore.bertscore import BERTScore
-
-    return BERTScore(str(minilm_path))
-
-
-@pytest.fixture(scope="module")
-def similarity_model(minilm_path):
-    from rapidscore.nrr import SentenceSimilarity
-
-    return SentenceSimilarity(str(minilm_path))
 
 
 @pytest.fixture(scope="module")

@@ -31,13 +31,20 @@ def abstention_signature(method: str, *, taxonomy: str | None = None, confidence
     fields: list = [("method", method), ("taxonomy", taxonomy), ("interval", f"student-t-{100 * confidence:g}")]
     if decisions is not None:
         fields.append(("decisions", decisions))
+    fields += detector_fields(detector)
+    return str(Signature([*fields, *version_fields()], name="abstention"))
+
+
+def detector_fields(detector) -> list:
+    """A detector's settings for a signature: its threshold and model where it has them."""
+    fields: list = []
     threshold = getattr(detector, "threshold", None)
     if threshold is not None:
         fields.append(("threshold", float(threshold)))
     model = getattr(detector, "model_name", None)
     if model is not None:
         fields.append(("model", model))
-    return str(Signature([*fields, *version_fields()], name="abstention"))
+    return fields
 
 
 @dataclass(frozen=True)

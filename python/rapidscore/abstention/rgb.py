@@ -79,16 +79,12 @@ def rgb_signature(detector: Any, confidence: float = 0.95, negatives: str = "fla
     """``rgb|method:...|interval:wilson-95|negatives:flagged|...|version:...``: the detector's name
     (and its threshold and model where it has them), the interval, and whether no-support flags
     were given (``flagged``) or every question counted as one (``all``)."""
+    from rapidscore.abstention.report import detector_fields
     from rapidscore.common.signature import Signature, version_fields
 
     fields: list = [("method", getattr(detector, "name", "callable")),
                     ("interval", f"wilson-{100 * confidence:g}"), ("negatives", negatives)]
-    threshold = getattr(detector, "threshold", None)
-    if threshold is not None:
-        fields.append(("threshold", float(threshold)))
-    model = getattr(detector, "model_name", None)
-    if model is not None:
-        fields.append(("model", model))
+    fields += detector_fields(detector)
     return str(Signature([*fields, *version_fields()], name="rgb"))
 
 
