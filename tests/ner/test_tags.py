@@ -472,3 +472,16 @@ def test_odd_labels_warn_once_in_the_default_mode():
     with pytest.warns(rapidscore.RapidscoreWarning, match=r"\['PER'\] seem not to be NE tags"):
         report = ner.tag_report([["PER", "O"]], [["PER", "O"]])
     assert list(report.per_type) == ["ER"]  # seqeval's reading: prefix 'P', type 'ER'
+
+
+def test_bare_labels_against_a_text_are_refused_not_scored_in_the_wrong_offsets():
+    """Gold with tokens has character offsets; bare labels on the other side have token offsets:
+    scoring them together would be silently wrong, so it is an error naming the record."""
+    from rapidscore.ner import evaluate
+    from rapidscore.ner.tags import TagError
+
+    gold = [{"id": "a", "tokens": ["John", "lives", "in", "Paris"], "tags": ["B-PER", "O", "O", "B-LOC"]}]
+    with pytest.raises(TagError, match="record 'a': bare token labels"):
+        evaluate(gold, [{"id": "a", "tags": ["B-PER", "O", "O", "B-LOC"]}], label_similarity="exact")
+    with_tokens = [{"id": "a", "tokens": ["John", "lives", "in", "Paris"], "tags": ["B-PER", "O", "O", "B-LOC"]}]
+    assert evaluate(gold, with_tokens, label_similarity="exact").semeval["strict"]["f1"] == 1.0

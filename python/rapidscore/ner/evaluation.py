@@ -19,7 +19,7 @@ from rapidscore.ner.alignment import PackedSpans, align_batch
 from rapidscore.ner.formats import Entity, to_entities
 from rapidscore.ner.labels import Embedder, LabelSimilarity, make_label_similarity
 from rapidscore.ner.normalize import Repairs, normalize_entities
-from rapidscore.ner.records import Record, join_by_id, to_records
+from rapidscore.ner.records import Record, is_label_list, join_by_id, to_records
 from rapidscore.ner.semeval import (
     SEMEVAL_MATCHING,
     SEMEVAL_SCHEMES,
@@ -56,6 +56,13 @@ def prepare(
     total = Repairs()
     entities, per_record = [], []
     for rec, text in zip(records, texts):
+        if text is not None and is_label_list(rec.entities):
+            # token offsets against character offsets would score silently wrong
+            from rapidscore.ner.tags import TagError
+
+            raise TagError(f"record {rec.id!r}: bare token labels scored against a text (the gold side's, or "
+                           "tokens joined): their offsets are token positions, not characters; give this "
+                           "side's 'tokens' with its labels, or leave tokens and texts off both sides")
         raw = to_entities(rec.entities, format, record=rec.id)
         ents, repairs = normalize_entities(raw, text, record=rec.id, trim=trim, on_missing_surface=on_missing_surface)
         entities.append(ents)

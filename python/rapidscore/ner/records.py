@@ -56,7 +56,8 @@ def _entities_of(item: Mapping, where: str) -> Any:
     return item[present[0]]
 
 
-def _is_label_list(entities: Any) -> bool:
+def is_label_list(entities: Any) -> bool:
+    """Whether a record's entities are bare token labels (``["B-PER", "O"]``: token offsets)."""
     return isinstance(entities, (list, tuple)) and bool(entities) and all(isinstance(x, str) for x in entities)
 
 
@@ -65,7 +66,7 @@ def with_tokens(item: Mapping, entities: Any, text: str | None, where: str) -> t
     tokens joined by spaces). Token labels beside a text but without tokens are an error: their
     token offsets are no offsets in the text."""
     tokens = item.get("tokens")
-    if not _is_label_list(entities):
+    if not is_label_list(entities):
         return entities, text
     if tokens is None:
         if text is not None:
