@@ -116,7 +116,8 @@ def negative_rejection_iter(items: Iterable, threshold: float = 0.8, *, similari
 def ner_records_iter(items: Iterable, *, chunk_size: int = 1024, **options) -> Iterator[dict]:
     """Per-record DMBertA and SemEval detail of a stream of ``(gold, predicted)`` records, as
     ``rapidscore.ner.evaluate(...).records`` gives them (id, n_gold, n_pred, precision, recall,
-    score, matches, semeval counts, repairs).
+    score, matches, semeval counts, semeval_entities: each scheme's correct / incorrect / partial /
+    missed / spurious entities, repairs).
 
     A record is a record dict (``{"id", "text", "labels"}``) or the record's entities in any
     supported format (then numbered by stream position). ``options`` as ``evaluate``; the label

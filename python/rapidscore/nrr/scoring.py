@@ -5,8 +5,9 @@ truth is strictly below a threshold. NRR = rejected / evaluated; the capture rat
 (captured / (captured + not captured), the formula RAG write-ups often print).
 
 This is not the "negative rejection" of RAG robustness benchmarks (the rate at which a model
-correctly refuses when its retrieved documents hold no answer); for refusals, see
-``rapidscore.abstention``.
+correctly refuses when its retrieved documents hold no answer): that is
+``rapidscore.abstention.rgb_negative_rejection`` (``rapidscore rgb``; refusal detectors in
+``rapidscore.abstention``).
 """
 
 from __future__ import annotations
