@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -35,6 +36,19 @@ from rapidscore.testing import tiny_models  # noqa: E402
 
 _saved_cache_env: dict[str, str | None] = {}
 _session_cache_dir: Path | None = None
+
+
+# The handlers the session starts with. Importing deepeval (collecting its adapter tests) makes
+# SIGINT/SIGTERM call sys.exit(0) (its tracing); every process forked afterwards inherits that, and
+# bert-score's idf Pool then hung in Pool.terminate on a worker that did not die (seen twice in CI).
+_SESSION_SIGNAL_HANDLERS = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+
+def pytest_runtest_setup(item):
+    """Every test starts with the session's own SIGINT/SIGTERM handlers."""
+    for signum, handler in _SESSION_SIGNAL_HANDLERS.items():
+        if signal.getsignal(signum) is not handler:
+            signal.signal(signum, handler)
 
 
 def pytest_configure(config):
