@@ -53,10 +53,7 @@ def score_stream(metric: str | Metric, rows: Iterable, *, chunk_size: int = 4096
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     if columns is not None or table_kind(rows) is not None:
         rows = metric_rows(metric, rows, columns)
-    if engine is None:
-        engine = metric.build(**options)
-    elif options:
-        raise TypeError(f"pass options or a built engine, not both (got {sorted(options)})")
+    engine = _engine(metric, engine, options)
     return _rows(metric, engine, rows, chunk_size, totals)
 
 
@@ -76,10 +73,7 @@ def score_table(table: Any, metric: str | Metric = "bertscore", *, columns: Mapp
     Thread-safe as the engine (every engine rapidscore builds is)."""
     metric = get_metric(metric)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    if engine is None:
-        engine = metric.build(**options)
-    elif options:
-        raise TypeError(f"pass options or a built engine, not both (got {sorted(options)})")
+    engine = _engine(metric, engine, options)
     kind = table_kind(table)
     if kind is not None and kind != "iterable_dataset":
         outputs = metric.score(engine, metric_columns(metric, table, columns), RowNames("row"))
@@ -92,6 +86,15 @@ def score_table(table: Any, metric: str | Metric = "bertscore", *, columns: Mapp
         for name in [*row, *(name for name in result if name not in row)]:
             result.setdefault(name, [None] * n_rows).append(row.get(name))
     return result
+
+
+def _engine(metric: Metric, engine: Any, options: dict) -> Any:
+    """The given engine, or the metric's built from ``options`` (not both)."""
+    if engine is None:
+        return metric.build(**options)
+    if options:
+        raise TypeError(f"pass options or a built engine, not both (got {sorted(options)})")
+    return engine
 
 
 def _rows(metric: Metric, engine: Any, rows: Iterable, chunk_size: int, totals: Totals | None) -> Iterator[dict]:

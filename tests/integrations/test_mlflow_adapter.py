@@ -70,6 +70,21 @@ def expected_aggregates(name: str, values) -> dict[str, float]:
             f"{name}/p90": statistics.quantiles(values, n=10, method="inclusive")[8]}
 
 
+def in_four_threads(items: list, score) -> dict[int, list]:
+    """``score`` of every 4th item from offset k, in thread k (four threads at once)."""
+    results: dict[int, list] = {}
+
+    def work(k: int) -> None:
+        results[k] = [score(item) for item in items[k::4]]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
 @pytest.mark.slow
 def test_bertscore_scorer_logs_bertscores_per_row_and_aggregated(tracking, minilm_path):
     from rapidscore import BERTScore
@@ -166,16 +181,7 @@ def test_a_scorer_is_thread_safe():
     scorer = refusal_scorer()
     responses = [f"I cannot answer question {i}." if i % 3 else f"Answer {i}: yes." for i in range(60)]
     expected = [scorer(outputs=r) for r in responses]
-    results: dict[int, list] = {}
-
-    def work(k: int) -> None:
-        results[k] = [scorer(outputs=r) for r in responses[k::4]]
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = in_four_threads(responses, lambda r: scorer(outputs=r))
     for k in range(4):
         assert results[k] == expected[k::4]
     assert expected == detect_refusal(responses).tolist()
@@ -188,15 +194,6 @@ def test_the_shared_row_memo_from_several_threads():
     rows = RowScores("refusal", get_metric("refusal").build(), capacity=7)  # a small memo: it fills and clears
     responses = [f"I cannot answer question {i % 11}." if i % 3 else f"Answer {i % 11}: yes." for i in range(80)]
     expected = detect_refusal(responses).tolist()
-    results: dict[int, list] = {}
-
-    def work(k: int) -> None:
-        results[k] = [bool(rows.row({"response": r}, "refusal")["refusal"]) for r in responses[k::4]]
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = in_four_threads(responses, lambda r: bool(rows.row({"response": r}, "refusal")["refusal"]))
     for k in range(4):
         assert results[k] == expected[k::4]
