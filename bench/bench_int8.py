@@ -62,7 +62,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common
+
+from rapidscore.encoder.int8 import gptq_int8
 
 # issue 26's bound (issue 4 asked for 2e-3 and 0.99)
 ACCURACY_BOUND = {"mean_abs_dF": 5e-4, "kendall_tau": 0.995}
@@ -153,38 +155,6 @@ def calibration_stats(scorer, model_dir: Path, layer: int, source: Path) -> dict
             entry["absmax"] = np.maximum(entry["absmax"], np.abs(x).max(axis=0))
             entry["H"] += x.T @ x
     return stats
-
-
-def gptq_int8(w, hessian, damp: float = 0.01, block: int = 128) -> tuple[np.ndarray, np.ndarray]:
-    """GPTQ rounding of the MatMul weight ``w`` (inputs x outputs) to symmetric int8 per output
-    column (scale max|w|/127): columns of inputs in order of descending Hessian diagonal, each
-    rounding error spread over the inputs not yet rounded. Returns (int8 weights, scales)."""
-    import numpy as np
-
-    w = w.astype(np.float64).copy()
-    k = w.shape[0]
-    scale = np.abs(w).max(axis=0) / 127
-    scale[scale == 0] = 1
-    h = hessian.astype(np.float64).copy()
-    dead = np.diag(h) == 0
-    h[dead, dead] = 1
-    w[dead] = 0
-    order = np.argsort(-np.diag(h), kind="stable")
-    w, h = w[order], h[order][:, order]
-    h[np.diag_indices(k)] += damp * np.mean(np.diag(h))
-    hinv = np.linalg.cholesky(np.linalg.inv(h)).T
-    rounded = np.zeros_like(w)
-    for i1 in range(0, k, block):
-        i2 = min(i1 + block, k)
-        part, errors = w[i1:i2].copy(), np.zeros((i2 - i1, w.shape[1]))
-        for i in range(i2 - i1):
-            q = np.clip(np.round(part[i] / scale), -127, 127) * scale
-            rounded[i1 + i] = q
-            errors[i] = (part[i] - q) / hinv[i1 + i, i1 + i]
-            part[i + 1:] -= np.outer(hinv[i1 + i, i1 + i + 1:i2], errors[i])
-        w[i2:] -= hinv[i1:i2, i2:].T @ errors
-    rounded = rounded[np.argsort(order)]
-    return np.clip(np.round(rounded / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
 
 
 def smoothquant(source: Path, target: Path, stats: dict, alpha: float) -> None:

@@ -10,7 +10,7 @@ __all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "POOLINGS", "LONG_TEXTS"]
 BACKENDS = ("onnx", "openvino", "torch")
 DEVICES = ("cpu", "cuda")
 # "fast": the machine's fastest mode within the fast-mode bound (encoder/precision.py)
-PRECISIONS = ("fp32", "bf16", "fp16", "fast")
+PRECISIONS = ("fp32", "bf16", "fp16", "int8", "fast")
 POOLINGS = ("mean", "cls")
 # What BERTScore does with texts longer than the model's maximum length (encoder/windows.py).
 LONG_TEXTS = ("truncate", "window")

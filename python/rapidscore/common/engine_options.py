@@ -5,7 +5,8 @@ detector):
 
 - ``backend``: ``"onnx"``, ``"openvino"`` or ``"torch"`` (None: the precision's default);
 - ``device``: ``"cpu"`` or ``"cuda"``;
-- ``precision``: ``"fp32"`` (exact), ``"bf16"`` or ``"fp16"``;
+- ``precision``: ``"fp32"`` (exact), ``"bf16"``, ``"fp16"``, ``"int8"`` or ``"fast"`` (the machine's
+  fastest mode within the fast-mode bound);
 - ``num_threads``: threads of the runtime and the native kernels (None: the thread budget,
   ``rapidscore.threads``);
 - ``batch_tokens``, ``cache_dir``: the encoder's token budget per batch and export cache.

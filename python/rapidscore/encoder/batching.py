@@ -8,7 +8,7 @@ import numpy as np
 # caches: all-MiniLM-L6-v2 under ONNX Runtime on a 2-core EPYC ran 17.2k tokens/s at 512-1024
 # tokens per batch and 15k at 4096; a roberta-large-sized model 950 at 500-1000 and 760 at 5120.
 # OpenVINO's bf16 kernels peak a little later (2048). GPUs want large batches.
-CPU_BATCH_TOKENS = {"fp32": 1024, "bf16": 2048}
+CPU_BATCH_TOKENS = {"fp32": 1024, "bf16": 2048, "int8": 1024}
 GPU_BATCH_TOKENS = 16384
 # Large inputs: a batch's real tokens must fill this share of its padded size (padding is the
 # larger waste there; the call cost below is under 3% of a full batch).

@@ -128,6 +128,8 @@ def load_model(model_dir: Path, layer: int | str, backend: str, device: str, pre
     whether this call loaded it. ``unpadded``: the ONNX graph over real tokens only (onnx backend)."""
     if unpadded and backend != "onnx":
         raise ValueError(f"the unpadded graph runs on backend='onnx', got {backend!r}")
+    if unpadded and precision == "int8":
+        raise ValueError("the unpadded graph runs in fp32; precision='int8' runs the padded graph")
     key = (str(model_dir), layer, backend, device, precision, num_threads,
            None if cache_dir is None else str(cache_dir), add_prefix_space, unpadded)
     return MODELS.get_or_build(key, lambda: _load(model_dir, layer, backend, device, precision, num_threads,
@@ -152,8 +154,16 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
             backend = "torch"
     if backend in ("onnx", "openvino"):
         spec = load_spec(entry / "tokenizer_spec.json")
+        graph = entry / "model.onnx"
+        if precision == "int8":  # the int8 graph of this export, built on first use (errors belong here)
+            from rapidscore.encoder.int8 import cached_int8
+            from rapidscore.encoder.tokenization import BatchTokenizer
+
+            int8_entry, _ = cached_int8(entry, BatchTokenizer(_tokenizer_file(entry), spec), spec.pad_id, num_threads)
+            graph = int8_entry / "model.onnx"
+
         def new_runner() -> Runner:
-            return make_runner(backend, onnx_path=entry / "model.onnx", device=device, precision=precision,
+            return make_runner(backend, onnx_path=graph, device=device, precision=precision,
                                num_threads=num_threads, compile_cache=entry.parent.parent / "openvino")
 
         sensitive = bool(json.loads((entry / "meta.json").read_text(encoding="utf-8")).get("padding_sensitive"))

@@ -54,7 +54,7 @@ __all__ = ["Encoder", "TokenStore", "DEFAULT_MODEL", "check_texts", "default_bac
 
 def default_backend(backend: str | None, precision: str) -> str:
     """The backend for ``precision`` when none is named: OpenVINO for bf16, torch for fp16 (a
-    GPU mode), ONNX Runtime else."""
+    GPU mode), ONNX Runtime else (int8 included)."""
     if backend is None:
         return {"bf16": "openvino", "fp16": "torch"}.get(precision, "onnx")
     return backend
@@ -100,13 +100,16 @@ class Encoder:
         (the TokenStore holds a torch tensor) and matching runs there.
     precision: "fp32" (exact), "bf16" (fast mode: OpenVINO on CPUs with bf16 instructions,
         BERTScore within about 1e-4 of fp32, see docs/performance.md; or torch on a GPU or a CPU
-        with native bf16) or "fp16" (the GPU fast mode: backend="torch", device="cuda"; the model
-        in half precision, similarities and sums in float32). A mode the device cannot run is a
-        ValueError naming it.
+        with native bf16), "fp16" (the GPU fast mode: backend="torch", device="cuda"; the model
+        in half precision, similarities and sums in float32), "int8" (ONNX Runtime on the CPU:
+        int8 weights, two int8 passes over the activations, ``rapidscore.encoder.int8``; BERTScore
+        within about 4e-4 of fp32) or "fast" (the fastest of these that this machine has within
+        the fast-mode bound, ``rapidscore.encoder.precision``; the encoder's ``precision`` is then
+        the mode used). A mode the device cannot run is a ValueError naming it.
     max_length: truncation length in tokens, special tokens included (default: the model's maximum).
     batch_tokens: padded tokens per batch (batch size x longest sequence). The default depends on
         where the model runs: on CPUs small batches keep activations in cache and run faster per
-        token (1024 in fp32, 2048 in bf16, measured in docs/performance.md); on GPUs 16384.
+        token (1024 in fp32 and int8, 2048 in bf16, measured in docs/performance.md); on GPUs 16384.
     max_batch_size: sequences per batch at most.
     num_threads: runtime threads (default: the process's thread budget, ``rapidscore.threads``).
     cache_dir: where ONNX exports live (default $RAPIDSCORE_CACHE or ~/.cache/rapidscore).
@@ -147,6 +150,9 @@ class Encoder:
         if precision == "bf16" and backend not in ("openvino", "torch"):
             raise ValueError(f"precision='bf16' runs on backend='openvino' (CPU) or backend='torch', "
                              f"got backend={backend!r}")
+        if precision == "int8" and (backend != "onnx" or device != "cpu"):
+            raise ValueError(f"precision='int8' runs on backend='onnx' with device='cpu' (ONNX Runtime's int8 "
+                             f"kernels), got backend={backend!r}, device={device!r}")
         if precision == "fp16" and backend != "torch":
             raise ValueError(f"precision='fp16' runs on backend='torch' with device='cuda', got backend={backend!r}")
         if backend == "torch" and precision != "fp32":
@@ -186,7 +192,8 @@ class Encoder:
             Path(cache_dir) if cache_dir else None, add_prefix_space)
         loaded, loaded_here = load_model(*load_args)
         # The unpadded graph (embed_ids(unpadded=True)), loaded on first use; None where there is none.
-        self._unpadded_load_args = (load_args if backend == "onnx" and device == "cpu"
+        # (fp32 only: int8 scales its activations per batch, so the padded graph serves it.)
+        self._unpadded_load_args = (load_args if backend == "onnx" and device == "cpu" and precision == "fp32"
                                     and unpadded_supported(config, self.layer) else None)
         self._unpadded_runner: Any = None
         self._roberta_positions = self.model_type in ROBERTA_LIKE

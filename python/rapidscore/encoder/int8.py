@@ -1,0 +1,436 @@
+"""``precision="int8"``: the exported graph with every weight matrix in int8, run by ONNX Runtime.
+
+Why this scheme (bench/RESULTS.md, "int8 schemes"): trained BERT models have activation outliers,
+so one int8 pass over the activations (per tensor, per token, or after SmoothQuant) misses the
+fast-mode bound on the real all-MiniLM-L6-v2 by 2-20x (mean |dF| 1e-3 to 1e-2). About 12 bits of
+activation precision are needed; two int8 passes give them. Each weighted matrix product
+``y = x @ W (+ b)`` becomes
+
+    q1 = quantise(x, s, z)                   7-bit, one scale s and zero point z per tensor
+    r  = x - s (q1 - z)                      the rounding residual, within [-s/2, s/2]
+    q2 = quantise(r, s / 126, 63)            7 bits again: about 14 bits of x in all
+    y  = MatMulIntegerToFloat(q1, Wq, s, ws, z) + MatMulIntegerToFloat(q2, Wq, s / 126, ws, 63) (+ b)
+
+with ``Wq`` the weights in int8 per output column (scale ``ws`` = max |w| / 127), rounded by GPTQ
+(each rounding error spread over the inputs not yet rounded, weighted by the inputs' second
+moments X^T X measured on a calibration corpus, ``int8_calibration.txt``). Before rounding, the
+weight rows (input channels) are equalised: row j is multiplied by t_j = (max_k |W_jk| / median)^-1/4
+and the activation's channel j divided by it (one Mul), which narrows the per-column weight range
+at the cost of a wider activation range that the two passes absorb (all-MiniLM-L6-v2, 400 W1
+pairs: mean |dF| 5.3e-4 without, 3.9e-4 with; exponents 1/2 and 1 are worse).
+
+Activations use 7 bits (0..127), not 8: x86 CPUs without VNNI multiply u8 x s8 with
+``vpmaddubsw``, which adds two products in 16 bits and saturates when both are large
+(255 * 127 * 2 > 32767); with activations below 128 no sum can saturate (127 * 127 * 2 = 32258),
+so the integer products are exact on every x86 CPU, VNNI or not, and the scores do not depend on
+the instruction set.
+
+What it costs (bench/RESULTS.md): on the real all-MiniLM-L6-v2, mean |dF| 3.9e-4, Kendall tau
+0.997 against the exact scores on W1's pairs (the fast-mode bound is 5e-4 / 0.995), nearly all of
+it from the int8 weights (int8 weights with exact activations: 3.7e-4); on pairs of unrelated
+real questions, whose F1 values lie closer together, 6.9e-4 / 0.9945 (bf16: 2.7e-4 / 0.998).
+Speed: about 1.45x the exact fp32 encoder on a 2-core AVX512-VNNI CPU (each pass is an int8
+product at about 3.5x the fp32 rate; the two passes, the quantisation and the residual take the
+rest). Activation scales are per tensor, so a text's scores depend slightly on the other texts of
+its batch (within the bound; bf16 is not bit-stable across batchings either).
+
+The quantised graph is cached beside the fp32 export (``<cache>/onnx/<fp32 key>.int8-<hash>``:
+``model.onnx`` and ``meta.json`` with its sha256, the scheme, the calibration corpus hash and the
+validation against fp32), built once under the same file lock and staging as the export. A model
+whose int8 graph does not reproduce its fp32 embeddings (``VALIDATION_BOUND``), or that has no
+weight matrices to quantise, is refused with :class:`Int8Error`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rapidscore.errors import RapidscoreError
+
+__all__ = ["Int8Error", "SCHEME", "VALIDATION_BOUND", "calibration_texts", "cached_int8", "quantize_graph",
+           "gptq_int8"]
+
+logger = logging.getLogger("rapidscore")
+
+#: the scheme's name, recorded in the cache entry (bump the version when the graph changes)
+SCHEME = "int8-2pass-gptq-7bit-equalise0.25/v1"
+#: largest accepted relative error of the int8 graph's token embeddings against fp32 on the
+#: calibration texts (median over tokens): a guard against a graph the rewriting broke, not the
+#: accuracy bound (all-MiniLM-L6-v2: 1.4e-2; a broken graph: 0.3 and more)
+VALIDATION_BOUND = 0.1
+#: X^T X of the calibrated inputs held at once (float64), bytes: larger models calibrate in rounds
+HESSIAN_BUDGET = 512 << 20
+#: calibration batches: token budget per padded batch
+CALIBRATION_BATCH_TOKENS = 4096
+#: weight-range equalisation exponent (0: off): input channel j of the weights reading an
+#: activation is scaled by t_j = (max_k |W_jk| / median_j)^-EQUALISE, the activation by 1 / t_j
+EQUALISE = 0.25
+_ACTIVATION_LEVELS = 126  # 7-bit activations: q in [0, 127] (126 steps plus rounding of the zero point)
+
+
+class Int8Error(RapidscoreError, ValueError):
+    """A model that ``precision="int8"`` cannot run: no weight matrices to quantise, or a
+    quantised graph that does not reproduce the exact one."""
+
+
+def calibration_texts() -> list[str]:
+    """The calibration corpus shipped with rapidscore (one text per line)."""
+    text = resources.files("rapidscore.encoder").joinpath("int8_calibration.txt").read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _scheme_digest() -> str:
+    digest = hashlib.sha256(SCHEME.encode())
+    digest.update("\n".join(calibration_texts()).encode("utf-8"))
+    return digest.hexdigest()[:12]
+
+
+# ---------------------------------------------------------------- weights ---------------------
+
+def gptq_int8(w: np.ndarray, hessian: np.ndarray, damp: float = 0.01,
+              block: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    """GPTQ rounding of the weight ``w`` (inputs x outputs) to symmetric int8 per output column
+    (scale max |w| / 127): inputs in order of descending ``hessian`` diagonal (X^T X of the inputs),
+    each rounding error spread over the inputs not yet rounded. Returns (int8 weights, float32
+    scales); with ``hessian`` the identity this is plain rounding."""
+    w = w.astype(np.float64, copy=True)
+    k = w.shape[0]
+    scale = np.abs(w).max(axis=0) / 127
+    scale[scale == 0] = 1
+    h = hessian.astype(np.float64, copy=True)
+    dead = np.diag(h) == 0  # inputs never nonzero in calibration: their weights do not matter
+    h[dead, dead] = 1
+    w[dead] = 0
+    order = np.argsort(-np.diag(h), kind="stable")
+    w, h = w[order], h[order][:, order]
+    h[np.diag_indices(k)] += damp * np.mean(np.diag(h))
+    hinv = np.linalg.cholesky(np.linalg.inv(h)).T
+    rounded = np.zeros_like(w)
+    for i1 in range(0, k, block):
+        i2 = min(i1 + block, k)
+        part, errors = w[i1:i2].copy(), np.zeros((i2 - i1, w.shape[1]))
+        for i in range(i2 - i1):
+            q = np.clip(np.round(part[i] / scale), -127, 127) * scale
+            rounded[i1 + i] = q
+            errors[i] = (part[i] - q) / hinv[i1 + i, i1 + i]
+            part[i + 1:] -= np.outer(hinv[i1 + i, i1 + i + 1:i2], errors[i])
+        w[i2:] -= hinv[i1:i2, i2:].T @ errors
+    rounded = rounded[np.argsort(order)]
+    return np.clip(np.round(rounded / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
+
+
+class _Weighted:
+    """A MatMul or Gemm of the graph with a constant 2-D weight: what gets quantised."""
+
+    def __init__(self, node, weight: np.ndarray, transposed: bool, bias: str | None):
+        self.node, self.weight, self.bias = node, weight, bias  # weight: inputs x outputs
+        self.key = (node.input[1], transposed)  # one quantised matrix per stored weight and orientation
+
+    @property
+    def activation(self) -> str:
+        return self.node.input[0]
+
+
+def _weighted_nodes(model) -> list[_Weighted]:
+    from onnx import helper, numpy_helper
+
+    inits = {init.name: init for init in model.graph.initializer}
+    found = []
+    for node in model.graph.node:
+        if node.op_type not in ("MatMul", "Gemm") or len(node.input) < 2 or node.input[1] not in inits \
+                or node.input[0] in inits:
+            continue
+        if inits[node.input[1]].data_type != 1 or len(inits[node.input[1]].dims) != 2:  # float32 matrices only
+            continue
+        weight = numpy_helper.to_array(inits[node.input[1]])
+        bias, transposed = None, False
+        if node.op_type == "Gemm":
+            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            if attrs.get("transA", 0) or attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0:
+                continue
+            if attrs.get("transB", 0):
+                weight, transposed = weight.T, True
+            if len(node.input) > 2 and node.input[2]:
+                if node.input[2] not in inits or len(inits[node.input[2]].dims) != 1:
+                    continue
+                bias = node.input[2]
+        found.append(_Weighted(node, np.ascontiguousarray(weight), transposed, bias))
+    return found
+
+
+# ---------------------------------------------------------------- calibration -----------------
+
+def _calibration_batches(texts: list[str], tokenizer, pad_id: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    from rapidscore.encoder.batching import pad_batch
+
+    ids, _ = tokenizer.encode(texts)
+    ids = sorted((seq for seq in ids if len(seq)), key=len)
+    batches, start = [], 0
+    while start < len(ids):
+        end = start + 1
+        while end < len(ids) and (end - start + 1) * len(ids[end]) <= CALIBRATION_BATCH_TOKENS:
+            end += 1
+        batches.append(pad_batch(ids[start:end], pad_id))
+        start = end
+    return batches
+
+
+def _session(model, num_threads: int | None):
+    from rapidscore.encoder.runtime.onnx import import_onnxruntime
+    from rapidscore.threads import thread_budget
+
+    ort = import_onnxruntime("precision='int8'")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = num_threads or thread_budget()
+    options.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def _feed(session, input_ids: np.ndarray, attention_mask: np.ndarray) -> dict[str, np.ndarray]:
+    names = {i.name for i in session.get_inputs()}
+    return {k: v for k, v in {"input_ids": input_ids, "attention_mask": attention_mask}.items() if k in names}
+
+
+def _real_rows(out: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+    """The rows of an activation that belong to real tokens, as (tokens, channels)."""
+    mask = attention_mask.astype(bool)
+    if out.shape[:2] == mask.shape:
+        return out[mask]
+    flat = out.reshape(-1, out.shape[-1])
+    return flat[mask.ravel()] if flat.shape[0] == mask.size else flat
+
+
+def calibration_hessians(model, batches, channels: dict[str, int],
+                         num_threads: int | None = None) -> dict[str, np.ndarray]:
+    """X^T X (float64) over the real tokens of ``batches`` for each activation of ``model`` named
+    in ``channels`` (its width), in rounds whose matrices fit ``HESSIAN_BUDGET``."""
+    import onnx
+
+    hessians: dict[str, np.ndarray] = {}
+    remaining = list(channels)
+    while remaining:
+        probe = onnx.ModelProto()
+        probe.CopyFrom(model)
+        del probe.graph.output[:]
+        round_names: list[str] = []
+        held = 0
+        for name in remaining:
+            cost = 8 * channels[name] ** 2
+            if round_names and held + cost > HESSIAN_BUDGET:
+                break
+            round_names.append(name)
+            held += cost
+        for name in round_names:
+            probe.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+        session = _session(probe, num_threads)
+        for input_ids, attention_mask in batches:
+            outputs = session.run(round_names, _feed(session, input_ids, attention_mask))
+            for name, out in zip(round_names, outputs):
+                x = _real_rows(out, attention_mask).astype(np.float64)
+                if name not in hessians:
+                    hessians[name] = np.zeros((x.shape[1], x.shape[1]))
+                hessians[name] += x.T @ x
+        del session, probe
+        remaining = remaining[len(round_names):]
+    return hessians
+
+
+
+
+# ---------------------------------------------------------------- rewriting -------------------
+
+def quantize_graph(model, hessians: dict[str, np.ndarray]) -> int:
+    """Rewrite ``model`` in place: every weighted MatMul / Gemm as two int8 passes (see the module).
+    Returns the number of matrices quantised."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = model.graph
+    weighted = _weighted_nodes(model)
+    by_weight: dict[str, list[_Weighted]] = {}
+    for w in weighted:
+        by_weight.setdefault(w.node.input[1], []).append(w)
+    quantised_weights: dict[tuple[str, bool], tuple[str, str]] = {}
+    new_initializers = [numpy_helper.from_array(np.array(_ACTIVATION_LEVELS, np.float32), "int8_levels"),
+                        numpy_helper.from_array(np.array(0.0, np.float32), "int8_zero"),
+                        numpy_helper.from_array(np.array(1e-30, np.float32), "int8_tiny"),
+                        numpy_helper.from_array(np.array(63, np.uint8), "int8_residual_zp")]
+    quantised_activations: set[str] = set()
+    replaced: dict[int, list] = {}  # by id(node): exported nodes may have no name
+    equalise = _equalisation(weighted, by_weight)
+    for w in weighted:
+        node, x = w.node, w.activation
+        tag = f"int8_{len(replaced)}"
+        nodes = []
+        p = f"{x}__int8"
+        if x not in quantised_activations:  # once per activation: Q, K and V share it
+            quantised_activations.add(x)
+            if x in equalise:
+                new_initializers.append(numpy_helper.from_array((1 / equalise[x]).astype(np.float32), p + "_inv_t"))
+                nodes.append(helper.make_node("Mul", [x, p + "_inv_t"], [p + "_x"]))
+                x = p + "_x"
+            nodes += [
+                helper.make_node("ReduceMin", [x], [p + "_min"], keepdims=0),
+                helper.make_node("ReduceMax", [x], [p + "_max"], keepdims=0),
+                helper.make_node("Min", [p + "_min", "int8_zero"], [p + "_lo"]),
+                helper.make_node("Max", [p + "_max", "int8_zero"], [p + "_hi"]),
+                helper.make_node("Sub", [p + "_hi", p + "_lo"], [p + "_range"]),
+                helper.make_node("Div", [p + "_range", "int8_levels"], [p + "_s0"]),
+                helper.make_node("Max", [p + "_s0", "int8_tiny"], [p + "_s"]),
+                helper.make_node("Div", [p + "_lo", p + "_s"], [p + "_lo_steps"]),
+                helper.make_node("Neg", [p + "_lo_steps"], [p + "_zp_f"]),
+                helper.make_node("Round", [p + "_zp_f"], [p + "_zp_r"]),
+                helper.make_node("Cast", [p + "_zp_r"], [p + "_zp"], to=TensorProto.UINT8),
+                helper.make_node("QuantizeLinear", [x, p + "_s", p + "_zp"], [p + "_q"]),
+                helper.make_node("DequantizeLinear", [p + "_q", p + "_s", p + "_zp"], [p + "_dq"]),
+                helper.make_node("Sub", [x, p + "_dq"], [p + "_r"]),
+                helper.make_node("Div", [p + "_s", "int8_levels"], [p + "_rs"]),
+                helper.make_node("QuantizeLinear", [p + "_r", p + "_rs", "int8_residual_zp"], [p + "_rq"]),
+            ]
+        key = w.key
+        if key not in quantised_weights:
+            sharing = by_weight[node.input[1]]
+            hessian = np.sum([hessians[x] for x in {s.activation for s in sharing}], axis=0)
+            weight = w.weight
+            if w.activation in equalise:  # x / t times t W
+                t = equalise[w.activation].astype(np.float64)
+                weight, hessian = weight * t[:, None], hessian / np.outer(t, t)
+            q, scale = gptq_int8(weight, hessian)
+            name = f"{tag}_w"
+            new_initializers += [numpy_helper.from_array(q, name + "q"), numpy_helper.from_array(scale, name + "s")]
+            quantised_weights[key] = (name + "q", name + "s")
+        wq, ws = quantised_weights[key]
+        first = [p + "_q", wq, p + "_s", ws, p + "_zp"]
+        if w.bias is not None:
+            first += ["", w.bias]  # no weight zero point; the bias added in the first pass
+        nodes += [helper.make_node("MatMulIntegerToFloat", first, [tag + "_y1"], domain="com.microsoft"),
+                  helper.make_node("MatMulIntegerToFloat", [p + "_rq", wq, p + "_rs", ws, "int8_residual_zp"],
+                                   [tag + "_y2"], domain="com.microsoft"),
+                  helper.make_node("Add", [tag + "_y1", tag + "_y2"], [node.output[0]])]
+        replaced[id(node)] = nodes
+    new_nodes = [m for n in graph.node for m in replaced.get(id(n), [n])]
+    used = {i for n in new_nodes for i in n.input}
+    kept = [init for init in graph.initializer if init.name in used]
+    del graph.node[:]
+    graph.node.extend(new_nodes)
+    del graph.initializer[:]
+    graph.initializer.extend(kept + [i for i in new_initializers if i.name in used])
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return len(quantised_weights)
+
+
+def _equalisation(weighted: list[_Weighted], by_weight: dict) -> dict[str, np.ndarray]:
+    if not EQUALISE:
+        return {}
+    rows: dict[str, np.ndarray] = {}
+    shared = {w.activation for ws in by_weight.values() for w in ws if len({v.activation for v in ws}) > 1}
+    for w in weighted:
+        if w.activation in shared:
+            continue
+        m = np.abs(w.weight).max(axis=1)
+        rows[w.activation] = np.maximum(rows.get(w.activation, m), m)
+    out = {}
+    for x, m in rows.items():
+        m = np.maximum(m, 1e-8)
+        out[x] = np.clip((m / np.median(m)) ** -EQUALISE, 1e-2, 1e2)
+    return out
+
+
+def _validate(fp32_model, int8_model, batches, num_threads: int | None) -> dict[str, float]:
+    """Relative error of the int8 graph's token embeddings against fp32 on ``batches``."""
+    exact, fast = _session(fp32_model, num_threads), _session(int8_model, num_threads)
+    errors = []
+    for input_ids, attention_mask in batches:
+        a = _real_rows(exact.run(None, _feed(exact, input_ids, attention_mask))[0], attention_mask)
+        b = _real_rows(fast.run(None, _feed(fast, input_ids, attention_mask))[0], attention_mask)
+        if not np.isfinite(b).all():
+            return {"median_relative_error": float("inf"), "max_relative_error": float("inf")}
+        errors.append(np.linalg.norm(b - a, axis=-1) / np.maximum(np.linalg.norm(a, axis=-1), 1e-12))
+    e = np.concatenate(errors)
+    return {"median_relative_error": float(np.median(e)), "max_relative_error": float(e.max())}
+
+
+# ---------------------------------------------------------------- the cache entry -------------
+
+def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | None = None) -> tuple[Path, bool]:
+    """The int8 cache entry of the fp32 export ``fp32_entry`` (built on first use: calibration,
+    GPTQ, rewriting, validation; seconds for all-MiniLM-L6-v2, minutes for large models) and
+    whether this call built it. ``tokenizer``: a ``BatchTokenizer`` of the model."""
+    from rapidscore.encoder.onnx_export import _exclusive_lock, entry_damage, record_files, remove_stale_staging
+
+    fp32_entry = Path(fp32_entry)
+    root = fp32_entry.parent
+    key = f"{fp32_entry.name}.int8-{_scheme_digest()}"
+    entry = root / key
+    refused = root / f"{key}.refused.json"
+    if entry.exists() and entry_damage(entry) is None:
+        return entry, False
+    if refused.is_file():
+        raise Int8Error(json.loads(refused.read_text(encoding="utf-8"))["reason"])
+    with _exclusive_lock(root / f"{key}.lock"):
+        if entry.exists() and entry_damage(entry) is None:
+            return entry, False
+        if refused.is_file():
+            raise Int8Error(json.loads(refused.read_text(encoding="utf-8"))["reason"])
+        remove_stale_staging(root)
+        staging = Path(tempfile.mkdtemp(prefix=f".{key}-{os.getpid()}-", dir=root))
+        logger.info("quantising %s to int8 (first use of precision='int8' for this model and layer; "
+                    "about 20 s for all-MiniLM-L6-v2, minutes for large models)", fp32_entry)
+        started = time.perf_counter()
+        try:
+            try:
+                meta = _quantize_into(staging, fp32_entry, tokenizer, pad_id, num_threads)
+            except Int8Error as exc:
+                refused.write_text(json.dumps({"reason": str(exc)}), encoding="utf-8")
+                raise
+            meta["files"] = record_files(staging)
+            (staging / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+            if entry.exists():  # damaged: replaced
+                shutil.rmtree(entry, ignore_errors=True)
+            os.replace(staging, entry)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        logger.info("quantised %s to int8 in %.1f s", fp32_entry, time.perf_counter() - started)
+    return entry, True
+
+
+def _quantize_into(target: Path, fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | None) -> dict[str, Any]:
+    import onnx
+
+    from rapidscore.encoder.onnx_export import _file_record
+
+    source = fp32_entry / "model.onnx"
+    fp32_model = onnx.load(str(source))
+    weighted = _weighted_nodes(fp32_model)
+    if not weighted:
+        raise Int8Error(f"precision='int8' found no weight matrices to quantise in {source} (an embedding-only "
+                        "layer?); use precision='fp32'")
+    texts = calibration_texts()
+    batches = _calibration_batches(texts, tokenizer, pad_id)
+    channels = {w.activation: int(w.weight.shape[0]) for w in weighted}
+    hessians = calibration_hessians(fp32_model, batches, channels, num_threads)
+    int8_model = onnx.ModelProto()
+    int8_model.CopyFrom(fp32_model)
+    matrices = quantize_graph(int8_model, hessians)
+    validation = _validate(fp32_model, int8_model, batches, num_threads)
+    if not validation["median_relative_error"] <= VALIDATION_BOUND:
+        raise Int8Error(f"the int8 graph of {source} does not reproduce its fp32 embeddings: median relative "
+                        f"error {validation['median_relative_error']:.3g} on the calibration texts (bound "
+                        f"{VALIDATION_BOUND}); this model cannot run in precision='int8', use 'fp32' or 'bf16'")
+    onnx.save(int8_model, str(target / "model.onnx"))
+    tokens = int(sum(int(mask.sum()) for _, mask in batches))
+    return {"scheme": SCHEME, "source": {"entry": fp32_entry.name, "sha256": _file_record(source)["sha256"]},
+            "matrices": matrices, "validation": validation,
+            "calibration": {"texts": len(texts), "tokens": tokens, "corpus": "rapidscore/encoder/int8_calibration.txt"}}
+
