@@ -8,7 +8,11 @@ sentence-transformers), and the NRR path ``SentenceSimilarity`` which uses it. B
 loaded once; interleaved repetitions, median of per-repetition ratios; max abs difference of the
 embeddings and of the cosine similarity of consecutive sentence pairs.
 
-    python bench/bench_sentence.py [--sentences 2000] [--reps 3]
+    python bench/bench_sentence.py [--sentences 2000] [--reps 3] [--precisions int8,bf16]
+
+``--precisions``: rapidscore's non-exact modes timed in the same interleaved run, each against
+rapidscore's exact fp32 (speed-up, and mean / max |d cos| of the sentence pairs: the NRR decision
+reads these cosines; the fast-mode bound is a mean of 1e-3).
 
 Writes bench/results/sentence.md and bench/results/sentence.json.
 """
@@ -21,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common
 
 TARGET = 1.5  # issue 5: >= 1.5x sentence-transformers' encode on CPU
 
@@ -30,6 +34,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sentences", type=int, default=2000)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--precisions", default="",
+                        help="comma-separated non-exact modes to time too (int8, bf16, fast)")
     common.add_cache_and_out_arguments(parser)
     args = parser.parse_args(argv)
     run_start = time.perf_counter()
@@ -58,6 +64,11 @@ def main(argv=None) -> int:
                                                                 convert_to_numpy=True, show_progress_bar=False),
         "rapidscore Encoder.sentence_embeddings": lambda: encoder.sentence_embeddings(texts),
     }
+    modes = [p.strip() for p in args.precisions.split(",") if p.strip()]
+    for mode in modes:
+        fast = Encoder(model_dir, max_length=st_model.max_seq_length, precision=mode)
+        fast.sentence_embeddings(texts[:16])
+        contenders[f"rapidscore {mode} ({fast.precision})"] = lambda fast=fast: fast.sentence_embeddings(texts)
     print(f"[sentence] {len(texts)} sentences, {args.reps} repetitions", file=sys.stderr, flush=True)
     st_model.encode(texts[:16], batch_size=32, normalize_embeddings=True, show_progress_bar=False)
     encoder.sentence_embeddings(texts[:16])
@@ -69,8 +80,16 @@ def main(argv=None) -> int:
     cos_st = np.sum(st[:half] * st[half:2 * half], axis=1)
     cos_ours = np.sum(ours[:half] * ours[half:2 * half], axis=1)
     tokens = int(sum(len(ids) for ids in encoder.tokenize(texts)))
-    st_name, rs_name = list(contenders)
+    st_name, rs_name = list(contenders)[:2]
     speedup = common.median_ratio(times[st_name], times[rs_name])
+    fast_rows = {}
+    for name in list(contenders)[2:]:
+        emb = np.asarray(results[name], dtype=np.float64)
+        cos = np.sum(emb[:half] * emb[half:2 * half], axis=1)
+        fast_rows[name] = {"speedup_vs_fp32": common.median_ratio(times[rs_name], times[name]),
+                           "speedup_vs_sentence_transformers": common.median_ratio(times[st_name], times[name]),
+                           "mean_abs_dcos_vs_fp32": float(np.abs(cos - cos_ours).mean()),
+                           "max_abs_dcos_vs_fp32": float(np.abs(cos - cos_ours).max())}
 
     # The NRR path on the same pairs, timed once (warm model), checked against the cosines above.
     from rapidscore.nrr import SentenceSimilarity
@@ -90,7 +109,7 @@ def main(argv=None) -> int:
         "max_abs_diff_embeddings": float(np.abs(st - ours).max()),
         "max_abs_diff_cosine": float(np.abs(cos_st - cos_ours).max()),
         "sentences_per_s": {k: len(texts) / common.median(v) for k, v in times.items()},
-        "nrr_similarity_seconds": nrr_seconds,
+        "nrr_similarity_seconds": nrr_seconds, "fast_modes": fast_rows,
         "nrr_max_abs_diff_vs_sentence_transformers": float(np.abs(nrr_sims - cos_st).max()),
         "peak_rss_mib": common.peak_rss_mib(),
     }
@@ -123,6 +142,18 @@ def main(argv=None) -> int:
         f"{data['nrr_max_abs_diff_vs_sentence_transformers']:.1e}.",
         "",
     ])
+    if fast_rows:
+        md += "\n".join([
+            "", "Non-exact modes in the same run (`Encoder(..., precision=MODE).sentence_embeddings`), against "
+            "rapidscore's exact fp32: speed-up and |d cos| of the sentence pairs (fast-mode bound: mean <= 1e-3).",
+            "", "| mode (used) | median s | speed-up vs fp32 | vs sentence-transformers | mean abs d cos "
+            "| max abs d cos |",
+            "|---|---:|---:|---:|---:|---:|",
+            *[f"| {name.removeprefix('rapidscore ')} | {data['median_s'][name]:.2f} | "
+              f"**{common.fmt_ratio(r['speedup_vs_fp32'])}** | "
+              f"{common.fmt_ratio(r['speedup_vs_sentence_transformers'])} | "
+              f"{common.fmt_sci(r['mean_abs_dcos_vs_fp32'])} | {common.fmt_sci(r['max_abs_dcos_vs_fp32'])} |"
+              for name, r in fast_rows.items()], ""])
     paths = common.write_results("sentence", md, data, Path(args.out))
     print(f"wrote {paths[0]} and {paths[1]}", file=sys.stderr)
     return 0
