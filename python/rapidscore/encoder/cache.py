@@ -148,6 +148,11 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
         except ExportMismatchError as exc:
             if unpadded:
                 raise
+            if precision == "int8":  # int8 is an ONNX Runtime graph: no torch fallback for it
+                from rapidscore.encoder.int8 import Int8Error
+
+                raise Int8Error(f"precision='int8' runs the ONNX export of {model_dir}, which does not reproduce "
+                                f"the model ({exc}); use precision='fp32' (it runs in torch)") from exc
             # Never wrong numbers: the model itself runs instead, in torch.
             warnings.warn(f"{exc}; running this model with backend='torch' instead of {backend!r} "
                           "(the reference's numbers, without the ONNX speed-up)", RapidscoreWarning, stacklevel=6)

@@ -70,9 +70,9 @@ SCHEME = "int8-2pass-gptq-7bit-equalise0.25/v1"
 #: accuracy bound (all-MiniLM-L6-v2: 1.4e-2; a broken graph: 0.3 and more)
 VALIDATION_BOUND = 0.1
 #: X^T X of the calibrated inputs held at once (float64), bytes: larger models calibrate in rounds
-HESSIAN_BUDGET = 512 << 20
+HESSIAN_BUDGET = 1 << 30
 #: calibration batches: token budget per padded batch
-CALIBRATION_BATCH_TOKENS = 4096
+CALIBRATION_BATCH_TOKENS = 1024
 #: weight-range equalisation exponent (0: off): input channel j of the weights reading an
 #: activation is scaled by t_j = (max_k |W_jk| / median_j)^-EQUALISE, the activation by 1 / t_j
 EQUALISE = 0.25
@@ -186,7 +186,9 @@ def _calibration_batches(texts: list[str], tokenizer, pad_id: int) -> list[tuple
     return batches
 
 
-def _session(model, num_threads: int | None):
+def _session(graph: Path, num_threads: int | None):
+    """An ONNX Runtime CPU session of the graph file (from the file, not from bytes: a large
+    model's weights are held once)."""
     from rapidscore.encoder.runtime.onnx import import_onnxruntime
     from rapidscore.threads import thread_budget
 
@@ -194,7 +196,7 @@ def _session(model, num_threads: int | None):
     options = ort.SessionOptions()
     options.intra_op_num_threads = num_threads or thread_budget()
     options.log_severity_level = 3
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
 
 
 def _feed(session, input_ids: np.ndarray, attention_mask: np.ndarray) -> dict[str, np.ndarray]:
@@ -211,41 +213,49 @@ def _real_rows(out: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
     return flat[mask.ravel()] if flat.shape[0] == mask.size else flat
 
 
-def calibration_hessians(model, batches, channels: dict[str, int],
+def calibration_hessians(model, batches, channels: dict[str, int], workdir: Path,
                          num_threads: int | None = None) -> dict[str, np.ndarray]:
     """X^T X (float64) over the real tokens of ``batches`` for each activation of ``model`` named
-    in ``channels`` (its width), in rounds whose matrices fit ``HESSIAN_BUDGET``."""
+    in ``channels`` (its width). One session of ``model`` with every such activation as an output
+    (written to ``workdir``); the matrices are accumulated in rounds that fit ``HESSIAN_BUDGET``,
+    each round a pass over the batches (roberta-large to layer 17: 3 rounds)."""
     import onnx
 
+    probe_file = Path(workdir) / "calibration.onnx"
+    outputs = list(model.graph.output)
+    del model.graph.output[:]
+    model.graph.output.extend(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
+                              for name in channels)
+    try:
+        onnx.save(model, str(probe_file))
+    finally:
+        del model.graph.output[:]
+        model.graph.output.extend(outputs)
+    session = _session(probe_file, num_threads)
     hessians: dict[str, np.ndarray] = {}
     remaining = list(channels)
-    while remaining:
-        probe = onnx.ModelProto()
-        probe.CopyFrom(model)
-        del probe.graph.output[:]
-        round_names: list[str] = []
-        held = 0
-        for name in remaining:
-            cost = 8 * channels[name] ** 2
-            if round_names and held + cost > HESSIAN_BUDGET:
-                break
-            round_names.append(name)
-            held += cost
-        for name in round_names:
-            probe.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
-        session = _session(probe, num_threads)
-        for input_ids, attention_mask in batches:
-            outputs = session.run(round_names, _feed(session, input_ids, attention_mask))
-            for name, out in zip(round_names, outputs):
-                x = _real_rows(out, attention_mask).astype(np.float64)
-                if name not in hessians:
-                    hessians[name] = np.zeros((x.shape[1], x.shape[1]))
-                hessians[name] += x.T @ x
-        del session, probe
-        remaining = remaining[len(round_names):]
+    try:
+        while remaining:
+            round_names: list[str] = []
+            held = 0
+            for name in remaining:
+                cost = 8 * channels[name] ** 2
+                if round_names and held + cost > HESSIAN_BUDGET:
+                    break
+                round_names.append(name)
+                held += cost
+            for input_ids, attention_mask in batches:
+                values = session.run(round_names, _feed(session, input_ids, attention_mask))
+                for name, out in zip(round_names, values):
+                    x = _real_rows(out, attention_mask).astype(np.float64)
+                    if name not in hessians:
+                        hessians[name] = np.zeros((x.shape[1], x.shape[1]))
+                    hessians[name] += x.T @ x
+            remaining = remaining[len(round_names):]
+    finally:
+        del session
+        probe_file.unlink(missing_ok=True)
     return hessians
-
-
 
 
 # ---------------------------------------------------------------- rewriting -------------------
@@ -347,12 +357,14 @@ def _equalisation(weighted: list[_Weighted], by_weight: dict) -> dict[str, np.nd
     return out
 
 
-def _validate(fp32_model, int8_model, batches, num_threads: int | None) -> dict[str, float]:
+def _validate(fp32_graph: Path, int8_graph: Path, batches, num_threads: int | None) -> dict[str, float]:
     """Relative error of the int8 graph's token embeddings against fp32 on ``batches``."""
-    exact, fast = _session(fp32_model, num_threads), _session(int8_model, num_threads)
     errors = []
-    for input_ids, attention_mask in batches:
-        a = _real_rows(exact.run(None, _feed(exact, input_ids, attention_mask))[0], attention_mask)
+    exact = _session(fp32_graph, num_threads)
+    expected = [_real_rows(exact.run(None, _feed(exact, ids, mask))[0], mask) for ids, mask in batches]
+    del exact
+    fast = _session(int8_graph, num_threads)
+    for (input_ids, attention_mask), a in zip(batches, expected):
         b = _real_rows(fast.run(None, _feed(fast, input_ids, attention_mask))[0], attention_mask)
         if not np.isfinite(b).all():
             return {"median_relative_error": float("inf"), "max_relative_error": float("inf")}
@@ -411,24 +423,25 @@ def _quantize_into(target: Path, fp32_entry: Path, tokenizer, pad_id: int, num_t
     from rapidscore.encoder.onnx_export import _file_record
 
     source = fp32_entry / "model.onnx"
-    fp32_model = onnx.load(str(source))
-    weighted = _weighted_nodes(fp32_model)
+    model = onnx.load(str(source))
+    weighted = _weighted_nodes(model)
     if not weighted:
         raise Int8Error(f"precision='int8' found no weight matrices to quantise in {source} (an embedding-only "
                         "layer?); use precision='fp32'")
     texts = calibration_texts()
     batches = _calibration_batches(texts, tokenizer, pad_id)
     channels = {w.activation: int(w.weight.shape[0]) for w in weighted}
-    hessians = calibration_hessians(fp32_model, batches, channels, num_threads)
-    int8_model = onnx.ModelProto()
-    int8_model.CopyFrom(fp32_model)
-    matrices = quantize_graph(int8_model, hessians)
-    validation = _validate(fp32_model, int8_model, batches, num_threads)
+    del weighted  # copies of the weights; quantize_graph finds its own
+    hessians = calibration_hessians(model, batches, channels, target, num_threads)
+    matrices = quantize_graph(model, hessians)  # in place: the fp32 graph stays on disk
+    del hessians
+    onnx.save(model, str(target / "model.onnx"))
+    del model
+    validation = _validate(source, target / "model.onnx", batches, num_threads)
     if not validation["median_relative_error"] <= VALIDATION_BOUND:
         raise Int8Error(f"the int8 graph of {source} does not reproduce its fp32 embeddings: median relative "
                         f"error {validation['median_relative_error']:.3g} on the calibration texts (bound "
                         f"{VALIDATION_BOUND}); this model cannot run in precision='int8', use 'fp32' or 'bf16'")
-    onnx.save(int8_model, str(target / "model.onnx"))
     tokens = int(sum(int(mask.sum()) for _, mask in batches))
     return {"scheme": SCHEME, "source": {"entry": fp32_entry.name, "sha256": _file_record(source)["sha256"]},
             "matrices": matrices, "validation": validation,
