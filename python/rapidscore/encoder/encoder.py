@@ -103,9 +103,9 @@ class Encoder:
         with native bf16), "fp16" (the GPU fast mode: backend="torch", device="cuda"; the model
         in half precision, similarities and sums in float32), "int8" (ONNX Runtime on the CPU:
         int8 weights, two int8 passes over the activations, ``rapidscore.encoder.int8``; BERTScore
-        within about 4e-4 of fp32) or "fast" (the fastest of these that this machine has within
-        the fast-mode bound, ``rapidscore.encoder.precision``; the encoder's ``precision`` is then
-        the mode used). A mode the device cannot run is a ValueError naming it.
+        within about 4e-4 of fp32 on related pairs, 7e-4 on others) or "fast" (the fastest mode
+        this machine has within the fast-mode bound, ``rapidscore.encoder.precision``; never int8;
+        the encoder's ``precision`` is then the mode used). A mode the device cannot run is a ValueError naming it.
     max_length: truncation length in tokens, special tokens included (default: the model's maximum).
     batch_tokens: padded tokens per batch (batch size x longest sequence). The default depends on
         where the model runs: on CPUs small batches keep activations in cache and run faster per

@@ -25,14 +25,20 @@ Activations use 7 bits (0..127), not 8: x86 CPUs without VNNI multiply u8 x s8 w
 so the integer products are exact on every x86 CPU, VNNI or not, and the scores do not depend on
 the instruction set.
 
-What it costs (bench/RESULTS.md): on the real all-MiniLM-L6-v2, mean |dF| 3.9e-4, Kendall tau
-0.997 against the exact scores on W1's pairs (the fast-mode bound is 5e-4 / 0.995), nearly all of
-it from the int8 weights (int8 weights with exact activations: 3.7e-4); on pairs of unrelated
-real questions, whose F1 values lie closer together, 6.9e-4 / 0.9945 (bf16: 2.7e-4 / 0.998).
-Speed: about 1.45x the exact fp32 encoder on a 2-core AVX512-VNNI CPU (each pass is an int8
-product at about 3.5x the fp32 rate; the two passes, the quantisation and the residual take the
-rest). Activation scales are per tensor, so a text's scores depend slightly on the other texts of
-its batch (within the bound; bf16 is not bit-stable across batchings either).
+What it costs (bench/RESULTS.md, "Issue 26, session 12"): on the real all-MiniLM-L6-v2, mean
+|dF| 3.8e-4, Kendall tau 0.997 against the exact scores on W1's pairs (the fast-mode bound is
+5e-4 / 0.995), nearly all of it from the int8 weights (int8 weights with exact activations:
+3.7e-4); on texts unlike W1 more (unrelated real questions 6.9e-4 / 0.995, random word sequences
+5.0e-4 / 0.9945, sentence cosines of unrelated sentences 1.1e-3), so ``precision="fast"`` does not
+choose it. Speed on a 2-core AVX512-VNNI CPU: W1 1.38x the exact fp32, W2 (roberta-large shape)
+1.82x (each pass is an int8 product at about 3.5x the fp32 rate; the two passes, the quantisation
+and the residual take the rest). Activation scales are per tensor, so a text's scores depend
+slightly on the other texts of its batch (bf16 is not bit-stable across batchings either).
+
+Thread safety: the int8 graph runs in the same thread-safe ``OnnxRunner`` as fp32, batched under
+the same token budget (``batch_tokens``); building the entry is serialised by a file lock (one
+build per machine) and the model cache's per-key lock (one per process). Building holds the
+model's graph about three times over plus at most ``HESSIAN_BUDGET`` of second moments.
 
 The quantised graph is cached beside the fp32 export (``<cache>/onnx/<fp32 key>.int8-<hash>``:
 ``model.onnx`` and ``meta.json`` with its sha256, the scheme, the calibration corpus hash and the
