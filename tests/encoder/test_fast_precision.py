@@ -92,8 +92,10 @@ def test_fast_with_bf16_is_bf16_within_the_bound(minilm_path):
 
 
 @pytest.mark.slow
-def test_a_fast_scorer_shared_by_many_threads(minilm_path):
-    scorer = BERTScore(str(minilm_path), 6, precision="fast")
+@pytest.mark.parametrize("precision", ["fast", "int8"])
+def test_a_fast_scorer_shared_by_many_threads(minilm_path, precision):
+    # int8 included: its activation scales are per batch, and each call's batches are its own
+    scorer = BERTScore(str(minilm_path), 6, precision=precision)
     jobs = [(sentences(8, 10 + k), sentences(8, 40 + k)) for k in range(16)]
     alone = [scorer.score(c, r).f1 for c, r in jobs]
     with ThreadPoolExecutor(8) as pool:
@@ -110,13 +112,14 @@ def test_get_encoder_keys_fast_as_the_mode_it_became(minilm_path):
 
 
 @pytest.mark.slow
-def test_cli_header_line_says_the_mode(minilm_path, tmp_path):
+@pytest.mark.parametrize("precision", ["fast", "int8"])
+def test_cli_header_line_says_the_mode(minilm_path, tmp_path, precision):
     (tmp_path / "c.txt").write_text("the cat sat\na dog ran\n")
     (tmp_path / "r.txt").write_text("a cat sat\nthe dog ran\n")
     out = subprocess.run([sys.executable, "-m", "rapidscore", "bertscore", "-c", str(tmp_path / "c.txt"),
-                          "-r", str(tmp_path / "r.txt"), "--model", str(minilm_path), "--precision", "fast"],
+                          "-r", str(tmp_path / "r.txt"), "--model", str(minilm_path), "--precision", precision],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    mode, _ = resolve_precision("fast")
+    mode, _ = resolve_precision(precision)
     header = out.stdout.strip().splitlines()[-1]
     assert ("_precision=" + mode in header) if mode != "fp32" else ("_precision=" not in header)

@@ -5,9 +5,7 @@ what every tiny family does with it."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -343,26 +341,8 @@ def test_minilm_int8_sentence_similarity(minilm_path) -> None:
     assert np.abs(cos_int8 - cos_exact).mean() <= 1e-3
 
 
-@pytest.mark.slow
-def test_one_int8_scorer_shared_by_eight_threads_is_bit_identical(int8_scorer) -> None:
-    jobs = [(sentences(8, 100 + k), sentences(8, 140 + k)) for k in range(16)]
-    alone = [int8_scorer.score(c, r).f1 for c, r in jobs]
-    with ThreadPoolExecutor(8) as pool:
-        together = list(pool.map(lambda job: int8_scorer.score(*job).f1, jobs))
-    for a, b in zip(alone, together):
-        np.testing.assert_array_equal(a, b)
-
-
-@pytest.mark.slow
-def test_cli_runs_int8_and_its_hash_says_so(int8_scorer, minilm_path, tmp_path) -> None:
-    # int8_scorer first: the int8 graph is in the session cache the CLI reads (no second build).
-    (tmp_path / "c.txt").write_text("the cat sat\na dog ran\n")
-    (tmp_path / "r.txt").write_text("a cat sat\nthe dog ran\n")
-    out = subprocess.run([sys.executable, "-m", "rapidscore", "bertscore", "-c", str(tmp_path / "c.txt"),
-                          "-r", str(tmp_path / "r.txt"), "--model", str(minilm_path), "--precision", "int8"],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert "_precision=int8" in out.stdout.strip().splitlines()[-1], out.stdout
+# One int8 scorer shared by 8 threads, and the CLI's hash line in int8: test_fast_precision.py
+# (test_a_fast_scorer_shared_by_many_threads, test_cli_header_line_says_the_mode).
 
 
 # ---------------------------------------------------------------- the cache entry -------------
