@@ -40,6 +40,7 @@ _LAZY_ATTRIBUTES = {
     "TagError": "rapidscore.ner.tags",
     "FlagError": "rapidscore.abstention.rgb",
     "SemevalOptionError": "rapidscore.ner.semeval",
+    "Int8Error": "rapidscore.encoder.int8",
 }
 _LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli"}
 

@@ -57,7 +57,7 @@ def test_every_command_has_the_common_options(command):
     if command in MODEL_COMMANDS:
         assert options["--backend"].choices == ("onnx", "openvino", "torch")
         assert options["--device"].choices == ("cpu", "cuda")
-        assert options["--precision"].choices == ("fp32", "bf16", "fp16", "fast")
+        assert options["--precision"].choices == ("fp32", "bf16", "fp16", "int8", "fast")
 
 
 def parse(argv):

@@ -385,7 +385,7 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
     """The int8 cache entry of the fp32 export ``fp32_entry`` (built on first use: calibration,
     GPTQ, rewriting, validation; seconds for all-MiniLM-L6-v2, minutes for large models) and
     whether this call built it. ``tokenizer``: a ``BatchTokenizer`` of the model."""
-    from rapidscore.encoder.onnx_export import _exclusive_lock, entry_damage, record_files, remove_stale_staging
+    from rapidscore.encoder.onnx_export import entry_damage, exclusive_lock, record_files, remove_stale_staging
 
     fp32_entry = Path(fp32_entry)
     root = fp32_entry.parent
@@ -396,7 +396,7 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
         return entry, False
     if refused.is_file():
         raise Int8Error(json.loads(refused.read_text(encoding="utf-8"))["reason"])
-    with _exclusive_lock(root / f"{key}.lock"):
+    with exclusive_lock(root / f"{key}.lock"):
         if entry.exists() and entry_damage(entry) is None:
             return entry, False
         if refused.is_file():
@@ -426,7 +426,7 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
 def _quantize_into(target: Path, fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | None) -> dict[str, Any]:
     import onnx
 
-    from rapidscore.encoder.onnx_export import _file_record
+    from rapidscore.encoder.onnx_export import file_record
 
     source = fp32_entry / "model.onnx"
     model = onnx.load(str(source))
@@ -449,7 +449,7 @@ def _quantize_into(target: Path, fp32_entry: Path, tokenizer, pad_id: int, num_t
                         f"error {validation['median_relative_error']:.3g} on the calibration texts (bound "
                         f"{VALIDATION_BOUND}); this model cannot run in precision='int8', use 'fp32' or 'bf16'")
     tokens = int(sum(int(mask.sum()) for _, mask in batches))
-    return {"scheme": SCHEME, "source": {"entry": fp32_entry.name, "sha256": _file_record(source)["sha256"]},
+    return {"scheme": SCHEME, "source": {"entry": fp32_entry.name, "sha256": file_record(source)["sha256"]},
             "matrices": matrices, "validation": validation,
             "calibration": {"texts": len(texts), "tokens": tokens, "corpus": "rapidscore/encoder/int8_calibration.txt"}}
 

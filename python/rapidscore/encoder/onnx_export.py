@@ -29,6 +29,7 @@ import shutil
 import tempfile
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,9 @@ def cache_key(model_dir: Path, layer: int | str, precision: str, add_prefix_spac
 
 
 @contextlib.contextmanager
-def _exclusive_lock(path: Path):
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (created if needed) for the ``with`` block: one
+    writer of a cache entry across processes (the export, the int8 graph)."""
     import fcntl
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -148,7 +151,7 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
     from rapidscore.encoder.runtime.onnx import import_onnxruntime
 
     import_onnxruntime(purpose)  # the export is verified in ONNX Runtime: fail before the work
-    with _exclusive_lock(root / f"{key}.lock"):
+    with exclusive_lock(root / f"{key}.lock"):
         if entry.exists() and entry_damage(entry) is None:  # another process finished it while we waited
             return entry, False
         root.mkdir(parents=True, exist_ok=True)
@@ -175,7 +178,8 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
     return entry, True
 
 
-def _file_record(path: Path) -> dict:
+def file_record(path: Path) -> dict:
+    """Size and sha256 of a file, as meta.json records them."""
     digest = hashlib.sha256()  # ~70 ms for MiniLM's 90 MB graph
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -185,7 +189,7 @@ def _file_record(path: Path) -> dict:
 
 def record_files(entry: Path) -> dict[str, dict]:
     """Size and sha256 of every file of an entry except meta.json, by relative path."""
-    return {path.relative_to(entry).as_posix(): _file_record(path)
+    return {path.relative_to(entry).as_posix(): file_record(path)
             for path in sorted(entry.rglob("*")) if path.is_file() and path.relative_to(entry) != Path("meta.json")}
 
 
@@ -211,7 +215,7 @@ def entry_damage(entry: Path) -> str | None:
         if actual != size:
             return f"{path} has {actual} bytes, its export wrote {size} (size mismatch)"
         try:
-            if _file_record(path)["sha256"] != sha256:
+            if file_record(path)["sha256"] != sha256:
                 return f"{path} does not match the sha256 its export recorded"
         except OSError as exc:
             return f"{path} is unreadable ({exc.strerror or exc})"
