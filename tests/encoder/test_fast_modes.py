@@ -63,3 +63,26 @@ def test_bad_fast_mode_combinations(minilm_path):
         Encoder(str(minilm_path), layer=2, backend="openvino", device="cuda")
     with pytest.raises(ValueError, match="precision='fp16' runs on backend='torch'"):
         Encoder(str(minilm_path), layer=2, backend="onnx", precision="fp16")
+
+
+@pytest.mark.skipif(__import__("rapidscore.threads", fromlist=["thread_budget"]).thread_budget() < 2,
+                    reason="one thread in the budget: a share below it does not exist")
+def test_openvino_with_a_per_call_thread_share_runs_concurrent_callers_in_streams(minilm_path):
+    # A server's workers share one runner, each given num_threads = budget // workers: the model gets
+    # that many streams, so their calls run side by side (one stream ran them one after another).
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rapidscore.encoder.runtime.openvino import OpenVinoRunner
+    graph = Encoder(str(minilm_path), layer=4).cache_entry / "model.onnx"
+    shared = OpenVinoRunner(graph, "cpu", "fp32", num_threads=1)
+    whole = OpenVinoRunner(graph, "cpu", "fp32", num_threads=None)
+    assert int(shared.compiled.get_property("NUM_STREAMS")) >= 2  # OpenVINO caps it at the cores
+    assert int(whole.compiled.get_property("NUM_STREAMS")) == 1  # the budget: one stream, all threads
+    rng = np.random.default_rng(1)
+    batches = [(rng.integers(1000, 20000, (3, 9 + k)).astype(np.int64), np.ones((3, 9 + k), np.int64))
+               for k in range(8)]
+    expected = [whole(ids, mask) for ids, mask in batches]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda batch: shared(*batch), batches))
+    for a, b in zip(expected, got):
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-4)  # fp32 both; kernels may split work differently
