@@ -49,6 +49,7 @@ weight matrices to quantise, is refused with :class:`Int8Error`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -137,19 +138,28 @@ def gptq_int8(w: np.ndarray, hessian: np.ndarray, damp: float = 0.01,
 
 
 class _Weighted:
-    """A MatMul or Gemm of the graph with a constant 2-D weight: what gets quantised."""
+    """A MatMul or Gemm of the graph with a constant 2-D weight: what gets quantised. The weight
+    (inputs x outputs) is read from its initializer on first use only."""
 
-    def __init__(self, node, weight: np.ndarray, transposed: bool, bias: str | None):
-        self.node, self.weight, self.bias = node, weight, bias  # weight: inputs x outputs
+    def __init__(self, node, initializer, transposed: bool, bias: str | None):
+        self.node, self.bias, self._initializer, self._transposed = node, bias, initializer, transposed
         self.key = (node.input[1], transposed)  # one quantised matrix per stored weight and orientation
+        self.inputs = int(initializer.dims[1 if transposed else 0])
 
     @property
     def activation(self) -> str:
         return self.node.input[0]
 
+    @functools.cached_property
+    def weight(self) -> np.ndarray:
+        from onnx import numpy_helper
+
+        weight = numpy_helper.to_array(self._initializer)
+        return np.ascontiguousarray(weight.T if self._transposed else weight)
+
 
 def _weighted_nodes(model) -> list[_Weighted]:
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     inits = {init.name: init for init in model.graph.initializer}
     found = []
@@ -159,19 +169,17 @@ def _weighted_nodes(model) -> list[_Weighted]:
             continue
         if inits[node.input[1]].data_type != 1 or len(inits[node.input[1]].dims) != 2:  # float32 matrices only
             continue
-        weight = numpy_helper.to_array(inits[node.input[1]])
         bias, transposed = None, False
         if node.op_type == "Gemm":
             attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
             if attrs.get("transA", 0) or attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0:
                 continue
-            if attrs.get("transB", 0):
-                weight, transposed = weight.T, True
+            transposed = bool(attrs.get("transB", 0))
             if len(node.input) > 2 and node.input[2]:
                 if node.input[2] not in inits or len(inits[node.input[2]].dims) != 1:
                     continue
                 bias = node.input[2]
-        found.append(_Weighted(node, np.ascontiguousarray(weight), transposed, bias))
+        found.append(_Weighted(node, inits[node.input[1]], transposed, bias))
     return found
 
 
@@ -436,8 +444,7 @@ def _quantize_into(target: Path, fp32_entry: Path, tokenizer, pad_id: int, num_t
                         "layer?); use precision='fp32'")
     texts = calibration_texts()
     batches = _calibration_batches(texts, tokenizer, pad_id)
-    channels = {w.activation: int(w.weight.shape[0]) for w in weighted}
-    del weighted  # copies of the weights; quantize_graph finds its own
+    channels = {w.activation: w.inputs for w in weighted}
     hessians = calibration_hessians(model, batches, channels, target, num_threads)
     matrices = quantize_graph(model, hessians)  # in place: the fp32 graph stays on disk
     del hessians

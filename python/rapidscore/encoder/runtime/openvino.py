@@ -55,8 +55,8 @@ class OpenVinoRunner:
             # the budget serves concurrent callers (a server's workers share this runner) in streams of
             # their own. One stream would run them one after another: two callers of a 1-thread
             # stream made 33 calls/s together, of two 1-thread streams 50 (bf16, MiniLM, 2 cores).
-            config.update({"NUM_STREAMS": min(budget // num_threads, max_requests),
-                           "INFERENCE_NUM_THREADS": num_threads * min(budget // num_threads, max_requests)})
+            streams = min(budget // num_threads, max_requests)
+            config.update({"NUM_STREAMS": streams, "INFERENCE_NUM_THREADS": num_threads * streams})
             del config["PERFORMANCE_HINT"]  # the hint would override the stream count
         if compile_cache is not None:
             config["CACHE_DIR"] = str(compile_cache)
