@@ -1,6 +1,6 @@
-"""``precision="int8"`` (``rapidscore.encoder.int8``): GPTQ weights, the two 7-bit activation passes
-against a numpy model of the same arithmetic, accuracy on the real MiniLM, the cache entry, and
-what every tiny family does with it."""
+"""``precision="int8"`` (``rapidscore.encoder.int8``): GPTQ weights (asymmetric per column), the two
+7- or 8-bit activation passes against a numpy model of the same arithmetic, accuracy on the real
+MiniLM, the cache entry, and what every tiny family does with it."""
 
 from __future__ import annotations
 
@@ -68,28 +68,42 @@ def relative_token_errors(exact: list[np.ndarray], approx: list[np.ndarray]) -> 
 
 # ---------------------------------------------------------------- GPTQ ------------------------
 
-def round_to_nearest(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Plain symmetric int8 rounding per output column (scale max |w| / 127)."""
+def round_to_nearest(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Plain asymmetric int8 rounding per output column: [min(w, 0), max(w, 0)] in 255 steps."""
     w = w.astype(np.float64)
-    scale = np.abs(w).max(axis=0) / 127
-    return np.clip(np.round(w / scale), -127, 127).astype(np.int8), scale
+    hi, lo = np.maximum(w.max(axis=0), 0), np.minimum(w.min(axis=0), 0)
+    scale = (hi - lo) / 255
+    zero = np.round(-lo / scale) - 128
+    return np.clip(np.round(w / scale) + zero, -128, 127).astype(np.int8), scale, zero.astype(np.int8)
 
 
-def rounding_objective(w: np.ndarray, q: np.ndarray, scale: np.ndarray, hessian: np.ndarray) -> float:
+def dequantised(q: np.ndarray, scale: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    return (q.astype(np.float64) - zero.astype(np.float64)) * scale.astype(np.float64)
+
+
+def rounding_objective(w: np.ndarray, q: np.ndarray, scale: np.ndarray, zero: np.ndarray,
+                       hessian: np.ndarray) -> float:
     """tr(dW^T H dW): the output error on inputs whose second moments are H."""
-    dw = w.astype(np.float64) - q.astype(np.float64) * scale.astype(np.float64)
+    dw = w.astype(np.float64) - dequantised(q, scale, zero)
     return float(np.trace(dw.T @ hessian @ dw))
 
 
 def test_gptq_with_an_identity_hessian_is_round_to_nearest() -> None:
     rng = np.random.default_rng(0)
     w = rng.normal(size=(96, 40)).astype(np.float32) * rng.uniform(0.1, 3, size=40).astype(np.float32)
-    q, scale = gptq_int8(w, np.eye(96))
-    expected_q, expected_scale = round_to_nearest(w)
-    assert q.dtype == np.int8 and scale.dtype == np.float32
+    w[:, 3] = np.abs(w[:, 3])  # a column with no negative weight: 0 is its lowest code
+    q, scale, zero = gptq_int8(w, np.eye(96))
+    expected_q, expected_scale, expected_zero = round_to_nearest(w)
+    assert q.dtype == np.int8 and scale.dtype == np.float32 and zero.dtype == np.int8
     np.testing.assert_array_equal(q, expected_q)
+    np.testing.assert_array_equal(zero, expected_zero)
     np.testing.assert_allclose(scale, expected_scale, rtol=1e-6)
-    assert np.abs(q.astype(int)).max(axis=0).tolist() == [127] * 40  # each column's largest weight is +-127
+    assert int(zero[3]) == -128 and int(q[:, 3].min()) >= -128
+    others = [j for j in range(40) if j != 3]
+    assert q[:, others].min(axis=0).tolist() == [-128] * 39  # each column's lowest weight is the lowest code
+    assert (q[:, others].max(axis=0) >= 126).all()  # and its highest the highest, up to rounding
+    # Zero is exact: a weight of 0 dequantises to 0.
+    np.testing.assert_array_equal(dequantised(np.broadcast_to(zero, (1, 40)), scale, zero), np.zeros((1, 40)))
 
 
 def test_gptq_on_a_correlated_hessian_beats_round_to_nearest() -> None:
@@ -99,12 +113,12 @@ def test_gptq_on_a_correlated_hessian_beats_round_to_nearest() -> None:
     x = rng.normal(size=(2000, k)) @ mixing  # strongly correlated input channels
     hessian = x.T @ x
     w = rng.normal(size=(k, n)).astype(np.float32)
-    q, scale = gptq_int8(w, hessian)
-    assert q.dtype == np.int8 and int(q.min()) >= -127 and int(q.max()) <= 127
-    np.testing.assert_allclose(scale, np.abs(w.astype(np.float64)).max(axis=0) / 127, rtol=1e-6)
-    rtn_q, rtn_scale = round_to_nearest(w)
-    gptq_error = rounding_objective(w, q, scale, hessian)
-    rtn_error = rounding_objective(w, rtn_q, rtn_scale, hessian)
+    q, scale, zero = gptq_int8(w, hessian)
+    rtn_q, rtn_scale, rtn_zero = round_to_nearest(w)
+    np.testing.assert_allclose(scale, rtn_scale, rtol=1e-6)
+    np.testing.assert_array_equal(zero, rtn_zero)
+    gptq_error = rounding_objective(w, q, scale, zero, hessian)
+    rtn_error = rounding_objective(w, rtn_q, rtn_scale, rtn_zero, hessian)
     assert gptq_error <= rtn_error, (gptq_error, rtn_error)
 
 
@@ -157,31 +171,33 @@ def equalisation(weights: list[np.ndarray]) -> np.ndarray:
     return np.clip((m / np.median(m)) ** -int8.EQUALISE, 1e-2, 1e2)
 
 
-def two_pass_reference(x: np.ndarray, inv_t: np.ndarray, wq: np.ndarray, ws: np.ndarray,
-                       bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def two_pass_reference(x: np.ndarray, inv_t: np.ndarray, wq: np.ndarray, ws: np.ndarray, wz: np.ndarray,
+                       bias: np.ndarray | None, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The module's arithmetic in numpy: (y, first-pass codes, residual codes). float32 where the
     graph computes in float32; the integer products exact; np.rint rounds half to even, as
     QuantizeLinear does."""
     f32 = np.float32
     xe = (x * inv_t).astype(f32).reshape(-1, x.shape[-1])
     lo, hi = min(xe.min(), f32(0)), max(xe.max(), f32(0))
-    s = max(f32(hi - lo) / f32(126), f32(1e-30))
+    levels = f32(2 ** bits - 2)
+    s = max(f32(hi - lo) / levels, f32(1e-30))
     zp = f32(np.rint(-(lo / s)))
     q1 = np.clip(np.rint(xe / s) + zp, 0, 255)
     r = xe - (q1 - zp) * s
-    rs = f32(s / f32(126))
-    q2 = np.clip(np.rint(r / rs) + 63, 0, 255)
-    w = wq.astype(np.int64)
+    rs = f32(s / levels)
+    residual_zp = (2 ** bits - 2) // 2
+    q2 = np.clip(np.rint(r / rs) + residual_zp, 0, 255)
+    w = wq.astype(np.int64) - wz.astype(np.int64)
     y = ((q1 - zp).astype(np.int64) @ w) * (float(s) * ws.astype(np.float64)) \
-        + ((q2 - 63).astype(np.int64) @ w) * (float(rs) * ws.astype(np.float64))
+        + ((q2 - residual_zp).astype(np.int64) @ w) * (float(rs) * ws.astype(np.float64))
     if bias is not None:
         y = y + bias
     return y.reshape(*x.shape[:-1], -1), q1.astype(np.uint8), q2.astype(np.uint8)
 
 
-def quantised_weights(model, activation: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def quantised_weights(model, activation: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Output name of each first-pass MatMulIntegerToFloat reading ``activation``'s codes ->
-    (int8 weights, scales) read back from the graph's initializers."""
+    (int8 weights, scales, zero points) read back from the graph's initializers."""
     from onnx import numpy_helper
 
     inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
@@ -195,7 +211,7 @@ def quantised_weights(model, activation: str) -> dict[str, tuple[np.ndarray, np.
         reads = quantise.input[0] == activation or (source is not None and source.op_type == "Mul"
                                                     and source.input[0] == activation)
         if reads and node.input[4] not in inits:  # the first pass: its zero point is computed
-            found[node.output[0]] = (inits[node.input[1]], inits[node.input[3]])
+            found[node.output[0]] = (inits[node.input[1]], inits[node.input[3]], inits[node.input[5]])
     return found
 
 
@@ -210,7 +226,10 @@ def inverse_equalisation(model, activation: str) -> np.ndarray | None:
 
 @pytest.mark.parametrize("equalise", [int8.EQUALISE, 0.0], ids=["equalised", "not-equalised"])
 @pytest.mark.parametrize("hessian_kind", ["identity", "xtx"])
-def test_quantised_graph_computes_the_two_pass_arithmetic(monkeypatch, equalise, hessian_kind) -> None:
+@pytest.mark.parametrize("bits", [7, pytest.param(8, marks=pytest.mark.skipif(
+    int8.activation_bits() != 8, reason="8-bit passes are built only where u8 x s8 products are exact (VNNI, "
+    "non-x86); this x86 CPU has no VNNI, so its int8 kernels saturate 8-bit products"))], ids=["7-bit", "8-bit"])
+def test_quantised_graph_computes_the_two_pass_arithmetic(monkeypatch, equalise, hessian_kind, bits) -> None:
     import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper
@@ -226,9 +245,9 @@ def test_quantised_graph_computes_the_two_pass_arithmetic(monkeypatch, equalise,
         hessians = {name: v.reshape(-1, K).T.astype(np.float64) @ v.reshape(-1, K) for name, v in calibration.items()}
     exact_model = onnx.ModelProto()
     exact_model.CopyFrom(model)
-    assert quantize_graph(model, hessians) == 3
+    assert quantize_graph(model, hessians, bits) == 3
     assert {n.op_type for n in model.graph.node}.isdisjoint({"MatMul", "Gemm"})
-    # Every QuantizeLinear's codes as graph outputs too: they must stay within 7 bits.
+    # Every QuantizeLinear's codes as graph outputs too: they must stay within ``bits`` bits.
     quantisers = [n for n in model.graph.node if n.op_type == "QuantizeLinear"]
     assert len(quantisers) == 4  # two passes for each of the two activations (x read by two MatMuls)
     for node in quantisers:
@@ -238,7 +257,8 @@ def test_quantised_graph_computes_the_two_pass_arithmetic(monkeypatch, equalise,
     got = dict(zip(names, session.run(None, feed)))
     for node in quantisers:
         codes = got[node.output[0]]
-        assert int(codes.min()) >= 0 and int(codes.max()) <= 127, (node.output[0], int(codes.min()), int(codes.max()))
+        assert int(codes.min()) >= 0 and int(codes.max()) <= 2 ** bits - 1, \
+            (node.output[0], int(codes.min()), int(codes.max()))
     exact = dict(zip(["y1", "y3", "y2"], ort.InferenceSession(exact_model.SerializeToString(),
                                                               providers=["CPUExecutionProvider"]).run(None, feed)))
 
@@ -257,17 +277,19 @@ def test_quantised_graph_computes_the_two_pass_arithmetic(monkeypatch, equalise,
         read_back = quantised_weights(model, activation)
         assert len(read_back) == len(products)
         codes_seen = []
-        for (wq, ws), (output, w, bias) in zip(read_back.values(), products):
-            assert wq.dtype == np.int8 and wq.shape == w.shape and ws.shape == (w.shape[1],)
+        for (wq, ws, wz), (output, w, bias) in zip(read_back.values(), products):
+            assert wq.dtype == np.int8 and wq.shape == w.shape and ws.shape == wz.shape == (w.shape[1],)
             scaled = w.astype(np.float64) * (1.0 if t is None else t[:, None])
-            np.testing.assert_allclose(ws, np.abs(scaled).max(axis=0) / 127, rtol=1e-6)
+            rtn_q, rtn_scale, rtn_zero = round_to_nearest(scaled)
+            np.testing.assert_allclose(ws, rtn_scale, rtol=1e-6)
+            np.testing.assert_array_equal(wz, rtn_zero)
             if hessian_kind == "identity":  # a diagonal Hessian: GPTQ is plain rounding
-                np.testing.assert_array_equal(wq, round_to_nearest(scaled)[0])
-            y, q1, q2 = two_pass_reference(feed[activation], inv_t, wq, ws, bias)
+                np.testing.assert_array_equal(wq, rtn_q)
+            y, q1, q2 = two_pass_reference(feed[activation], inv_t, wq, ws, wz, bias, bits)
             np.testing.assert_allclose(got[output], y, rtol=1e-5, atol=1e-5 * np.abs(y).max(), err_msg=output)
             # Against the exact graph: the two passes carry ~14 bits of the activations, outlier
             # channel included, so nearly all the error is the int8 weights' (measured: 0.1-1% more).
-            weights_only = (feed[activation] * inv_t).astype(np.float64) @ (wq * ws.astype(np.float64))
+            weights_only = (feed[activation] * inv_t).astype(np.float64) @ dequantised(wq, ws, wz)
             weights_only = weights_only + (0 if bias is None else bias)
             norm = np.linalg.norm(exact[output])
             error = np.linalg.norm(got[output] - exact[output]) / norm

@@ -6,6 +6,7 @@ as the Hugging Face torch model. Tokenisation uses the Rust ``tokenizers`` libra
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import warnings
@@ -25,6 +26,7 @@ from rapidscore.encoder.batching import (
     unpadded_inputs,
 )
 from rapidscore.encoder.cache import load_model
+from rapidscore.encoder.int8 import Int8Error
 from rapidscore.encoder.model_source import (
     DEFAULT_MODEL,
     ROBERTA_LIKE,
@@ -34,7 +36,7 @@ from rapidscore.encoder.model_source import (
     resolve_model,
     unpadded_supported,
 )
-from rapidscore.encoder.precision import resolve_precision
+from rapidscore.encoder.precision import FAST, resolve_precision
 from rapidscore.encoder.runtime import Runner
 from rapidscore.encoder.sentence_pipeline import (
     SentencePipeline,
@@ -50,6 +52,8 @@ from rapidscore.errors import TruncationWarning, check_positive_int
 from rapidscore.threads import check_num_threads
 
 __all__ = ["Encoder", "TokenStore", "DEFAULT_MODEL", "check_texts", "default_backend"]
+
+logger = logging.getLogger("rapidscore")
 
 
 def default_backend(backend: str | None, precision: str) -> str:
@@ -103,9 +107,10 @@ class Encoder:
         with native bf16), "fp16" (the GPU fast mode: backend="torch", device="cuda"; the model
         in half precision, similarities and sums in float32), "int8" (ONNX Runtime on the CPU:
         int8 weights, two int8 passes over the activations, ``rapidscore.encoder.int8``; BERTScore
-        within about 4e-4 of fp32 on related pairs, 7e-4 on others) or "fast" (the fastest mode
-        this machine has within the fast-mode bound, ``rapidscore.encoder.precision``; never int8;
-        the encoder's ``precision`` is then the mode used). A mode the device cannot run is a ValueError naming it.
+        within about 3e-4 of fp32 on related pairs, 7e-4 on others) or "fast" (the fastest mode
+        this machine has within the fast-mode bound, ``rapidscore.encoder.precision``: bf16, else
+        int8 on CPUs with VNNI, else fp32; the encoder's ``precision`` is then the mode used). A
+        mode the device cannot run is a ValueError naming it.
     max_length: truncation length in tokens, special tokens included (default: the model's maximum).
     batch_tokens: padded tokens per batch (batch size x longest sequence). The default depends on
         where the model runs: on CPUs small batches keep activations in cache and run faster per
@@ -138,6 +143,7 @@ class Encoder:
                  batch_tokens: int | None = None, max_batch_size: int = 256, num_threads: int | None = None,
                  cache_dir: str | os.PathLike | None = None, add_prefix_space: bool | None = None,
                  progress: bool = False, unpadded: bool = False, long_texts: str = "truncate"):
+        requested = precision
         precision, backend = resolve_precision(precision, device, backend)
         backend = default_backend(backend, precision)
         self.long_texts = check_long_texts(long_texts)
@@ -177,7 +183,8 @@ class Encoder:
                              "(max_position_embeddings); use max_length <= " + str(positions))
         self.layer = self._check_layer(layer)
         self.backend, self.device, self.precision = backend, device, precision
-        if batch_tokens is None:
+        default_batch = batch_tokens is None
+        if default_batch:
             batch_tokens = default_batch_tokens(device, precision)
         self.batch_tokens = check_positive_int(batch_tokens, "batch_tokens")
         self.max_batch_size = check_positive_int(max_batch_size, "max_batch_size")
@@ -190,7 +197,18 @@ class Encoder:
         load_args: tuple[Path, int | str, str, str, str, int | None, Path | None, bool | None] = (
             self.model_dir, self.layer, backend, device, precision, num_threads,
             Path(cache_dir) if cache_dir else None, add_prefix_space)
-        loaded, loaded_here = load_model(*load_args)
+        try:
+            loaded, loaded_here = load_model(*load_args)
+        except Int8Error as refusal:
+            if requested != FAST:
+                raise
+            # "fast" is the fastest mode within the bound that this model runs: exact fp32 here.
+            logger.warning("precision='fast': %s; running in exact fp32", refusal)
+            precision = self.precision = "fp32"
+            if default_batch:
+                self.batch_tokens = default_batch_tokens(device, precision)
+            load_args = (*load_args[:4], precision, *load_args[5:])
+            loaded, loaded_here = load_model(*load_args)
         # The unpadded graph (embed_ids(unpadded=True)), loaded on first use; None where there is none.
         # (fp32 only: int8 scales its activations per batch, so the padded graph serves it.)
         self._unpadded_load_args = (load_args if backend == "onnx" and device == "cpu" and precision == "fp32"

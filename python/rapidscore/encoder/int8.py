@@ -71,7 +71,7 @@ __all__ = ["Int8Error", "SCHEME", "VALIDATION_BOUND", "calibration_texts", "cach
 logger = logging.getLogger("rapidscore")
 
 #: the scheme's name, recorded in the cache entry (bump the version when the graph changes)
-SCHEME = "int8-2pass-gptq-7bit-equalise0.25/v1"
+SCHEME = "int8-2pass-gptq-asymmetric-7bit-equalise0.25/v2"
 #: largest accepted relative error of the int8 graph's token embeddings against fp32 on the
 #: calibration texts (median over tokens): a guard against a graph the rewriting broke, not the
 #: accuracy bound (all-MiniLM-L6-v2: 1.4e-2; a broken graph: 0.3 and more)
@@ -83,7 +83,22 @@ CALIBRATION_BATCH_TOKENS = 1024
 #: weight-range equalisation exponent (0: off): input channel j of the weights reading an
 #: activation is scaled by t_j = (max_k |W_jk| / median_j)^-EQUALISE, the activation by 1 / t_j
 EQUALISE = 0.25
-_ACTIVATION_LEVELS = 126  # 7-bit activations: q in [0, 127] (126 steps plus rounding of the zero point)
+
+
+def activation_bits() -> int:
+    """Bits per activation pass on this machine: 7 on x86 CPUs without VNNI (their ``vpmaddubsw``
+    adds two u8 x s8 products in 16 bits and saturates when both are large: 255 * 127 * 2 > 32767,
+    while 127 * 128 * 2 = 32512 fits), 8 where the products are summed in 32 bits (VNNI's
+    ``vpdpbusd``; ARM's dot-product and widening multiplies)."""
+    from rapidscore.encoder.precision import cpu_has_vnni, is_x86
+
+    return 7 if is_x86() and not cpu_has_vnni() else 8
+
+
+def _levels(bits: int) -> int:
+    """Quantisation steps of a pass: codes in [0, 2^bits - 1] (the steps plus the rounding of the
+    zero point)."""
+    return (1 << bits) - 2
 
 
 class Int8Error(RapidscoreError, ValueError):
@@ -97,8 +112,8 @@ def calibration_texts() -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-def _scheme_digest() -> str:
-    digest = hashlib.sha256(SCHEME.encode())
+def _scheme_digest(bits: int) -> str:
+    digest = hashlib.sha256(f"{SCHEME}/{bits}-bit activations".encode())
     digest.update("\n".join(calibration_texts()).encode("utf-8"))
     return digest.hexdigest()[:12]
 
@@ -106,15 +121,24 @@ def _scheme_digest() -> str:
 # ---------------------------------------------------------------- weights ---------------------
 
 def gptq_int8(w: np.ndarray, hessian: np.ndarray, damp: float = 0.01,
-              block: int = 128) -> tuple[np.ndarray, np.ndarray]:
-    """GPTQ rounding of the weight ``w`` (inputs x outputs) to symmetric int8 per output column
-    (scale max |w| / 127): inputs in order of descending ``hessian`` diagonal (X^T X of the inputs),
-    each rounding error spread over the inputs not yet rounded. Returns (int8 weights, float32
-    scales); with ``hessian`` the identity this is plain rounding."""
+              block: int = 128) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GPTQ rounding of the weight ``w`` (inputs x outputs) to asymmetric int8 per output column: the
+    column's range [min(w, 0), max(w, 0)] in 255 steps (scale), 0 at the code ``zero``, so
+    ``w ~ (q - zero) * scale`` (an asymmetric grid is up to twice as fine as a symmetric one where a
+    column's largest weights lie on one side). Inputs in order of descending ``hessian`` diagonal
+    (X^T X of the inputs), each rounding error spread over the inputs not yet rounded. Returns
+    (int8 codes, float32 scales, int8 zero points); with ``hessian`` the identity this is plain
+    rounding."""
     w = w.astype(np.float64, copy=True)
     k = w.shape[0]
-    scale = np.abs(w).max(axis=0) / 127
+    hi, lo = np.maximum(w.max(axis=0), 0), np.minimum(w.min(axis=0), 0)
+    scale = (hi - lo) / 255
     scale[scale == 0] = 1
+    zero = np.round(-lo / scale) - 128  # in [-128, 127]: lo maps to -128, 0 exactly to zero
+
+    def rounded_row(row: np.ndarray) -> np.ndarray:
+        return np.clip(np.round(row / scale) + zero, -128, 127)
+
     h = hessian.astype(np.float64, copy=True)
     dead = np.diag(h) == 0  # inputs never nonzero in calibration: their weights do not matter
     h[dead, dead] = 1
@@ -123,18 +147,17 @@ def gptq_int8(w: np.ndarray, hessian: np.ndarray, damp: float = 0.01,
     w, h = w[order], h[order][:, order]
     h[np.diag_indices(k)] += damp * np.mean(np.diag(h))
     hinv = np.linalg.cholesky(np.linalg.inv(h)).T
-    rounded = np.zeros_like(w)
+    codes = np.zeros_like(w)
     for i1 in range(0, k, block):
         i2 = min(i1 + block, k)
         part, errors = w[i1:i2].copy(), np.zeros((i2 - i1, w.shape[1]))
         for i in range(i2 - i1):
-            q = np.clip(np.round(part[i] / scale), -127, 127) * scale
-            rounded[i1 + i] = q
-            errors[i] = (part[i] - q) / hinv[i1 + i, i1 + i]
+            codes[i1 + i] = rounded_row(part[i])
+            errors[i] = (part[i] - (codes[i1 + i] - zero) * scale) / hinv[i1 + i, i1 + i]
             part[i + 1:] -= np.outer(hinv[i1 + i, i1 + i + 1:i2], errors[i])
         w[i2:] -= hinv[i1:i2, i2:].T @ errors
-    rounded = rounded[np.argsort(order)]
-    return np.clip(np.round(rounded / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
+    codes = codes[np.argsort(order)]
+    return codes.astype(np.int8), scale.astype(np.float32), zero.astype(np.int8)
 
 
 class _Weighted:
@@ -274,9 +297,10 @@ def calibration_hessians(model, batches, channels: dict[str, int], workdir: Path
 
 # ---------------------------------------------------------------- rewriting -------------------
 
-def quantize_graph(model, hessians: dict[str, np.ndarray]) -> int:
-    """Rewrite ``model`` in place: every weighted MatMul / Gemm as two int8 passes (see the module).
-    Returns the number of matrices quantised."""
+def quantize_graph(model, hessians: dict[str, np.ndarray], bits: int | None = None) -> int:
+    """Rewrite ``model`` in place: every weighted MatMul / Gemm as two int8 passes of ``bits`` bits
+    each (7 or 8; default :func:`activation_bits`), see the module. Returns the number of matrices
+    quantised."""
     from onnx import TensorProto, helper, numpy_helper
 
     graph = model.graph
@@ -284,11 +308,15 @@ def quantize_graph(model, hessians: dict[str, np.ndarray]) -> int:
     by_weight: dict[str, list[_Weighted]] = {}
     for w in weighted:
         by_weight.setdefault(w.node.input[1], []).append(w)
-    quantised_weights: dict[tuple[str, bool], tuple[str, str]] = {}
-    new_initializers = [numpy_helper.from_array(np.array(_ACTIVATION_LEVELS, np.float32), "int8_levels"),
+    quantised_weights: dict[tuple[str, bool], tuple[str, str, str]] = {}
+    bits = activation_bits() if bits is None else bits
+    if bits not in (7, 8):
+        raise ValueError(f"int8 activation passes have 7 or 8 bits, got {bits!r}")
+    levels = _levels(bits)
+    new_initializers = [numpy_helper.from_array(np.array(levels, np.float32), "int8_levels"),
                         numpy_helper.from_array(np.array(0.0, np.float32), "int8_zero"),
                         numpy_helper.from_array(np.array(1e-30, np.float32), "int8_tiny"),
-                        numpy_helper.from_array(np.array(63, np.uint8), "int8_residual_zp")]
+                        numpy_helper.from_array(np.array(levels // 2, np.uint8), "int8_residual_zp")]
     quantised_activations: set[str] = set()
     replaced: dict[int, list] = {}  # by id(node): exported nodes may have no name
     equalise = _equalisation(weighted, by_weight)
@@ -329,16 +357,17 @@ def quantize_graph(model, hessians: dict[str, np.ndarray]) -> int:
             if w.activation in equalise:  # x / t times t W
                 t = equalise[w.activation].astype(np.float64)
                 weight, hessian = weight * t[:, None], hessian / np.outer(t, t)
-            q, scale = gptq_int8(weight, hessian)
+            q, scale, zero = gptq_int8(weight, hessian)
             name = f"{tag}_w"
-            new_initializers += [numpy_helper.from_array(q, name + "q"), numpy_helper.from_array(scale, name + "s")]
-            quantised_weights[key] = (name + "q", name + "s")
-        wq, ws = quantised_weights[key]
-        first = [p + "_q", wq, p + "_s", ws, p + "_zp"]
+            new_initializers += [numpy_helper.from_array(q, name + "q"), numpy_helper.from_array(scale, name + "s"),
+                                 numpy_helper.from_array(zero, name + "z")]
+            quantised_weights[key] = (name + "q", name + "s", name + "z")
+        wq, ws, wz = quantised_weights[key]
+        first = [p + "_q", wq, p + "_s", ws, p + "_zp", wz]
         if w.bias is not None:
-            first += ["", w.bias]  # no weight zero point; the bias added in the first pass
+            first.append(w.bias)  # the bias added in the first pass
         nodes += [helper.make_node("MatMulIntegerToFloat", first, [tag + "_y1"], domain="com.microsoft"),
-                  helper.make_node("MatMulIntegerToFloat", [p + "_rq", wq, p + "_rs", ws, "int8_residual_zp"],
+                  helper.make_node("MatMulIntegerToFloat", [p + "_rq", wq, p + "_rs", ws, "int8_residual_zp", wz],
                                    [tag + "_y2"], domain="com.microsoft"),
                   helper.make_node("Add", [tag + "_y1", tag + "_y2"], [node.output[0]])]
         replaced[id(node)] = nodes
@@ -397,7 +426,8 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
 
     fp32_entry = Path(fp32_entry)
     root = fp32_entry.parent
-    key = f"{fp32_entry.name}.int8-{_scheme_digest()}"
+    bits = activation_bits()  # one entry per kind of CPU sharing the cache: the graphs differ
+    key = f"{fp32_entry.name}.int8-{_scheme_digest(bits)}"
     entry = root / key
     refused = root / f"{key}.refused.json"
     if entry.exists() and entry_damage(entry) is None:
@@ -416,7 +446,7 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
         started = time.perf_counter()
         try:
             try:
-                meta = _quantize_into(staging, fp32_entry, tokenizer, pad_id, num_threads)
+                meta = _quantize_into(staging, fp32_entry, tokenizer, pad_id, num_threads, bits)
             except Int8Error as exc:
                 refused.write_text(json.dumps({"reason": str(exc)}), encoding="utf-8")
                 raise
@@ -431,7 +461,8 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
     return entry, True
 
 
-def _quantize_into(target: Path, fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | None) -> dict[str, Any]:
+def _quantize_into(target: Path, fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | None,
+                   bits: int) -> dict[str, Any]:
     import onnx
 
     from rapidscore.encoder.onnx_export import file_record
@@ -446,7 +477,7 @@ def _quantize_into(target: Path, fp32_entry: Path, tokenizer, pad_id: int, num_t
     batches = _calibration_batches(texts, tokenizer, pad_id)
     channels = {w.activation: w.inputs for w in weighted}
     hessians = calibration_hessians(model, batches, channels, target, num_threads)
-    matrices = quantize_graph(model, hessians)  # in place: the fp32 graph stays on disk
+    matrices = quantize_graph(model, hessians, bits)  # in place: the fp32 graph stays on disk
     del hessians
     onnx.save(model, str(target / "model.onnx"))
     del model
@@ -456,7 +487,8 @@ def _quantize_into(target: Path, fp32_entry: Path, tokenizer, pad_id: int, num_t
                         f"error {validation['median_relative_error']:.3g} on the calibration texts (bound "
                         f"{VALIDATION_BOUND}); this model cannot run in precision='int8', use 'fp32' or 'bf16'")
     tokens = int(sum(int(mask.sum()) for _, mask in batches))
-    return {"scheme": SCHEME, "source": {"entry": fp32_entry.name, "sha256": file_record(source)["sha256"]},
+    return {"scheme": SCHEME, "activation_bits": bits,
+            "source": {"entry": fp32_entry.name, "sha256": file_record(source)["sha256"]},
             "matrices": matrices, "validation": validation,
             "calibration": {"texts": len(texts), "tokens": tokens, "corpus": "rapidscore/encoder/int8_calibration.txt"}}
 

@@ -8,12 +8,13 @@ becomes, in order:
   bench/RESULTS_GPU.md). A backend other than torch has no GPU fast mode: exact fp32.
 - CPU with bf16 instructions (AVX512_BF16 or AMX): bf16 on OpenVINO (mean |dF| about 1e-4, about
   2x fp32; bench/RESULTS.md), or on torch where ``backend="torch"`` is asked for.
-- any other CPU, and ``backend="onnx"``: exact fp32. ``precision="int8"``
-  (``rapidscore.encoder.int8``) is not chosen: measured on the real model it is within the bound on
-  W1's pairs (mean |dF| 3.9e-4, tau 0.997, 1.4x fp32) but not on other texts (unrelated questions
-  6.9e-4, tau 0.995; random word sequences tau 0.9945; sentence cosines of unrelated sentences mean
-  |d cos| 1.1e-3), and its int8 weights are the cause (bench/RESULTS.md, "int8 schemes"). It stays
-  a mode users ask for by name.
+- x86 CPU with VNNI (AVX512_VNNI or AVX-VNNI) but no bf16, and ``backend`` ONNX Runtime or unnamed:
+  int8 (``rapidscore.encoder.int8``: mean |dF| 3.2e-4, tau 0.998 on W1's pairs, sentence cosines
+  within 9.3e-4; 1.2-1.4x fp32, bench/RESULTS.md). A model int8 refuses (``Int8Error``) runs in
+  exact fp32 instead, and says so in its signature.
+- any other CPU: exact fp32. Without VNNI, x86 int8 products go through ``vpmaddubsw`` at about
+  half the VNNI rate, so two int8 passes cost about as much as fp32 and int8 is no faster there;
+  on ARM it has not been measured. ``precision="int8"`` still runs there when asked for by name.
 
 The mode actually used is the encoder's ``precision`` and is what every signature records
 (``precision:bf16``, never ``precision:fast``). Imports nothing heavy until a CPU is asked about.
@@ -22,8 +23,9 @@ The mode actually used is the encoder's ``precision`` and is what every signatur
 from __future__ import annotations
 
 import functools
+import platform
 
-__all__ = ["FAST", "resolve_precision", "cpu_has_bf16"]
+__all__ = ["FAST", "resolve_precision", "cpu_has_bf16", "cpu_has_vnni", "is_x86"]
 
 #: the precision name that asks for the machine's fast mode
 FAST = "fast"
@@ -48,6 +50,30 @@ def cpu_has_bf16(backend: str = "openvino") -> bool:
     return backend == "openvino" and _openvino_cpu_bf16()
 
 
+def is_x86() -> bool:
+    return platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
+
+
+@functools.cache
+def _linux_cpu_flags() -> frozenset[str]:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def cpu_has_vnni() -> bool:
+    """Whether this is an x86 CPU with VNNI (AVX512_VNNI or AVX-VNNI): u8 x s8 products summed in
+    32 bits by ``vpdpbusd``, which ONNX Runtime's int8 kernels use where it exists. Read from
+    /proc/cpuinfo; False where that cannot be read (other systems: int8 then stays in the 7-bit
+    form that is exact on every x86 CPU)."""
+    return is_x86() and bool(_linux_cpu_flags() & {"avx512_vnni", "avx_vnni"})
+
+
 def resolve_precision(precision: str, device: str = "cpu", backend: str | None = None) -> tuple[str, str | None]:
     """``(precision, backend)`` with ``"fast"`` replaced by the mode it means here (see the module);
     any other precision, and the backend, are returned unchanged."""
@@ -59,4 +85,6 @@ def resolve_precision(precision: str, device: str = "cpu", backend: str | None =
         return "bf16", "openvino"
     if backend == "torch" and cpu_has_bf16("torch"):
         return "bf16", "torch"
+    if backend in (None, "onnx") and cpu_has_vnni():
+        return "int8", "onnx"
     return "fp32", backend

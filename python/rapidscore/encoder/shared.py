@@ -11,7 +11,7 @@ import os
 from rapidscore.encoder.cache import MAX_MODELS, MODELS, KeyedCache
 from rapidscore.encoder.encoder import Encoder, default_backend
 from rapidscore.encoder.model_source import DEFAULT_MODEL, num_layers, read_config, resolve_model
-from rapidscore.encoder.precision import resolve_precision
+from rapidscore.encoder.precision import FAST, resolve_precision
 
 __all__ = ["get_encoder", "clear_cache", "cache_info"]
 
@@ -31,13 +31,15 @@ def get_encoder(model: str | os.PathLike | None = None, layer: int | str | None 
     model_dir = resolve_model(model)
     if layer is None:
         layer = num_layers(read_config(model_dir))
-    precision, backend = resolve_precision(precision, device, backend)  # "fast" keys as the mode it is
-    backend = default_backend(backend, precision)
+    resolved, backend = resolve_precision(precision, device, backend)  # "fast" keys as the mode it is,
+    backend = default_backend(backend, resolved)
+    # except int8, which a model may refuse: "fast" then runs fp32, explicit "int8" raises
+    key_precision = f"{FAST}:{resolved}" if precision == FAST and resolved == "int8" else resolved
     if "progress" in options:
         raise TypeError("get_encoder() does not take progress: pass progress= to encode() instead")
     if "cache_dir" in options and options["cache_dir"] is not None:
         options["cache_dir"] = os.fspath(options["cache_dir"])
-    key = (str(model_dir), layer if isinstance(layer, str) else int(layer), backend, device, precision,
+    key = (str(model_dir), layer if isinstance(layer, str) else int(layer), backend, device, key_precision,
            tuple(sorted(options.items())))
     return _ENCODERS.get(key, lambda: Encoder(model, layer=layer, backend=backend, device=device,
                                               precision=precision, **options))
