@@ -179,13 +179,13 @@ def two_pass_reference(x: np.ndarray, inv_t: np.ndarray, wq: np.ndarray, ws: np.
     f32 = np.float32
     xe = (x * inv_t).astype(f32).reshape(-1, x.shape[-1])
     lo, hi = min(xe.min(), f32(0)), max(xe.max(), f32(0))
-    levels = f32(2 ** bits - 2)
-    s = max(f32(hi - lo) / levels, f32(1e-30))
+    s = max(f32(hi - lo) / f32(255 if bits == 8 else 126), f32(1e-30))  # codes in [0, 2^bits - 1]
     zp = f32(np.rint(-(lo / s)))
     q1 = np.clip(np.rint(xe / s) + zp, 0, 255)
     r = xe - (q1 - zp) * s
-    rs = f32(s / levels)
-    residual_zp = (2 ** bits - 2) // 2
+    residual_levels = 2 ** bits - 2  # r in [-s/2, s/2]: codes in [0, 2^bits - 2]
+    rs = f32(s / f32(residual_levels))
+    residual_zp = residual_levels // 2
     q2 = np.clip(np.rint(r / rs) + residual_zp, 0, 255)
     w = wq.astype(np.int64) - wz.astype(np.int64)
     y = ((q1 - zp).astype(np.int64) @ w) * (float(s) * ws.astype(np.float64)) \
@@ -248,7 +248,8 @@ def test_quantised_graph_computes_the_two_pass_arithmetic(monkeypatch, equalise,
     assert quantize_graph(model, hessians, bits) == 3
     assert {n.op_type for n in model.graph.node}.isdisjoint({"MatMul", "Gemm"})
     # Every QuantizeLinear's codes as graph outputs too: they must stay within ``bits`` bits.
-    quantisers = [n for n in model.graph.node if n.op_type == "QuantizeLinear"]
+    # (8-bit first passes: DynamicQuantizeLinear)
+    quantisers = [n for n in model.graph.node if n.op_type in ("QuantizeLinear", "DynamicQuantizeLinear")]
     assert len(quantisers) == 4  # two passes for each of the two activations (x read by two MatMuls)
     for node in quantisers:
         model.graph.output.append(helper.make_tensor_value_info(node.output[0], TensorProto.UINT8, None))

@@ -95,9 +95,8 @@ def activation_bits() -> int:
     return 7 if is_x86() and not cpu_has_vnni() else 8
 
 
-def _levels(bits: int) -> int:
-    """Quantisation steps of a pass: codes in [0, 2^bits - 1] (the steps plus the rounding of the
-    zero point)."""
+def _residual_levels(bits: int) -> int:
+    """Steps of the residual pass, centred on the code levels / 2: codes in [0, 2^bits - 2]."""
     return (1 << bits) - 2
 
 
@@ -312,11 +311,12 @@ def quantize_graph(model, hessians: dict[str, np.ndarray], bits: int | None = No
     bits = activation_bits() if bits is None else bits
     if bits not in (7, 8):
         raise ValueError(f"int8 activation passes have 7 or 8 bits, got {bits!r}")
-    levels = _levels(bits)
-    new_initializers = [numpy_helper.from_array(np.array(levels, np.float32), "int8_levels"),
+    residual_levels = _residual_levels(bits)
+    new_initializers = [numpy_helper.from_array(np.array(126, np.float32), "int8_levels"),
+                        numpy_helper.from_array(np.array(residual_levels, np.float32), "int8_residual_levels"),
                         numpy_helper.from_array(np.array(0.0, np.float32), "int8_zero"),
                         numpy_helper.from_array(np.array(1e-30, np.float32), "int8_tiny"),
-                        numpy_helper.from_array(np.array(levels // 2, np.uint8), "int8_residual_zp")]
+                        numpy_helper.from_array(np.array(residual_levels // 2, np.uint8), "int8_residual_zp")]
     quantised_activations: set[str] = set()
     replaced: dict[int, list] = {}  # by id(node): exported nodes may have no name
     equalise = _equalisation(weighted, by_weight)
@@ -331,22 +331,27 @@ def quantize_graph(model, hessians: dict[str, np.ndarray], bits: int | None = No
                 new_initializers.append(numpy_helper.from_array((1 / equalise[x]).astype(np.float32), p + "_inv_t"))
                 nodes.append(helper.make_node("Mul", [x, p + "_inv_t"], [p + "_x"]))
                 x = p + "_x"
+            if bits == 8:  # scale (max - min) / 255 and zero point in one node
+                nodes.append(helper.make_node("DynamicQuantizeLinear", [x], [p + "_q", p + "_s", p + "_zp"]))
+            else:  # the same with 126 steps: codes in [0, 127]
+                nodes += [
+                    helper.make_node("ReduceMin", [x], [p + "_min"], keepdims=0),
+                    helper.make_node("ReduceMax", [x], [p + "_max"], keepdims=0),
+                    helper.make_node("Min", [p + "_min", "int8_zero"], [p + "_lo"]),
+                    helper.make_node("Max", [p + "_max", "int8_zero"], [p + "_hi"]),
+                    helper.make_node("Sub", [p + "_hi", p + "_lo"], [p + "_range"]),
+                    helper.make_node("Div", [p + "_range", "int8_levels"], [p + "_s0"]),
+                    helper.make_node("Max", [p + "_s0", "int8_tiny"], [p + "_s"]),
+                    helper.make_node("Div", [p + "_lo", p + "_s"], [p + "_lo_steps"]),
+                    helper.make_node("Neg", [p + "_lo_steps"], [p + "_zp_f"]),
+                    helper.make_node("Round", [p + "_zp_f"], [p + "_zp_r"]),
+                    helper.make_node("Cast", [p + "_zp_r"], [p + "_zp"], to=TensorProto.UINT8),
+                    helper.make_node("QuantizeLinear", [x, p + "_s", p + "_zp"], [p + "_q"]),
+                ]
             nodes += [
-                helper.make_node("ReduceMin", [x], [p + "_min"], keepdims=0),
-                helper.make_node("ReduceMax", [x], [p + "_max"], keepdims=0),
-                helper.make_node("Min", [p + "_min", "int8_zero"], [p + "_lo"]),
-                helper.make_node("Max", [p + "_max", "int8_zero"], [p + "_hi"]),
-                helper.make_node("Sub", [p + "_hi", p + "_lo"], [p + "_range"]),
-                helper.make_node("Div", [p + "_range", "int8_levels"], [p + "_s0"]),
-                helper.make_node("Max", [p + "_s0", "int8_tiny"], [p + "_s"]),
-                helper.make_node("Div", [p + "_lo", p + "_s"], [p + "_lo_steps"]),
-                helper.make_node("Neg", [p + "_lo_steps"], [p + "_zp_f"]),
-                helper.make_node("Round", [p + "_zp_f"], [p + "_zp_r"]),
-                helper.make_node("Cast", [p + "_zp_r"], [p + "_zp"], to=TensorProto.UINT8),
-                helper.make_node("QuantizeLinear", [x, p + "_s", p + "_zp"], [p + "_q"]),
                 helper.make_node("DequantizeLinear", [p + "_q", p + "_s", p + "_zp"], [p + "_dq"]),
                 helper.make_node("Sub", [x, p + "_dq"], [p + "_r"]),
-                helper.make_node("Div", [p + "_s", "int8_levels"], [p + "_rs"]),
+                helper.make_node("Div", [p + "_s", "int8_residual_levels"], [p + "_rs"]),
                 helper.make_node("QuantizeLinear", [p + "_r", p + "_rs", "int8_residual_zp"], [p + "_rq"]),
             ]
         key = w.key
