@@ -143,9 +143,10 @@ def test_fast_without_bf16_is_int8_within_the_bound(minilm_path, without_bf16) -
     assert fast.hash.endswith("_precision=int8")
     f_fast = fast.score(cands, refs).f1.astype(np.float64)
     f_exact = BERTScore(str(minilm_path), 6).score(cands, refs).f1.astype(np.float64)
-    assert np.abs(f_fast - f_exact).mean() <= 5e-4  # the issue's bound (measured 3.2e-4 on W1's seed)
+    assert np.abs(f_fast - f_exact).mean() <= 5e-4  # the issue's bound (measured 3.5e-4 here)
     assert kendall_tau(f_fast, f_exact) >= 0.995
-    # Sentence similarity (NRR): mean |d cos| <= 1e-3 on related pairs (the bench's unrelated pairs: 9.3e-4)
+    # Sentence similarity (NRR): mean |d cos| <= 1e-3 (measured 7.9e-4 here; the bench's unrelated
+    # sentences: 9.3e-4 to 1.0e-3)
     fast_sim = SentenceSimilarity(str(minilm_path), precision="fast")
     assert "precision:int8" in fast_sim.signature
     cos_fast = fast_sim.pairs(cands[:150], [[r] for r in refs[:150]])[0]

@@ -68,9 +68,9 @@ def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
         group.add_argument("--precision", default="fp32", choices=PRECISIONS,
                            help="fp32 = exact; bf16 = fast mode on CPUs with bf16 instructions (or torch); "
                                 "fp16 = GPU fast mode (--backend torch --device cuda); int8 = int8 weights, two "
-                                "int8 passes (ONNX Runtime, CPU; within the fast-mode bound on some texts only); "
+                                "int8 passes (ONNX Runtime, CPU; faster than fp32 with VNNI); "
                                 "fast = the fastest mode within the bound this machine has (fp16 on cuda, bf16 "
-                                "with bf16 instructions, else fp32)")
+                                "with bf16 instructions, int8 with VNNI, else fp32)")
     group.add_argument("--json", action="store_true", help=json_help)
     group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="show progress bars on stderr (default: "

@@ -10,8 +10,9 @@ becomes, in order:
   2x fp32; bench/RESULTS.md), or on torch where ``backend="torch"`` is asked for.
 - x86 CPU with VNNI (AVX512_VNNI or AVX-VNNI) but no bf16, and ``backend`` ONNX Runtime or unnamed:
   int8 (``rapidscore.encoder.int8``: mean |dF| 3.2e-4, tau 0.998 on W1's pairs, sentence cosines
-  within 9.3e-4; 1.2-1.4x fp32, bench/RESULTS.md). A model int8 refuses (``Int8Error``) runs in
-  exact fp32 instead, and says so in its signature.
+  of unrelated sentences 9.3e-4 to 1.0e-3, at the bound; 1.3-1.4x fp32, bench/RESULTS.md). A model
+  int8 refuses (``Int8Error``) runs in exact fp32 instead, with a warning, and its signature says
+  fp32.
 - any other CPU: exact fp32. Without VNNI, x86 int8 products go through ``vpmaddubsw`` at about
   half the VNNI rate, so two int8 passes cost about as much as fp32 and int8 is no faster there;
   on ARM it has not been measured. ``precision="int8"`` still runs there when asked for by name.
