@@ -100,8 +100,8 @@ OPENVINO_SCHEMES = ("openvino-fp32", "openvino-int8-weights", "openvino-int8-dyn
 SIMULATED_SCHEMES = ("simulated-int8-weights-group-32", "simulated-int8-weights-group-16")
 CALIBRATED_SCHEMES = ("smoothquant-0.65-dynamic-per-channel", "per-token-gptq", "per-token-2pass-gptq",
                       "dynamic-2pass-gptq")
-# rapidscore's own mode: BERTScore(precision="int8") (rapidscore.encoder.int8: two 7-bit passes, GPTQ
-# weights with equalised rows, calibrated on the shipped corpus, not on these texts)
+# rapidscore's own mode: BERTScore(precision="int8") (rapidscore.encoder.int8: two 8-bit passes (7 without VNNI),
+# asymmetric GPTQ weights with equalised rows, calibrated on the shipped corpus, not on these texts)
 PRODUCTION_SCHEMES = ("rapidscore-int8",)
 SCHEMES = ORT_SCHEMES + OPENVINO_SCHEMES + SIMULATED_SCHEMES + CALIBRATED_SCHEMES + PRODUCTION_SCHEMES
 CALIBRATION = {"pairs": 128, "seed": 101}
