@@ -125,6 +125,20 @@ def minilm_path() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def w1_pairs():
+    """``w1_pairs(n, seed)``: related sentence pairs like the benchmark's W1 (bench/common.py's
+    ``sentence_pairs`` with 10-40 words), for accuracy bounds measured on W1."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        import common
+    finally:
+        sys.path.pop(0)
+    return lambda n, seed: common.sentence_pairs(n, 10, 40, seed=seed)
+
+
 @pytest.fixture
 def toy_metric():
     """A toy metric added through the registry alone (``rapidscore.metrics.register``), removed

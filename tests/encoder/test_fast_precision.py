@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,16 +23,6 @@ WORDS = ["the", "a", "of", "to", "and", "in", "band", "metal", "singer", "voice"
 def sentences(n: int, seed: int) -> list[str]:
     rng = np.random.default_rng(seed)
     return [" ".join(rng.choice(WORDS, size=rng.integers(6, 30))).capitalize() + "." for _ in range(n)]
-
-
-def w1_pairs(n: int, seed: int) -> tuple[list[str], list[str]]:
-    """Related pairs like the benchmark's W1 (bench/common.py)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    try:
-        import common
-    finally:
-        sys.path.pop(0)
-    return common.sentence_pairs(n, 10, 40, seed=seed)
 
 
 def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
@@ -136,7 +125,7 @@ def test_fast_with_bf16_is_bf16_within_the_bound(minilm_path) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not cpu_has_vnni(), reason="fast is int8 only on x86 CPUs with VNNI, and this CPU has none "
                     "(its fast mode is tested by test_fast_without_bf16_or_vnni_scores_exactly_and_says_fp32)")
-def test_fast_without_bf16_is_int8_within_the_bound(minilm_path, without_bf16) -> None:
+def test_fast_without_bf16_is_int8_within_the_bound(w1_pairs, minilm_path, without_bf16) -> None:
     cands, refs = w1_pairs(300, 11)
     fast = BERTScore(str(minilm_path), 6, precision="fast")
     assert fast.encoder.precision == "int8" and "precision:int8" in fast.signature

@@ -5,7 +5,6 @@ MiniLM, the cache entry, and what every tiny family does with it."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,16 +40,6 @@ FAMILY_TEXTS = [
 def sentences(n: int, seed: int) -> list[str]:
     rng = np.random.default_rng(seed)
     return [" ".join(rng.choice(WORDS, size=rng.integers(6, 30))).capitalize() + "." for _ in range(n)]
-
-
-def w1_pairs(n: int, seed: int) -> tuple[list[str], list[str]]:
-    """Pairs like the benchmark's W1 (bench/common.py: related sentences of 10-40 words)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    try:
-        import common
-    finally:
-        sys.path.pop(0)
-    return common.sentence_pairs(n, 10, 40, seed=seed)
 
 
 def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
@@ -327,7 +316,8 @@ def int8_entry_of(fp32_entry: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_minilm_int8_says_so_and_is_within_the_fast_mode_bound_on_w1_pairs(int8_scorer, exact_scorer) -> None:
+def test_minilm_int8_says_so_and_is_within_the_fast_mode_bound_on_w1_pairs(w1_pairs, int8_scorer,
+                                                                           exact_scorer) -> None:
     assert "precision:int8" in int8_scorer.signature and int8_scorer.hash.endswith("_precision=int8")
     assert int8_scorer.encoder.precision == "int8" and int8_scorer.encoder.backend == "onnx"
     cands, refs = w1_pairs(150, seed=21)
@@ -350,7 +340,7 @@ def test_minilm_int8_on_word_salad_stays_within_a_looser_regression_bound(int8_s
 
 
 @pytest.mark.slow
-def test_minilm_int8_sentence_similarity(minilm_path) -> None:
+def test_minilm_int8_sentence_similarity(w1_pairs, minilm_path) -> None:
     # The fast-mode bound on related pairs (measured 7.2e-4 here; unrelated sentences, the bench's
     # pairs: 9.3e-4 to 1.0e-3, bench/RESULTS.md).
     generated, references = w1_pairs(100, seed=25)
