@@ -20,13 +20,16 @@ def test_stale_staging_directories_are_removed_by_owner_and_age(tmp_path):
     fresh_killed = tmp_path / f".abc123-{host}~{dead_pid}-x3"  # too young to judge
     ancient = tmp_path / ".abc123-otherhost~1-x4"  # another host's, a day old
     entry = tmp_path / "abc123"  # a finished entry: never touched
-    for path in (killed, running, fresh_killed, ancient, entry):
+    # int8 entries' keys hold a "-" themselves (<fp32 key>.int8-<hash>): owners are read from the right
+    killed_int8 = tmp_path / f".abc123.int8-0f1e2d-{host}~{dead_pid}-x5"
+    running_int8 = tmp_path / f".abc123.int8-0f1e2d-{_staging_owner()}-x6"
+    for path in (killed, running, fresh_killed, ancient, entry, killed_int8, running_int8):
         path.mkdir()
-    for path in (killed, running, entry):
+    for path in (killed, running, entry, killed_int8, running_int8):
         os.utime(path, (old, old))
     day = time.time() - 25 * 3600
     os.utime(ancient, (day, day))
     removed = remove_stale_staging(tmp_path)
-    assert sorted(p.name for p in removed) == sorted([killed.name, ancient.name])
-    assert running.exists() and fresh_killed.exists() and entry.exists()
+    assert sorted(p.name for p in removed) == sorted([killed.name, ancient.name, killed_int8.name])
+    assert running.exists() and fresh_killed.exists() and entry.exists() and running_int8.exists()
     assert not killed.exists() and not ancient.exists()

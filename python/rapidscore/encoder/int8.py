@@ -49,9 +49,10 @@ model's graph about three times over plus at most ``HESSIAN_BUDGET`` of second m
 
 The quantised graph is cached beside the fp32 export (``<cache>/onnx/<fp32 key>.int8-<hash>``:
 ``model.onnx`` and ``meta.json`` with its sha256, the scheme, the calibration corpus hash and the
-validation against fp32), built once under the same file lock and staging as the export. A model
-whose int8 graph does not reproduce its fp32 embeddings (``VALIDATION_BOUND``), or that has no
-weight matrices to quantise, is refused with :class:`Int8Error`.
+validation against fp32), built once as the export is (``onnx_export.build_entry``: file lock,
+staging, refusal record). A model whose int8 graph does not reproduce its fp32 embeddings
+(``VALIDATION_BOUND``), or that has no weight matrices to quantise, is refused with
+:class:`Int8Error`.
 """
 
 from __future__ import annotations
@@ -60,9 +61,6 @@ import functools
 import hashlib
 import json
 import logging
-import os
-import shutil
-import tempfile
 import time
 from importlib import resources
 from pathlib import Path
@@ -434,7 +432,7 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
     """The int8 cache entry of the fp32 export ``fp32_entry`` (built on first use: calibration,
     GPTQ, rewriting, validation; seconds for all-MiniLM-L6-v2, minutes for large models) and
     whether this call built it. ``tokenizer``: a ``BatchTokenizer`` of the model."""
-    from rapidscore.encoder.onnx_export import entry_damage, exclusive_lock, record_files, remove_stale_staging
+    from rapidscore.encoder.onnx_export import build_entry, entry_damage, record_files, refusal_reason
 
     fp32_entry = Path(fp32_entry)
     root = fp32_entry.parent
@@ -445,32 +443,18 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
     if entry.exists() and entry_damage(entry) is None:
         return entry, False
     if refused.is_file():
-        raise Int8Error(json.loads(refused.read_text(encoding="utf-8"))["reason"])
-    with exclusive_lock(root / f"{key}.lock"):
-        if entry.exists() and entry_damage(entry) is None:
-            return entry, False
-        if refused.is_file():
-            raise Int8Error(json.loads(refused.read_text(encoding="utf-8"))["reason"])
-        remove_stale_staging(root)
-        staging = Path(tempfile.mkdtemp(prefix=f".{key}-{os.getpid()}-", dir=root))
+        raise Int8Error(refusal_reason(refused))
+
+    def quantise(staging: Path) -> None:
         logger.info("quantising %s to int8 (first use of precision='int8' for this model and layer; "
                     "about 20 s for all-MiniLM-L6-v2, minutes for large models)", fp32_entry)
         started = time.perf_counter()
-        try:
-            try:
-                meta = _quantize_into(staging, fp32_entry, tokenizer, pad_id, num_threads, bits)
-            except Int8Error as exc:
-                refused.write_text(json.dumps({"reason": str(exc)}), encoding="utf-8")
-                raise
-            meta["files"] = record_files(staging)
-            (staging / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
-            if entry.exists():  # damaged: replaced
-                shutil.rmtree(entry, ignore_errors=True)
-            os.replace(staging, entry)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        meta = _quantize_into(staging, fp32_entry, tokenizer, pad_id, num_threads, bits)
+        meta["files"] = record_files(staging)
+        (staging / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
         logger.info("quantised %s to int8 in %.1f s", fp32_entry, time.perf_counter() - started)
-    return entry, True
+
+    return build_entry(root, key, quantise, refusal=refused, refused_by=Int8Error)
 
 
 def _quantize_into(target: Path, fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | None,

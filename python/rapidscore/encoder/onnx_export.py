@@ -29,7 +29,7 @@ import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +139,7 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
         return entry, False
     refused = root / f"{key}.no-onnx.json"
     if damage is None and refused.is_file():
-        raise ExportMismatchError(_refusal_reason(refused))
+        raise ExportMismatchError(refusal_reason(refused))
     what = f"{model_dir} (layer {layer}{', unpadded graph' if unpadded else ''})"
     purpose = f"exporting {what} to ONNX (first use of this model and layer)"
     _check_has_weights(model_dir, layer, unpadded, entry, damage)
@@ -151,29 +151,45 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
     from rapidscore.encoder.runtime.onnx import import_onnxruntime
 
     import_onnxruntime(purpose)  # the export is verified in ONNX Runtime: fail before the work
-    with exclusive_lock(root / f"{key}.lock"):
-        if entry.exists() and entry_damage(entry) is None:  # another process finished it while we waited
-            return entry, False
-        root.mkdir(parents=True, exist_ok=True)
-        remove_stale_staging(root)
-        staging = Path(tempfile.mkdtemp(prefix=f".{key}-{_staging_owner()}-", dir=root))
+
+    def export(staging: Path) -> None:
         logger.info("exporting %s to ONNX: first use of this model and layer, about 10 s for "
                     "all-MiniLM-L6-v2, minutes for large models; later runs load %s", what, entry)
         started = time.perf_counter()
+        _export_into(staging, model_dir, layer, precision, add_prefix_space, unpadded)
+        logger.info("exported %s in %.1f s", what, time.perf_counter() - started)
+
+    return build_entry(root, key, export, refusal=refused, refused_by=ExportMismatchError)
+
+
+def build_entry(root: Path, key: str, build: Callable[[Path], None], *, refusal: Path,
+                refused_by: type[Exception]) -> tuple[Path, bool]:
+    """Build the cache entry ``root / key`` once across processes (the export, the int8 graph):
+    under the entry's file lock, ``build(staging)`` writes its files into a staging directory of
+    this process (stale ones of dead processes are removed first), which replaces the entry in one
+    rename (a damaged entry is moved aside first); on any error the staging is removed, and an
+    error of type ``refused_by`` is recorded in ``refusal``, so later calls refuse without building.
+    Returns (entry, whether this call built it)."""
+    entry = root / key
+    with exclusive_lock(root / f"{key}.lock"):
+        if entry.exists() and entry_damage(entry) is None:  # another process finished it while we waited
+            return entry, False
+        if not entry.exists() and refusal.is_file():  # or refused it
+            raise refused_by(refusal_reason(refusal))
+        root.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(root)
+        staging = Path(tempfile.mkdtemp(prefix=f".{key}-{_staging_owner()}-", dir=root))
         try:
-            _export_into(staging, model_dir, layer, precision, add_prefix_space, unpadded)
-            if entry.exists():  # damaged (checked above): moved aside, then removed
+            build(staging)
+            if entry.exists():  # damaged (the callers check first): moved aside, then removed
                 damaged = root / f".{key}-{_staging_owner()}-damaged"
                 os.replace(entry, damaged)
                 shutil.rmtree(damaged, ignore_errors=True)
             os.replace(staging, entry)
-            logger.info("exported %s in %.1f s", what, time.perf_counter() - started)
-        except ExportMismatchError as exc:
+        except BaseException as exc:
             shutil.rmtree(staging, ignore_errors=True)
-            _write_refusal(refused, str(exc))
-            raise
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(exc, refused_by):
+                _write_refusal(refusal, str(exc))
             raise
     return entry, True
 
@@ -258,11 +274,12 @@ def _write_refusal(path: Path, reason: str) -> None:
     os.replace(staging, path)
 
 
-def _refusal_reason(path: Path) -> str:
+def refusal_reason(path: Path) -> str:
+    """The reason recorded in a refusal file (``build_entry``)."""
     try:
         return str(json.loads(path.read_text(encoding="utf-8"))["reason"])
     except (OSError, ValueError, KeyError, TypeError):
-        return f"an earlier export found no ONNX graph that matches this model ({path})"
+        return f"an earlier attempt refused this model ({path})"
 
 
 # A staging directory is ".{key}-{host}~{pid}-{random}". A process killed during an export (kill -9,
@@ -301,7 +318,8 @@ def remove_stale_staging(root: Path, now: float | None = None) -> list[Path]:
             age = now - path.stat().st_mtime
         except FileNotFoundError:
             continue  # renamed into place or removed meanwhile
-        owner = path.name.split("-")[1] if path.name.count("-") >= 2 else ""
+        parts = path.name.rsplit("-", 2)  # ".{key}-{owner}-{suffix}": keys may contain "-" (int8 entries)
+        owner = parts[1] if len(parts) == 3 else ""
         owner_host, _, pid = owner.rpartition("~")
         gone = owner_host == host and pid.isdigit() and not _process_running(int(pid))
         if (gone and age > STALE_OWNER_GONE_SECONDS) or age > STALE_ANY_SECONDS:
