@@ -7,32 +7,19 @@ import pytest
 
 from rapidscore.bertscore import BERTScore
 from rapidscore.encoder import Encoder
+from rapidscore.testing.approximation import kendall_tau, word_salad
 
 pytestmark = pytest.mark.slow  # every test here exports MiniLM
 
 ov = pytest.importorskip("openvino", reason="the OpenVINO backend needs the [openvino] extra")
-
-WORDS = ("the a of to and in band metal singer voice jazz trumpet outlaw forest river city music "
-         "history science famous known world heavy legend career player album song").split()
-
-
-def sentences(n: int, seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
-    return [" ".join(rng.choice(WORDS, size=rng.integers(6, 30))).capitalize() + "." for _ in range(n)]
 
 
 def has_bf16() -> bool:
     return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
 
-def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
-    """Kendall's tau-a by brute force (independent of scipy)."""
-    i, j = np.triu_indices(len(a), k=1)
-    return float(np.mean(np.sign(a[i] - a[j]) * np.sign(b[i] - b[j])))
-
-
 def test_openvino_fp32_matches_onnx_runtime(minilm_path):
-    texts = sentences(40, 0) + ["café 東京 😀", ""]
+    texts = word_salad(40, 0) + ["café 東京 😀", ""]
     exact = Encoder(str(minilm_path), layer=4).token_embeddings(texts)
     fast = Encoder(str(minilm_path), layer=4, backend="openvino").token_embeddings(texts)
     assert max(np.abs(a - b).max() for a, b in zip(exact, fast)) <= 1e-4
@@ -40,7 +27,7 @@ def test_openvino_fp32_matches_onnx_runtime(minilm_path):
 
 @pytest.mark.skipif(not has_bf16(), reason="this CPU has no bf16 instructions; the fast mode refuses to run")
 def test_bf16_bertscore_stays_within_the_accuracy_bounds(minilm_path):
-    cands, refs = sentences(150, 1), sentences(150, 2)
+    cands, refs = word_salad(150, 1), word_salad(150, 2)
     exact = BERTScore(str(minilm_path), 6).score(cands, refs).f1.astype(np.float64)
     fast = BERTScore(str(minilm_path), 6, precision="bf16").score(cands, refs).f1.astype(np.float64)
     # Bounds from the issue: mean |dF| <= 5e-4 and Kendall tau >= 0.995 against fp32.

@@ -14,21 +14,7 @@ from rapidscore.encoder import precision as fast_precision
 from rapidscore.encoder.precision import cpu_has_bf16, cpu_has_vnni, resolve_precision
 from rapidscore.encoder.shared import get_encoder
 from rapidscore.nrr import SentenceSimilarity
-
-WORDS = ["the", "a", "of", "to", "and", "in", "band", "metal", "singer", "voice", "jazz", "trumpet", "outlaw",
-         "forest", "river", "city", "music", "history", "science", "famous", "known", "world", "heavy", "legend",
-         "career", "player", "album", "song"]
-
-
-def sentences(n: int, seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
-    return [" ".join(rng.choice(WORDS, size=rng.integers(6, 30))).capitalize() + "." for _ in range(n)]
-
-
-def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
-    """Kendall's tau-a by brute force (no ties in continuous scores)."""
-    i, j = np.triu_indices(len(a), k=1)
-    return float(np.mean(np.sign(a[i] - a[j]) * np.sign(b[i] - b[j])))
+from rapidscore.testing.approximation import kendall_tau, word_salad
 
 
 @pytest.fixture
@@ -93,7 +79,7 @@ def test_vnni_is_read_from_the_cpu_flags(monkeypatch) -> None:
 
 @pytest.mark.slow
 def test_fast_without_bf16_or_vnni_scores_exactly_and_says_fp32(minilm_path, without_bf16, without_vnni) -> None:
-    cands, refs = sentences(30, 1), sentences(30, 2)
+    cands, refs = word_salad(30, 1), word_salad(30, 2)
     fast = BERTScore(str(minilm_path), 6, precision="fast")
     exact = BERTScore(str(minilm_path), 6)
     assert fast.encoder is exact.encoder  # one cached encoder: "fast" keys as the mode it became
@@ -105,7 +91,7 @@ def test_fast_without_bf16_or_vnni_scores_exactly_and_says_fp32(minilm_path, wit
 @pytest.mark.skipif(not cpu_has_bf16("openvino"), reason="this CPU has no bf16 instructions: fast is exact fp32 "
                     "here (test_fast_without_bf16_scores_exactly_and_says_fp32)")
 def test_fast_with_bf16_is_bf16_within_the_bound(minilm_path) -> None:
-    cands, refs = sentences(150, 3), sentences(150, 4)
+    cands, refs = word_salad(150, 3), word_salad(150, 4)
     fast = BERTScore(str(minilm_path), 6, precision="fast")
     assert fast.encoder is BERTScore(str(minilm_path), 6, precision="bf16").encoder
     assert "precision:bf16" in fast.signature and fast.hash.endswith("_precision=bf16")
@@ -114,7 +100,7 @@ def test_fast_with_bf16_is_bf16_within_the_bound(minilm_path) -> None:
     assert np.abs(f_fast - f_exact).mean() <= 5e-4  # the issue's bound
     assert kendall_tau(f_fast, f_exact) >= 0.995
     # Sentence similarity (NRR) in the fast mode: mean |d cos| <= 1e-3
-    generated, references = sentences(100, 5), sentences(100, 6)
+    generated, references = word_salad(100, 5), word_salad(100, 6)
     fast_sim = SentenceSimilarity(str(minilm_path), precision="fast")
     assert "precision:bf16" in fast_sim.signature
     cos_fast = fast_sim.pairs(generated, [[r] for r in references])[0]
@@ -151,7 +137,7 @@ def test_fast_falls_back_to_fp32_for_a_model_int8_refuses(minilm_path, without_b
     fast = BERTScore(str(minilm_path), 0, precision="fast", cache_dir=tmp_path)
     assert fast.encoder.precision == "fp32" and "precision:fp32" in fast.signature
     assert "running in exact fp32" in caplog.text
-    cands, refs = sentences(5, 1), sentences(5, 2)
+    cands, refs = word_salad(5, 1), word_salad(5, 2)
     exact = BERTScore(str(minilm_path), 0, cache_dir=tmp_path)
     np.testing.assert_array_equal(fast.score(cands, refs).f1, exact.score(cands, refs).f1)
     with pytest.raises(ValueError, match="precision='int8'"):
@@ -167,7 +153,7 @@ def test_fast_falls_back_to_fp32_for_a_model_int8_refuses(minilm_path, without_b
 def test_a_fast_scorer_shared_by_many_threads(minilm_path, precision) -> None:
     # int8 included: its activation scales are per batch, and each call's batches are its own
     scorer = BERTScore(str(minilm_path), 6, precision=precision)
-    jobs = [(sentences(8, 10 + k), sentences(8, 40 + k)) for k in range(16)]
+    jobs = [(word_salad(8, 10 + k), word_salad(8, 40 + k)) for k in range(16)]
     alone = [scorer.score(c, r).f1 for c, r in jobs]
     with ThreadPoolExecutor(8) as pool:
         together = list(pool.map(lambda job: scorer.score(*job).f1, jobs))

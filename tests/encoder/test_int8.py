@@ -19,14 +19,12 @@ from rapidscore.encoder.int8 import Int8Error, cached_int8, gptq_int8, quantize_
 from rapidscore.encoder.onnx_export import entry_damage
 from rapidscore.nrr import SentenceSimilarity
 from rapidscore.testing import tiny_models
+from rapidscore.testing.approximation import kendall_tau, word_salad
 
 if TYPE_CHECKING:
     import onnx
 
 # Word salad and W1-like texts (test_fast_precision.py has the same word list).
-WORDS = ["the", "a", "of", "to", "and", "in", "band", "metal", "singer", "voice", "jazz", "trumpet", "outlaw",
-         "forest", "river", "city", "music", "history", "science", "famous", "known", "world", "heavy", "legend",
-         "career", "player", "album", "song"]
 
 FAMILY_TEXTS = [
     "The cat sat on the mat.",
@@ -35,17 +33,6 @@ FAMILY_TEXTS = [
     "Don't STOP believing, it's 3.5% at 7:30 pm",
     "the band played jazz in the city and the singer was famous",
 ]
-
-
-def sentences(n: int, seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
-    return [" ".join(rng.choice(WORDS, size=rng.integers(6, 30))).capitalize() + "." for _ in range(n)]
-
-
-def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
-    """Kendall's tau-a by brute force (no ties in continuous scores)."""
-    i, j = np.triu_indices(len(a), k=1)
-    return float(np.mean(np.sign(a[i] - a[j]) * np.sign(b[i] - b[j])))
 
 
 def relative_token_errors(exact: list[np.ndarray], approx: list[np.ndarray]) -> np.ndarray:
@@ -332,7 +319,7 @@ def test_minilm_int8_on_word_salad_stays_within_a_looser_regression_bound(int8_s
     # Not the fast-mode bound: F1 values of unrelated word salad lie close together, so int8's
     # errors reorder more of them (measured 5.4e-4 / 0.9966 here; unrelated real questions
     # 6.6e-4 / 0.9957, bench/RESULTS.md). This pins the measured behaviour against regressions.
-    cands, refs = sentences(150, 23), sentences(150, 24)
+    cands, refs = word_salad(150, 23), word_salad(150, 24)
     f_int8 = int8_scorer.score(cands, refs).f1.astype(np.float64)
     f_exact = exact_scorer.score(cands, refs).f1.astype(np.float64)
     assert np.abs(f_int8 - f_exact).mean() <= 1e-3

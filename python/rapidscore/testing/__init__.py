@@ -5,6 +5,8 @@ synthetic data of real shapes.
   models (building one needs the ``[export]`` extra: torch, transformers).
 - :mod:`.select_release`: a synthetic SELECT release (results files of the real one's shape)
   for the abstention metric.
+- :mod:`.approximation`: word-salad texts and a brute-force Kendall tau, for checking a
+  non-exact mode (bf16, int8, "fast") against fp32.
 
 Importing this package is cheap. Used by rapidscore's own test suite and bench/, and by anyone
 who wants to test code that uses rapidscore without downloading a model or a data set. It sits
