@@ -33,8 +33,8 @@ exactly: W1 mean |dF| 3.3e-4 against 3.2e-4, sentence cosines 1.0e-3 against 9.3
 What it costs (bench/RESULTS.md, "Issue 26, session 13"): on the real all-MiniLM-L6-v2 with 8-bit
 passes, mean |dF| 3.2e-4, Kendall tau 0.998 against the exact scores on W1's pairs (the fast-mode
 bound is 5e-4 / 0.995), unrelated real questions 6.6e-4 / 0.996, sentence cosines of unrelated
-sentences mean |d cos| 9.3e-4 to 1.0e-3 (bound 1e-3): all of it from the int8 weights (int8 weights with
-exact activations give the same numbers). Speed on a 2-core AVX512-VNNI CPU: 1.3-1.4x the exact
+sentences mean |d cos| 9.3e-4 to 1.0e-3 (bound 1e-3): all of it from the int8 weights (int8
+weights with exact activations give the same numbers). Speed on a 2-core AVX512-VNNI CPU: 1.3-1.4x the exact
 fp32 on W1, W2 and sentence embeddings, 1.15x in the service at 32 clients, no faster for one
 short pair: each pass multiplies at about 3.7x the fp32 rate, so the two passes alone cost about
 half of fp32's products, and the quantisation, the residual and the sums add the rest; without
@@ -76,7 +76,7 @@ __all__ = ["Int8Error", "SCHEME", "VALIDATION_BOUND", "calibration_texts", "cach
 logger = logging.getLogger("rapidscore")
 
 #: the scheme's name, recorded in the cache entry (bump the version when the graph changes)
-SCHEME = "int8-2pass-gptq-asymmetric-7bit-equalise0.25/v2"
+SCHEME = "int8-2pass-gptq-asymmetric-equalise0.25/v2"  # the activation bits go into the digest
 #: largest accepted relative error of the int8 graph's token embeddings against fp32 on the
 #: calibration texts (median over tokens): a guard against a graph the rewriting broke, not the
 #: accuracy bound (all-MiniLM-L6-v2: 1.4e-2; a broken graph: 0.3 and more)
