@@ -31,6 +31,7 @@ _LAZY_ATTRIBUTES = {
     "ColumnError": "rapidscore.common.metric",
     "TableError": "rapidscore.common.tables",
     "ResumeError": "rapidscore.common.stream_io",
+    "OutputError": "rapidscore.common.outputs",
     "DamagedCacheError": "rapidscore.encoder.onnx_export",
     "ExportMismatchError": "rapidscore.encoder.onnx_export",
     "ResultsError": "rapidscore.abstention.results",

@@ -9,11 +9,16 @@ loads numpy, the kernels or an encoder. A command module provides ``add_argument
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
+import warnings
+from collections.abc import Iterator
 from importlib import import_module
 from typing import NoReturn
+
+from rapidscore.common.outputs import command_run
 
 from rapidscore._version import __version__
 
@@ -105,11 +110,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # named by the command's parser, whose --help lists its options
-        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+        command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     notes = _NotesOnStderr.attach(args)
     try:
-        return int(args.run_command(args) or 0)
+        if getattr(args, "max_record_bytes", None) is not None:
+            from rapidscore.common.readers import set_max_record_bytes
+
+            set_max_record_bytes(args.max_record_bytes)
+        with _warnings_on_one_line(args.command), command_run(command_parser(parser, args.command)._actions, args):
+            return int(args.run_command(args) or 0)
     except KeyboardInterrupt:
         return 130
     except USER_ERRORS as exc:
@@ -127,6 +136,27 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         notes.detach()
+
+
+def command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of one command (its options, and the files they declare: common/outputs.py)."""
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return commands.choices[command]
+
+
+@contextlib.contextmanager
+def _warnings_on_one_line(command: str) -> Iterator[None]:
+    """Warnings as one line each (``rapidscore CMD: warning: ...``), not Python's file, line
+    number and source line."""
+    def one_line(message, category, filename, lineno, line=None) -> str:  # noqa: ANN001 (warnings' signature)
+        return f"rapidscore {command}: warning: {_one_line(str(message))}\n"
+
+    saved = warnings.formatwarning
+    warnings.formatwarning = one_line
+    try:
+        yield
+    finally:
+        warnings.formatwarning = saved
 
 
 class _NotesOnStderr:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from rapidscore.common.cli_options import add_common_options
+from rapidscore.common.outputs import input_option, output_option
 
 __all__ = ["add_arguments", "run", "export_model"]
 
@@ -31,13 +32,14 @@ def _layer(value: str) -> int | str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="hub id or model directory (all-MiniLM-L6-v2: the embedded copy)")
+    input_option(parser.add_argument("model", help="hub id or model directory (all-MiniLM-L6-v2: the embedded copy)"),
+                 directory=True, text=True)
     parser.add_argument("--layer", type=_layer, action="append", default=None, metavar="N",
                         help="hidden_states[N] to export (repeat for several; 'all' = every layer); default: "
                              "BERTScore's tuned layer for the model and its last layer (sentence vectors)")
-    parser.add_argument("--cache", default=None, metavar="DIR",
+    output_option(parser.add_argument("--cache", default=None, metavar="DIR",
                         help="cache directory to export into, read by the runtime as RAPIDSCORE_CACHE "
-                             "(default: $RAPIDSCORE_CACHE or ~/.cache/rapidscore)")
+                             "(default: $RAPIDSCORE_CACHE or ~/.cache/rapidscore)"), directory=True)
     parser.add_argument("--name", default=None,
                         help="name the runtime will use for a model given as a directory (a hub-id-like "
                              "org/name): the cache then keeps its files without the weights under that name")

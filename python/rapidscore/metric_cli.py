@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from rapidscore.common.cli_options import add_common_options, positive_int, show_progress
+from rapidscore.common.outputs import input_option, output_option
 
 __all__ = ["MetricCommand"]
 
@@ -48,13 +49,15 @@ class MetricCommand:
 
         metric = get_metric(self.name)
         inputs = ", ".join(f"{c.name}{' (optional)' if c.optional else ''}" for c in metric.inputs)
-        parser.add_argument("--input", "-i", required=True, metavar="FILE",
-                            help=f"one row per item with the column(s) {inputs}: .jsonl/.json/.csv/.tsv/.parquet/"
-                                 ".txt (a .txt line is the column 'text'; .gz of each) or '-' for stdin")
+        input_option(parser.add_argument(
+            "--input", "-i", required=True, metavar="FILE",
+            help=f"one row per item with the column(s) {inputs}: .jsonl/.json/.csv/.tsv/.parquet/"
+                 ".txt (a .txt line is the column 'text'; .gz of each) or '-' for stdin"))
         parser.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
                             help="format of --input (default: from the extension; jsonl for stdin)")
-        parser.add_argument("--output", "-o", default="-", metavar="FILE",
-                            help="one row per input row: .jsonl, .csv or .parquet (default '-': JSONL on stdout)")
+        output_option(parser.add_argument(
+            "--output", "-o", default="-", metavar="FILE",
+            help="one row per input row: .jsonl, .csv or .parquet (default '-': JSONL on stdout)"), stream=True)
         parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default=None,
                             help="format of --output (default: from the extension; jsonl for stdout)")
         parser.add_argument("--column", action="append", type=_key_value, default=[], metavar="INPUT=COLUMN",

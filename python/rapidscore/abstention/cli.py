@@ -8,19 +8,22 @@ import argparse
 import sys
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, non_negative_int, show_progress
+from rapidscore.common.outputs import input_option, output_option
 
 FORMATS = ("text", "markdown", "latex", "csv", "json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", help="a results folder: every experiment under it "
+    input_option(parser.add_argument("results", help="a results folder: every experiment under it "
                         "({experiment}/{model}/{eval_type}/{technique}.json.gz, atomic and compositions) is "
-                        "reported; or a flat table (.jsonl, .csv, .tsv, .json, .parquet; .gz too)")
-    parser.add_argument("--taxonomy", action="append", metavar="[EXPERIMENT=]PATH",
+                        "reported; or a flat table (.jsonl, .csv, .tsv, .json, .parquet; .gz too)"),
+                 directory=True)
+    input_option(parser.add_argument("--taxonomy", action="append", metavar="[EXPERIMENT=]PATH",
                         help="taxonomy.json / edge-list .csv (checks concepts, skips leaves for generalization, "
                         "enables --levels). PATH applies to every experiment, EXPERIMENT=PATH to one (repeat the "
                         "option); by default each experiment gets the nearest taxonomy.json (in its folder or a "
-                        "parent, or a parent's data/)")
+                        "parent, or a parent's data/)"),
+                 settings=True, paths=lambda value: [value.partition("=")[2] or value])
     parser.add_argument("--method", default="heuristic",
                         help="refusal detector: heuristic (default), phrase, keyword, phr+kw, arditi, xstest, "
                         "embedding; a record's stored flag for a SELECT method is used when it has one (SELECT's "
@@ -32,16 +35,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", nargs="*", help="only these models (folder names)")
     parser.add_argument("--techniques", nargs="*", help="only these techniques (file names)")
     parser.add_argument("--format", choices=FORMATS, default="text", help="--json = --format json")
-    parser.add_argument("--names", help="display names: JSON {folder: name} (or {models: .., techniques: ..}) "
-                        "or CSV name,display; names not listed are derived (google--gemma-2-2b-it -> Gemma-2-2B-IT)")
+    input_option(parser.add_argument("--names", help="display names: JSON {folder: name} (or {models: .., techniques: ..}) "
+                        "or CSV name,display; names not listed are derived (google--gemma-2-2b-it -> Gemma-2-2B-IT)"))
     parser.add_argument("--raw-names", action="store_true", help="show folder names as they are")
-    parser.add_argument("--output", "-o", help="write the table here instead of stdout")
+    output_option(parser.add_argument("--output", "-o", help="write the table here instead of stdout"))
     parser.add_argument("--levels", action="store_true", help="also print the breakdown by taxonomy depth")
     parser.add_argument("--skip-malformed", action="store_true",
                         help="skip malformed records / empty seeds (counts are reported) instead of failing")
     parser.add_argument("--workers", type=non_negative_int, default=0,
                         help="processes reading and deciding results files (0 = one per CPU, 1 = none)")
-    parser.add_argument("--plot-dir", help="write per-level trend and correlation heatmap PNGs here ([plot] extra)")
+    output_option(parser.add_argument("--plot-dir", help="write per-level trend and correlation heatmap PNGs here "
+                                                         "([plot] extra)"), directory=True)
     # --backend/--device/--precision: the encoder of --method embedding
     add_common_options(parser, json_help="same as --format json")
 
@@ -99,10 +103,8 @@ def run(args: argparse.Namespace) -> int:
     from rapidscore.abstention.pipeline import DecisionStats, evaluate, find_experiments
     from rapidscore.abstention.results import load_flat_table
     from rapidscore.abstention.taxonomy import Taxonomy
-    from rapidscore.common.io import check_outputs
+    from rapidscore.common.outputs import note_input, open_output
 
-    if args.plot_dir and os.path.exists(args.plot_dir) and not os.path.isdir(args.plot_dir):
-        raise NotADirectoryError(f"--plot-dir {args.plot_dir} exists and is not a directory")
     on_error = "skip" if args.skip_malformed else "raise"
     progress = show_progress(args)
     output_format = "json" if args.json else args.format
@@ -113,17 +115,16 @@ def run(args: argparse.Namespace) -> int:
     taxonomies = _taxonomy_map(args.taxonomy)
     # the taxonomies named on the command line are read before any results file: a typo fails at once
     given_taxonomies = {path: Taxonomy.load(path) for path in dict.fromkeys(taxonomies.values()) if path}
-    inputs = {"results": args.results, "--taxonomy": list(given_taxonomies), "--names": args.names}
 
     # each item: (name, taxonomy path, group counts, decision stats, per-cell stats, skipped)
     evaluated = []
     if os.path.isdir(args.results):
         experiments_found = find_experiments(args.results, models=args.models, techniques=args.techniques,
                                              taxonomies=taxonomies)
-        # the table goes to --output at the end, after the results are read: it must not be one of them
-        check_outputs({"--output": args.output},
-                      {**inputs, "results": [f.path for exp in experiments_found for f in exp.files],
-                       "taxonomy": [exp.taxonomy for exp in experiments_found if exp.taxonomy]})
+        # read by worker processes: the run learns of them here (no output may replace one)
+        for path in [f.path for exp in experiments_found for f in exp.files] + \
+                [exp.taxonomy for exp in experiments_found if exp.taxonomy]:
+            note_input(path)
         for exp in experiments_found:
             result = evaluate(exp.files, detector, method=method, recompute=args.recompute,
                               check_stored=args.check_stored, on_error=on_error, workers=args.workers,
@@ -133,7 +134,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not os.path.exists(args.results):
             raise FileNotFoundError(f"{args.results!r} does not exist")
-        check_outputs({"--output": args.output}, inputs)
         loaded = load_flat_table(args.results, on_error=on_error)
         if not loaded.records:
             raise ValueError(f"{args.results}: no records to evaluate")
@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         meta["signature"] = signatures.pop()
     text = report.render(experiments, output_format, names=names, meta=meta) + extra_text
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
+        with open_output(args.output, "--output") as handle:
             handle.write(text)
     else:
         sys.stdout.write(text)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rapidscore.common.outputs import save_figure
+
 
 def _pyplot():
     try:
@@ -35,7 +37,7 @@ def plot_levels(levels, model: str, path: str) -> str:
         ax.set_ylabel("%")
     axes[0][0].legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path, "--plot-dir")
     plt.close(fig)
     return path
 
@@ -54,6 +56,6 @@ def plot_correlations(techniques, matrix, title: str, path: str) -> str:
     ax.set_title(title)
     fig.colorbar(image, ax=ax)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path, "--plot-dir")
     plt.close(fig)
     return path

@@ -239,9 +239,10 @@ def rgb_negative_rejection(responses: Any, no_support: Any = None, *, method: An
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from rapidscore.common.cli_options import add_common_options
+    from rapidscore.common.outputs import input_option
 
-    parser.add_argument("input", help="responses, one record per question: .jsonl, .json, .csv, .tsv, .parquet "
-                        "(.gz too)")
+    input_option(parser.add_argument("input", help="responses, one record per question: .jsonl, .json, .csv, "
+                                              ".tsv, .parquet (.gz too)"))
     parser.add_argument("--response-column", default="response", help="the responses' column (default: response)")
     parser.add_argument("--no-support-column", default=None, metavar="COLUMN",
                         help="a bool column, true where the question had no supporting document (CSV/TSV: "

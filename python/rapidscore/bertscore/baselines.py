@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rapidscore.common.io import check_output_directory, iter_lines
+from rapidscore.common.io import iter_lines
+from rapidscore.common.outputs import open_output
 
 __all__ = ["packaged_baseline_dir", "default_baseline_path", "available_baselines", "read_baseline", "rescale",
            "write_baseline", "reference_baseline_dir"]
@@ -155,11 +156,7 @@ def rescale(values: np.ndarray, baseline: np.ndarray) -> np.ndarray:
 
 def write_baseline(path: str | os.PathLike, table: np.ndarray) -> None:
     """Write a (layers, 3) table of P, R, F baselines in the reference's file format."""
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"baseline output {path} is a directory; give a file name")
-    check_output_directory(path, "baseline output")  # the file only: a mistyped directory is an error
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with open_output(path, "baseline output", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["LAYER", "P", "R", "F"])
         for layer, (p, r, f) in enumerate(np.asarray(table, dtype=np.float64)):

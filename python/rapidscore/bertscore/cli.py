@@ -16,14 +16,17 @@ from rapidscore.common.cli_options import (
     positive_int,
     show_progress,
 )
+from rapidscore.common.outputs import input_option, output_option
 from rapidscore.common.stream_io import add_stream_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-c", "--cand", help="candidate file (one sentence per line, or .jsonl/.json/.csv/.tsv/"
-                        ".parquet with --column; .gz too) or a single candidate string")
-    parser.add_argument("-r", "--ref", nargs="+", action="extend", help="reference file(s) (several files = "
-                        "several references per candidate) or a single reference string")
+    input_option(parser.add_argument(
+        "-c", "--cand", help="candidate file (one sentence per line, or .jsonl/.json/.csv/.tsv/.parquet with "
+        "--column; .gz too) or a single candidate string"), text=True)
+    input_option(parser.add_argument(
+        "-r", "--ref", nargs="+", action="extend", help="reference file(s) (several files = several references "
+        "per candidate) or a single reference string"), text=True)
     parser.add_argument("--column", default=None,
                         help="column/key holding the text in .jsonl/.json/.csv/.tsv/.parquet inputs")
     parser.add_argument("--lang", default=None, help="language code; picks the reference's model (en -> roberta-large)")
@@ -40,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_long_texts_option(parser)
     parser.add_argument("--idf", action="store_true", help="idf weighting from the references")
     parser.add_argument("--rescale_with_baseline", action="store_true", help="rescale with the published baseline")
-    parser.add_argument("--baseline_path", default=None, help="custom baseline file (LAYER,P,R,F)")
+    input_option(parser.add_argument("--baseline_path", default=None, help="custom baseline file (LAYER,P,R,F)"),
+                 settings=True)
     parser.add_argument("--use_fast_tokenizer", action="store_false",
                         help="compatibility flag of the reference CLI (whose hash marks the fast tokenizer unless "
                              "this flag is given); rapidscore always tokenizes with the Rust tokenizer")
@@ -49,10 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="progress bar and timings (with --make-baseline: its progress bar)")
     parser.add_argument("--show", action="store_true", help="draw the similarity heatmap of the first pair")
-    parser.add_argument("--fname", default="", help="with --show: save the heatmap to this file")
-    parser.add_argument("--make-baseline", metavar="CORPUS", default=None,
-                        help="compute a rescale baseline file from a corpus (one sentence per line)")
-    parser.add_argument("--out", default=None, help="with --make-baseline: output baseline file")
+    output_option(parser.add_argument("--fname", default="", help="with --show: save the heatmap to this file"))
+    input_option(parser.add_argument("--make-baseline", metavar="CORPUS", default=None,
+                                     help="compute a rescale baseline file from a corpus (one sentence per line)"))
+    output_option(parser.add_argument("--out", default=None, help="with --make-baseline: output baseline file"))
     parser.add_argument("--pairs", type=int, default=100_000, help="with --make-baseline: random pairs")
     parser.add_argument("--seed", type=int, default=0, help="with --make-baseline: random seed")
     # --nthreads: the reference CLI's spelling of --threads
@@ -66,10 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="MiB of token embeddings per chunk (default 256)")
     stream.add_argument("--cache-tokens", type=non_negative_int, default=0, metavar="N",
                         help="keep the embeddings of recent texts across chunks (an LRU cache of N tokens)")
-    stream.add_argument("--idf-file", default=None, metavar="FILE",
-                        help="idf document counts to weight with (implies --idf); written by --write-idf")
-    stream.add_argument("--write-idf", default=None, metavar="FILE",
-                        help="count the references' documents in one streamed pass and write an idf file")
+    input_option(stream.add_argument("--idf-file", default=None, metavar="FILE",
+                                     help="idf document counts to weight with (implies --idf); written by "
+                                          "--write-idf"), settings=True)
+    output_option(stream.add_argument("--write-idf", default=None, metavar="FILE",
+                                      help="count the references' documents in one streamed pass and write an "
+                                           "idf file"))
 
 
 def _inputs(args: argparse.Namespace) -> tuple[list[str], list]:
@@ -108,7 +114,6 @@ def _looks_like_path(text: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     from rapidscore.bertscore import compute_baseline
-    from rapidscore.common.io import check_output_directory, check_outputs
     from rapidscore.common.readers import read_texts
 
     engine = dict(backend=args.backend, precision=args.precision, device=args.device, num_threads=args.threads,
@@ -118,9 +123,6 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--make-baseline scores the corpus as bert-score does: leave out --long-texts")
         if not args.out:
             raise ValueError("--make-baseline needs --out FILE")
-        check_outputs({"--out": args.out}, {"--make-baseline": args.make_baseline,
-                                            "--baseline_path": args.baseline_path})
-        check_output_directory(args.out, "--out")
         # the baseline maker keeps the reference's default: a progress bar only with -v
         progress = (args.verbose and not args.quiet) if args.progress is None else args.progress
         table = compute_baseline(read_texts(args.make_baseline, args.column), args.model, n_pairs=args.pairs,
@@ -130,8 +132,6 @@ def run(args: argparse.Namespace) -> int:
     engine["long_texts"] = args.long_texts
     if args.output or args.input or args.write_idf or args.resume:
         return _run_streaming(args, engine)
-    if args.show and args.fname:
-        check_outputs({"--fname": args.fname}, {"-c": args.cand, "-r": args.ref, "--baseline_path": args.baseline_path})
     started = time.perf_counter()
     scorer = _scorer(args, idf=args.idf, progress=show_progress(args), **engine)
     loaded = time.perf_counter()
@@ -240,7 +240,6 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
 
     from rapidscore.bertscore.idf import DocumentFrequencies
     from rapidscore.bertscore.streaming import DEFAULT_CHUNK_PAIRS, ReadCounter, check_stream_batch_size, chunk_results
-    from rapidscore.common.io import check_outputs
     from rapidscore.common.readers import count_rows
     from rapidscore.common.stream_io import RowIds, run_stream
 
@@ -248,10 +247,6 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
         raise ValueError("--make-baseline and --show do not stream: leave out --input/--output")
     if not args.output and not args.write_idf:
         raise ValueError("streaming writes --output FILE (or '-') or --write-idf FILE")
-    # before anything is opened for writing: an output over an input would truncate it unread
-    check_outputs({"--output": args.output, "--write-idf": args.write_idf},
-                  {"--input": args.input, "-c": args.cand, "-r": args.ref, "--idf-file": args.idf_file,
-                   "--baseline_path": args.baseline_path})
     if args.batch_size:  # refused before the model loads or the output file is made
         check_stream_batch_size(args.batch_size, args.chunk_size or DEFAULT_CHUNK_PAIRS)
     make_items = _stream_items(args)

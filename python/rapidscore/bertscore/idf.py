@@ -123,11 +123,10 @@ class DocumentFrequencies:
         """Write the counts as JSON (atomically: a temporary file renamed into place)."""
         import json
 
-        path = os.fspath(path)
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as handle:
+        from rapidscore.common.outputs import open_output
+
+        with open_output(path, "idf file") as handle:
             json.dump(self.to_dict(), handle)
-        os.replace(tmp, path)
 
     @classmethod
     def load(cls, path) -> DocumentFrequencies:

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rapidscore.common.outputs import save_figure
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -58,7 +60,7 @@ def plot_similarity(scorer, candidate: str, reference: str, fname: str = "",
             ax.text(j, i, f"{sim[i, j]:.3f}", ha="center", va="center", color="k" if sim[i, j] < 0.5 else "w")
     fig.tight_layout()
     if fname:
-        fig.savefig(fname, dpi=100)
+        save_figure(fig, fname, "--fname", dpi=100)
         print("Saved figure to file: ", fname)
     if show or (show is None and not fname):
         plt.show()

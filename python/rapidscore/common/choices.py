@@ -5,7 +5,7 @@ Plain tuples, no imports: building a CLI parser must not load the encoder.
 
 from __future__ import annotations
 
-__all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "POOLINGS", "LONG_TEXTS"]
+__all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "POOLINGS", "LONG_TEXTS", "LOG_LEVELS"]
 
 BACKENDS = ("onnx", "openvino", "torch")
 DEVICES = ("cpu", "cuda")
@@ -14,3 +14,5 @@ PRECISIONS = ("fp32", "bf16", "fp16", "int8", "fast")
 POOLINGS = ("mean", "cls")
 # What BERTScore does with texts longer than the model's maximum length (encoder/windows.py).
 LONG_TEXTS = ("truncate", "window")
+# The service's log levels (uvicorn's).
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")

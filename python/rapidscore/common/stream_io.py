@@ -5,13 +5,15 @@ by the same reader as the batch commands (:mod:`rapidscore.common.readers`), fro
 (stdin; Parquet and JSON from stdin are buffered). Output: JSONL, CSV or Parquet (``-``: stdout,
 JSONL or CSV), one row per input row in input order, written chunk by chunk.
 
-Resuming: beside the output a state file ``OUTPUT.resume.json`` records, after every chunk is on
-disk (flushed and fsync'd), the rows written, the output's size in bytes and a SHA-256 of the
-input rows they came from, plus the run's settings. ``--resume`` truncates the output to the last
-recorded state (a torn last line, or rows written after the last record, go), re-reads that many
-input rows and checks their hash (the input must be the same), checks the settings, and
-continues. Parquet output is written as atomic part files under ``OUTPUT.parts/`` and joined into
-OUTPUT at the end.
+Resuming: rows are written to ``OUTPUT.partial``, and beside it a state file
+``OUTPUT.resume.json`` records, after every chunk is on disk (flushed and fsync'd), the rows
+written, the partial file's size in bytes, a SHA-256 of the input rows they came from and the
+run's settings with its fingerprint (``common/outputs.py``: options, settings files' contents,
+models). ``--resume`` truncates the partial file to the last recorded state (a torn last line, or
+rows written after the last record, go), re-reads that many input rows and checks their hash (the
+input must be the same), checks the settings, and continues. Parquet output is written as atomic
+part files under ``OUTPUT.parts/`` and joined at the end. The partial file becomes OUTPUT only
+when the run succeeds: until then an earlier OUTPUT stays as it was.
 
 Imports only the standard library at module level: the parsers of every command use it.
 """
@@ -19,6 +21,7 @@ Imports only the standard library at module level: the parsers of every command 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import hashlib
 import io
@@ -31,6 +34,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from rapidscore.common.cli_options import positive_int
+from rapidscore.common.outputs import (
+    PARTIAL_SUFFIX,
+    PARTS_SUFFIX,
+    STATE_SUFFIX,
+    commit_when_done,
+    current_run,
+    input_option,
+    is_special_file,
+    name_os_error,
+    output_option,
+)
 from rapidscore.common.readers import FORMATS, count_rows, import_parquet, iter_rows, parallel_items, row_items
 from rapidscore.errors import RapidscoreError
 
@@ -40,7 +54,8 @@ __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "iter_rows
 
 INPUT_FORMATS = FORMATS  # the formats of every reader, batch or streaming
 OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
-STATE_VERSION = 1
+# 2: the rows go to OUTPUT.partial, and the settings hold the run's fingerprint
+STATE_VERSION = 2
 
 
 class ResumeError(RapidscoreError, ValueError):
@@ -53,13 +68,14 @@ def add_stream_arguments(parser: argparse.ArgumentParser, *, item: str = "pair")
         "streaming (bounded memory: scores are written as they are computed)",
         f"--output FILE switches to streaming: each input {item} is scored in chunks and one row per "
         f"{item} is written in input order; with --resume a killed run continues where it stopped.")
-    group.add_argument("--input", "-i", default=None, metavar="FILE",
-                       help="one row per item: .jsonl/.json/.csv/.tsv/.parquet (columns below; .gz too) or '-' "
-                       "for stdin")
+    input_option(group.add_argument(
+        "--input", "-i", default=None, metavar="FILE",
+        help="one row per item: .jsonl/.json/.csv/.tsv/.parquet (columns below; .gz too) or '-' for stdin"))
     group.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
                        help="format of --input (default: from the extension; jsonl for stdin)")
-    group.add_argument("--output", "-o", default=None, metavar="FILE",
-                       help="write scores to FILE (.jsonl, .csv or .parquet; '-' = stdout) as they are computed")
+    output_option(group.add_argument(
+        "--output", "-o", default=None, metavar="FILE",
+        help="write scores to FILE (.jsonl, .csv or .parquet; '-' = stdout) as they are computed"), stream=True)
     group.add_argument("--output-format", choices=OUTPUT_FORMATS, default=None,
                        help="format of --output (default: from the extension; jsonl for stdout)")
     group.add_argument("--resume", action="store_true",
@@ -85,7 +101,7 @@ def file_items(text_path: str, reference_paths: Sequence[str], text_column: str 
 def output_format(path: str, given: str | None) -> str:
     if given:
         return given
-    if path == "-":
+    if path == "-" or is_special_file(path):  # standard output, /dev/null, a FIFO
         return "jsonl"
     fmt = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}.get(
         os.path.splitext(path.lower())[1])
@@ -107,32 +123,61 @@ def _csv_text(rows: Iterable[Sequence]) -> str:
 
 
 class StreamWriter:
-    """Writes result rows chunk by chunk and records a resumable state after each chunk."""
+    """Writes result rows chunk by chunk and records a resumable state after each chunk.
+
+    A file output is written to ``OUTPUT.partial`` (Parquet: part files under ``OUTPUT.parts/``)
+    and becomes OUTPUT when the run succeeds (``common/outputs.py``): an interrupted or failed
+    run leaves an earlier OUTPUT as it was, and ``--resume`` continues the partial file. The
+    state records the run's fingerprint (every option that changes a number, the content of its
+    settings files, its models' digests); a resume under another one is refused, naming it.
+    Standard output and special files (/dev/null, a FIFO) are written in place, without a state."""
 
     def __init__(self, path: str, fmt: str, columns: Sequence[str], settings: dict, *, resume: bool):
-        self.path, self.fmt, self.columns, self.settings = path, fmt, list(columns), settings
+        self.path, self.fmt, self.columns = path, fmt, list(columns)
+        run = current_run()
+        # flat, so that a difference names the setting ("--idf-file sha256", "model all-MiniLM-L6-v2")
+        self.settings = {**settings, **(run.fingerprint() if run is not None else {})}
         self.to_stdout = path == "-"
-        if self.to_stdout and fmt == "parquet":
-            raise ValueError("Parquet output needs a file: give --output FILE.parquet")
-        if self.to_stdout and resume:
-            raise ValueError("--resume needs an --output file")
+        self.in_place = self.to_stdout or is_special_file(path)
+        where = "standard output" if self.to_stdout else f"{path}, which is not a regular file,"
+        if self.in_place and fmt == "parquet":
+            raise ValueError(f"Parquet output needs a file: {where} cannot hold one; give --output FILE.parquet")
+        if self.in_place and resume:
+            raise ValueError(f"--resume needs an --output file: {where} keeps no resume state")
         if fmt == "parquet":
             import_parquet(path)  # before any input is read or scored
-        self.state_path = f"{path}.resume.json"
-        self.parts_dir = f"{path}.parts"
+        self.state_path = f"{path}{STATE_SUFFIX}"
+        self.partial_path = f"{path}{PARTIAL_SUFFIX}"
+        self.parts_dir = f"{path}{PARTS_SUFFIX}"
         self.rows = 0
         self.digest = hashlib.sha256()
         self._handle: Any = None
         self._parts: list[str] = []
         self.resumed_rows = 0
-        if resume:
-            self._load_state()
-        elif not self.to_stdout:
-            self._start_fresh()
-        else:
-            self._handle = sys.stdout
-            if fmt == "csv":
-                self._csv_header()
+        with self._named_errors():
+            if resume:
+                self._load_state()
+            elif self.to_stdout:
+                self._handle = sys.stdout
+                if fmt == "csv":
+                    self._csv_header()
+            elif self.in_place:
+                self._handle = open(path, "wb")  # noqa: SIM115 (closed by close())
+                if fmt == "csv":
+                    self._csv_header()
+            else:
+                self._start_fresh()
+
+    @contextlib.contextmanager
+    def _named_errors(self) -> Iterator[None]:
+        """A full disk or another failed write names the file being written."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.filename is None:
+                name = self.path if self.in_place else (self.parts_dir if self.fmt == "parquet" else self.partial_path)
+                raise name_os_error(exc, name) from None
+            raise
 
     # state
     def _start_fresh(self) -> None:
@@ -141,43 +186,68 @@ class StreamWriter:
             for name in os.listdir(self.parts_dir):
                 os.remove(os.path.join(self.parts_dir, name))
         else:
-            self._handle = open(self.path, "wb")  # noqa: SIM115 (closed by close())
+            self._handle = open(self.partial_path, "wb")  # noqa: SIM115 (closed by close())
             if self.fmt == "csv":
                 self._csv_header()
         self._save_state()
 
-    def _load_state(self) -> None:
+    def _read_state(self) -> dict:
         if not os.path.isfile(self.state_path):
             raise ResumeError(f"--resume: no resume state {self.state_path} beside {self.path} (was it written by "
-                              "a streaming run?)")
-        with open(self.state_path, encoding="utf-8") as handle:
-            state = json.load(handle)
-        if state.get("version") != STATE_VERSION or state.get("format") != self.fmt or \
-                state.get("columns") != self.columns:
+                              "a streaming run that did not finish?)")
+        try:
+            with open(self.state_path, encoding="utf-8") as handle:
+                state = json.load(handle)
+            if not isinstance(state, dict):
+                raise ValueError(f"a JSON {type(state).__name__}, not an object")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ResumeError(f"--resume: the resume state {self.state_path} is damaged ({exc}); run again without "
+                              "--resume to start over") from None
+        if state.get("version") != STATE_VERSION:
+            raise ResumeError(f"--resume: {self.state_path} was written by another version of rapidscore (state "
+                              f"version {state.get('version')!r}, this one reads {STATE_VERSION}); run again "
+                              "without --resume to start over")
+        return state
+
+    def _load_state(self) -> None:
+        state = self._read_state()
+        if state.get("format") != self.fmt or state.get("columns") != self.columns:
             raise ResumeError(f"--resume: {self.path} was written in another format or with other columns")
-        if state.get("settings") != self.settings:
-            changed = sorted(k for k in set(state.get("settings", {})) | set(self.settings)
-                             if state.get("settings", {}).get(k) != self.settings.get(k))
-            raise ResumeError(f"--resume: {self.path} was written with other settings ({', '.join(changed)})")
-        self.rows = self.resumed_rows = int(state["rows"])
-        self.expected_digest = state["input_sha256"]
+        recorded = state.get("settings", {})
+        if recorded != self.settings:
+            changed = sorted(k for k in set(recorded) | set(self.settings) if recorded.get(k) != self.settings.get(k))
+            details = "; ".join(f"{k}: {_shown(recorded.get(k))} then, {_shown(self.settings.get(k))} now"
+                                for k in changed)
+            raise ResumeError(f"--resume: {self.path} was written with other settings ({details}); resume with the "
+                              "same settings, or run again without --resume")
+        try:
+            self.rows = self.resumed_rows = int(state["rows"])
+            self.expected_digest = str(state["input_sha256"])
+            recorded_bytes = int(state["bytes"])
+            recorded_parts = [str(name) for name in state["parts"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ResumeError(f"--resume: the resume state {self.state_path} is damaged (no valid {exc}); run "
+                              "again without --resume to start over") from None
         if self.fmt == "parquet":
-            self._parts = list(state["parts"])
+            self._parts = recorded_parts
             keep = set(self._parts)
-            for name in os.listdir(self.parts_dir):
+            for name in os.listdir(self.parts_dir) if os.path.isdir(self.parts_dir) else ():
                 if name not in keep:  # a part written after the last state: redo it
                     os.remove(os.path.join(self.parts_dir, name))
+            missing = [name for name in self._parts if not os.path.isfile(os.path.join(self.parts_dir, name))]
+            if missing:
+                raise ResumeError(f"--resume: {self.parts_dir} lacks {missing[0]} (of {len(missing)} recorded parts)")
         else:
-            if not os.path.isfile(self.path):
-                raise ResumeError(f"--resume: {self.path} is gone")
-            size = os.path.getsize(self.path)
-            if size < state["bytes"]:
-                raise ResumeError(f"--resume: {self.path} is shorter ({size} bytes) than its state says "
-                                  f"({state['bytes']})")
-            self._handle = open(self.path, "r+b")  # noqa: SIM115 (closed by close())
+            if not os.path.isfile(self.partial_path):
+                raise ResumeError(f"--resume: {self.partial_path}, the rows written so far, is gone")
+            size = os.path.getsize(self.partial_path)
+            if size < recorded_bytes:
+                raise ResumeError(f"--resume: {self.partial_path} is shorter ({size} bytes) than its state says "
+                                  f"({recorded_bytes})")
+            self._handle = open(self.partial_path, "r+b")  # noqa: SIM115 (closed by close())
             # drop a torn last line and any rows written after the last recorded state
-            self._handle.truncate(state["bytes"])
-            self._handle.seek(state["bytes"])
+            self._handle.truncate(recorded_bytes)
+            self._handle.seek(recorded_bytes)
 
     def verify_prefix(self, items: Iterator) -> None:
         """Hash the first ``resumed_rows`` input items (consuming them) against the state."""
@@ -193,16 +263,19 @@ class StreamWriter:
                               "was computed from")
 
     def _save_state(self) -> None:
-        if self.to_stdout:
+        if self.in_place:
             return
         state = {"version": STATE_VERSION, "format": self.fmt, "columns": self.columns, "settings": self.settings,
                  "rows": self.rows, "input_sha256": self.digest.hexdigest(),
                  "bytes": self._handle.tell() if self._handle is not None else 0, "parts": self._parts}
         tmp = f"{self.state_path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(state, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                json.dump(state, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            raise name_os_error(exc, tmp) from None
         os.replace(tmp, self.state_path)
 
     # rows
@@ -219,20 +292,25 @@ class StreamWriter:
         """Write one chunk: the result ``rows`` of input ``items`` (hashed for resuming)."""
         for item in items:
             _input_digest(self.digest, item)
-        if self.fmt == "parquet":
-            self._write_part(rows)
-        elif self.fmt == "jsonl":
-            self._emit("".join(json.dumps({c: row[c] for c in self.columns}, ensure_ascii=False) + "\n"
-                               for row in rows))
-        else:
-            self._emit(_csv_text([[row[c] for c in self.columns] for row in rows]))
-        self.rows += len(rows)
-        if not self.to_stdout and self.fmt != "parquet":
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
-        elif self.to_stdout:
-            self._handle.flush()
-        self._save_state()
+        try:
+            with self._named_errors():
+                if self.fmt == "parquet":
+                    self._write_part(rows)
+                elif self.fmt == "jsonl":
+                    self._emit("".join(json.dumps({c: row[c] for c in self.columns}, ensure_ascii=False) + "\n"
+                                       for row in rows))
+                else:
+                    self._emit(_csv_text([[row[c] for c in self.columns] for row in rows]))
+                self.rows += len(rows)
+                if self._handle is not None:
+                    self._handle.flush()
+                    if not self.in_place:
+                        os.fsync(self._handle.fileno())
+                self._save_state()
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"--output {self.path}: rows {self.rows}-{self.rows + len(rows) - 1} hold text that is "
+                             f"not valid Unicode ({exc.object[exc.start:exc.end]!r}: {exc.reason}); clean the "
+                             "input") from None
 
     def _write_part(self, rows: Sequence[dict]) -> None:
         import pyarrow as pa
@@ -245,30 +323,55 @@ class StreamWriter:
         self._parts.append(name)
 
     def close(self) -> None:
-        """Finish the output (Parquet: join the parts into OUTPUT) and remove the resume state."""
+        """Finish the output: the partial file (Parquet: the parts joined) becomes OUTPUT when the
+        run succeeds, and the resume state goes then (a run that fails later keeps both)."""
+        with self._named_errors():
+            if self.fmt == "parquet":
+                self._join_parts()
+            elif self._handle is not None and not self.to_stdout:
+                self._handle.close()
+        if self.in_place:
+            return
+        commit_when_done(self.partial_path, self.path, keep_on_failure=True, after=self._remove_state)
+
+    def _join_parts(self) -> None:
+        import pyarrow.parquet as parquet
+
+        writer = None
+        for name in self._parts:
+            table = parquet.read_table(os.path.join(self.parts_dir, name))
+            writer = writer or parquet.ParquetWriter(self.partial_path, table.schema)
+            writer.write_table(table)
+        if writer is None:
+            import pyarrow as pa
+
+            parquet.write_table(pa.table({c: [] for c in self.columns}), self.partial_path)
+        else:
+            writer.close()
+
+    def discard(self) -> None:
+        """Remove the partial output and its state (a run that wrote no row)."""
+        if self._handle is not None and not self.to_stdout:
+            self._handle.close()
+        if self.in_place:
+            return
+        with contextlib.suppress(OSError):
+            if self.fmt != "parquet":
+                os.remove(self.partial_path)
+            self._remove_state()
+
+    def _remove_state(self) -> None:
         if self.fmt == "parquet":
-            import pyarrow.parquet as parquet
-
-            tmp = f"{self.path}.tmp"
-            writer = None
-            for name in self._parts:
-                table = parquet.read_table(os.path.join(self.parts_dir, name))
-                writer = writer or parquet.ParquetWriter(tmp, table.schema)
-                writer.write_table(table)
-            if writer is None:
-                import pyarrow as pa
-
-                parquet.write_table(pa.table({c: [] for c in self.columns}), tmp)
-            else:
-                writer.close()
-            os.replace(tmp, self.path)
             for name in self._parts:
                 os.remove(os.path.join(self.parts_dir, name))
             os.rmdir(self.parts_dir)
-        elif not self.to_stdout:
-            self._handle.close()
-        if not self.to_stdout and os.path.exists(self.state_path):
+        if os.path.exists(self.state_path):
             os.remove(self.state_path)
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:16] + "..." + text[-8:]
 
 
 # -- the loop ---------------------------------------------------------------------------------
@@ -339,10 +442,11 @@ def run_stream(*, items: Iterator, score_chunks: Callable[..., Iterator[tuple[li
     no bar is shown."""
     fmt = output_format(output, output_fmt)
     writer = StreamWriter(output, fmt, columns, settings, resume=resume)
-    writer.verify_prefix(items)
-    bar = _Progress(progress, total, writer.rows, unit)
+    bar = _Progress(False, None, 0, unit)
     started, done_here = time.perf_counter(), 0
     try:
+        writer.verify_prefix(items)
+        bar = _Progress(progress, total, writer.rows, unit)
         # advance is None without a bar: nothing to follow within a chunk
         advance = bar.advance if bar.bar is not None else None
         chunks = score_chunks(items, writer.rows, advance) if chunk_progress else score_chunks(items, writer.rows)
@@ -350,9 +454,13 @@ def run_stream(*, items: Iterator, score_chunks: Callable[..., Iterator[tuple[li
             writer.write(chunk_items, rows)
             bar.update(len(rows))
             done_here += len(rows)
+        writer.close()
+    except BaseException:
+        if writer.rows == 0:  # nothing worth resuming: no partial file or state left behind
+            writer.discard()
+        raise
     finally:
         bar.close()
-    writer.close()
     if not quiet and output != "-":
         seconds = time.perf_counter() - started
         rate = f", {done_here / seconds:.1f} {unit}s/s" if seconds > 0 and done_here else ""

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 
+from rapidscore.common.outputs import note_model
 from rapidscore.encoder.cache import MAX_MODELS, MODELS, KeyedCache
 from rapidscore.encoder.encoder import Encoder, default_backend
-from rapidscore.encoder.model_source import DEFAULT_MODEL, num_layers, read_config, resolve_model
+from rapidscore.encoder.model_source import DEFAULT_MODEL, fingerprint, num_layers, read_config, resolve_model
 from rapidscore.encoder.precision import FAST, resolve_precision
 
 __all__ = ["get_encoder", "clear_cache", "cache_info"]
@@ -29,6 +30,7 @@ def get_encoder(model: str | os.PathLike | None = None, layer: int | str | None 
     """
     model = DEFAULT_MODEL if model is None else model
     model_dir = resolve_model(model)
+    note_model(model_dir, lambda: fingerprint(model_dir))  # a command's resume state records the model
     if layer is None:
         layer = num_layers(read_config(model_dir))
     resolved, backend = resolve_precision(precision, device, backend)  # "fast" keys as the mode it is,

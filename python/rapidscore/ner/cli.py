@@ -13,6 +13,7 @@ import json
 import sys
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, show_progress
+from rapidscore.common.outputs import input_option
 
 # Kept import-light: the evaluation modules (numpy, the encoder) load inside run().
 
@@ -25,12 +26,13 @@ def _model_file(value: str) -> tuple:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--gold", required=True, metavar="FILE",
+    input_option(parser.add_argument("--gold", required=True, metavar="FILE",
                         help="gold JSONL ({'id', 'text' or 'prompt', 'labels'} per line; the rows of a .json "
                              "array, .csv/.tsv or .parquet work too, .gz too), or a combined file "
-                             "with 'gold' and 'predictions': {model: ...} per line when no --pred is given")
-    parser.add_argument("--pred", action="append", type=_model_file, default=[], metavar="NAME=FILE",
-                        help="one model's predictions (JSONL joined to the gold by id); repeat per model")
+                             "with 'gold' and 'predictions': {model: ...} per line when no --pred is given"))
+    input_option(parser.add_argument("--pred", action="append", type=_model_file, default=[], metavar="NAME=FILE",
+                                     help="one model's predictions (JSONL joined to the gold by id); repeat per "
+                                          "model"), paths=lambda named: [named[1]])
     parser.add_argument("--format", default="auto", help="entity format of the predictions (default: auto)")
     parser.add_argument("--gold-format", default=None, help="entity format of the gold (default: as --format)")
     parser.add_argument("--label-similarity", choices=("embedding", "exact"), default="embedding",
@@ -38,8 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--label-model", default=None, metavar="M",
                         help="encoder for label embeddings (default: the embedded all-MiniLM-L6-v2; "
                              "bert-base-uncased reproduces the seed's choice)")
-    parser.add_argument("--label-map", default=None, metavar="FILE",
-                        help="JSON object {label: canonical label} of synonyms (scored 1 when equal)")
+    input_option(parser.add_argument("--label-map", default=None, metavar="FILE",
+                                     help="JSON object {label: canonical label} of synonyms (scored 1 when equal)"),
+                 settings=True)
     parser.add_argument("--min-jaccard", type=float, default=0.0,
                         help="minimum character Jaccard for a DMBertA pair (default 0: any overlap)")
     parser.add_argument("--min-overlap-percent", type=float, default=1.0,

@@ -121,7 +121,9 @@ def write_conll(path: str, tokens: Sequence[Sequence[str]], *tag_columns: Sequen
                     raise TagError(f"sentence {i}: {value!r} cannot be written as a CoNLL field")
             lines.append(separator.join(row))
         lines.append("")
-    with open(path, "w", encoding="utf-8") as handle:
+    from rapidscore.common.outputs import open_output
+
+    with open_output(path, "CoNLL output") as handle:
         handle.write("\n".join(lines) + ("\n" if lines else ""))
 
 

@@ -7,15 +7,17 @@ import json
 import sys
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, show_progress
+from rapidscore.common.outputs import input_option, output_option
 from rapidscore.common.stream_io import add_stream_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--generated", default=None,
-                        help="generated answers: text file (one per line) or .jsonl/.json/.csv/.tsv/.parquet "
-                             "(.gz too)")
-    parser.add_argument("--references", default=None, nargs="+", action="extend",
-                        help="reference file(s); several files = several references per item (best counts)")
+    input_option(parser.add_argument(
+        "--generated", default=None,
+        help="generated answers: text file (one per line) or .jsonl/.json/.csv/.tsv/.parquet (.gz too)"))
+    input_option(parser.add_argument(
+        "--references", default=None, nargs="+", action="extend",
+        help="reference file(s); several files = several references per item (best counts)"))
     parser.add_argument("--generated-column", default="generated",
                         help="key/column in .jsonl/.json/.csv/.tsv/.parquet input")
     parser.add_argument("--reference-column", default="reference",
@@ -26,13 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt-name", default=None, metavar="NAME",
                         help="embedding method: one of the model's sentence-transformers prompts (e.g. query); "
                              "default: the model's default prompt, if it has one")
-    parser.add_argument("--plot", default=None, metavar="FILE", help="save a similarity histogram (needs matplotlib)")
+    output_option(parser.add_argument("--plot", default=None, metavar="FILE",
+                                      help="save a similarity histogram (needs matplotlib)"))
     add_common_options(parser)
     add_stream_arguments(parser, item="answer")
 
 
 def run(args: argparse.Namespace) -> int:
-    from rapidscore.common.io import check_outputs
     from rapidscore.common.readers import parallel_items
     from rapidscore.encoder.model_source import DEFAULT_MODEL
     from rapidscore.nrr import negative_rejection, plot_similarities
@@ -41,7 +43,6 @@ def run(args: argparse.Namespace) -> int:
         return _run_streaming(args)
     if not args.generated or not args.references:
         raise ValueError("give --generated and --references (or --input/--output to stream)")
-    check_outputs({"--plot": args.plot}, {"--generated": args.generated, "--references": args.references})
     items = list(parallel_items(args.generated, args.references, args.generated_column, args.reference_column))
     if not items:  # the same words as bertscore's
         raise ValueError(f"nothing to evaluate: {args.generated} is empty")
@@ -66,7 +67,6 @@ def run(args: argparse.Namespace) -> int:
 def _run_streaming(args: argparse.Namespace) -> int:
     """``--output``: similarity and decision per answer, written as they are computed (see
     docs/scale.md; the same resume contract as ``rapidscore bertscore --output``)."""
-    from rapidscore.common.io import check_outputs
     from rapidscore.common.readers import count_rows, row_items
     from rapidscore.common.stream import chunks
     from rapidscore.common.stream_io import RowIds, file_items, run_stream
@@ -77,9 +77,6 @@ def _run_streaming(args: argparse.Namespace) -> int:
         raise ValueError("streaming writes --output FILE (or '-')")
     if args.plot:
         raise ValueError("--plot needs every similarity at once: leave out --output")
-    # before anything is opened for writing: an output over an input would truncate it unread
-    check_outputs({"--output": args.output},
-                  {"--input": args.input, "--generated": args.generated, "--references": args.references})
     threshold = check_threshold(args.threshold)
     if args.input:
         if args.generated or args.references:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from rapidscore.common.outputs import save_figure
+
 if TYPE_CHECKING:  # annotation only: plotting needs no numpy import of its own
     from matplotlib.figure import Figure
 
@@ -32,5 +34,5 @@ def plot_similarities(result: NRRResult, fname: str | os.PathLike | None = None)
     ax.legend()
     fig.tight_layout()
     if fname:
-        fig.savefig(fname, dpi=100)
+        save_figure(fig, fname, "plot", dpi=100)
     return fig

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 
+from rapidscore.common.choices import LOG_LEVELS
 from rapidscore.common.cli_options import add_common_options, add_long_texts_option
+from rapidscore.common.outputs import input_option
 
 API_KEY_ENV = "RAPIDSCORE_API_KEY"  # rapidscore.serve.config.API_KEY_ENV (not imported: --help stays light)
 
@@ -21,8 +23,8 @@ class _RefuseKeyOnCommandLine(argparse.Action):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", metavar="FILE", help="settings file (JSON or TOML; keys as the flags, "
-                        "with underscores); flags given on the command line win")
+    input_option(parser.add_argument("--config", metavar="FILE", help="settings file (JSON or TOML; keys as the "
+                                     "flags, with underscores); flags given on the command line win"))
     parser.add_argument("--host", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, help="port (default 8000; 0 picks a free one)")
     parser.add_argument("--model", help="model for every metric (default: the embedded all-MiniLM-L6-v2)")
@@ -53,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="tokens of a request's distinct texts at most (default 65536; more: 413)")
     parser.add_argument("--no-warmup", dest="warmup", action="store_const", const=False, default=None,
                         help="skip the warm-up calls before /health turns ready")
-    parser.add_argument("--log-level", default=None, help="uvicorn's log level (default warning)")
+    parser.add_argument("--log-level", default=None, choices=LOG_LEVELS, type=str.lower,
+                        help="uvicorn's log level (default warning)")
     parser.add_argument("--header-timeout", type=float, default=None,
                         help="seconds a client has to send its request head (default 10; later: 408, closed)")
     parser.add_argument("--body-timeout", type=float, default=None,
@@ -63,9 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-connections", type=int, default=None,
                         help="open connections at most (default 1000); at the cap the longest idle one is closed "
                              "to make room, and /health still answers")
-    parser.add_argument("--api-key-file", metavar="FILE", default=None,
+    input_option(parser.add_argument("--api-key-file", metavar="FILE", default=None,
                         help=f"require the API key held in FILE (default: ${API_KEY_ENV} if set) as "
-                             "'Authorization: Bearer KEY' or 'X-API-Key: KEY' on every request but /health")
+                             "'Authorization: Bearer KEY' or 'X-API-Key: KEY' on every request but /health"))
     parser.add_argument("--api-key", nargs="?", action=_RefuseKeyOnCommandLine, help=argparse.SUPPRESS)
     parser.add_argument("--insecure", action="store_const", const=True, default=None,
                         help="allow a --host other than loopback without an API key")

@@ -1,0 +1,447 @@
+"""The one output layer: every file a command writes is opened here.
+
+A command declares its file options once, where it builds its parser (:func:`input_option`,
+:func:`output_option` mark the argparse actions). ``rapidscore.cli.main`` reads those marks and
+runs the command inside a :class:`FileRun`, which, before the command runs:
+
+- refuses an output that is one of the run's inputs by any name (the same path, a symlink or a
+  hard link), including the files an output brings with it (a stream's ``OUTPUT.resume.json``,
+  ``OUTPUT.partial``, ``OUTPUT.parts``), an output named by two options, an output that is a
+  directory (or a directory output that is a file), an output whose directory does not exist;
+- refuses an input that is a directory where a file is wanted (``-c DIR`` is not a sentence).
+
+While the command runs, every file is opened through :func:`open_output` or
+:func:`output_path`: it is written to a temporary file beside the target and renamed into place
+when the whole run succeeds, so a failed or interrupted fresh run leaves an earlier result as it
+was. Files read while running (:func:`note_input`, called by the readers) join the run's inputs,
+so an output opened later cannot be one of them either. Outside a command (the Python API) the
+same functions check what they can (directory, parent) and rename when the file is complete.
+
+Streams (``common/stream_io.py``) keep their append-and-resume protocol: rows go to
+``OUTPUT.partial`` and its state file, both checked here, and the partial file becomes OUTPUT
+when the run ends well. :meth:`FileRun.fingerprint` is what a resume state records of the run:
+every option that can change a number, the content hash of every settings file (idf counts,
+baselines, label maps) and the digest of every model the run loaded.
+
+Imports only the standard library: the parsers of every command use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import contextvars
+import errno
+import hashlib
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from rapidscore.errors import RapidscoreError
+
+__all__ = ["OutputError", "input_option", "output_option", "FileRun", "command_run", "current_run", "open_output",
+           "output_path", "note_input", "note_model", "name_os_error", "commit_when_done", "check_outputs", "check_output_directory", "is_special_file",
+           "STATE_SUFFIX", "PARTIAL_SUFFIX", "PARTS_SUFFIX", "RUN_ONLY_OPTIONS"]
+
+# the files a streamed output brings with it (common/stream_io.py)
+STATE_SUFFIX = ".resume.json"
+PARTIAL_SUFFIX = ".partial"
+PARTS_SUFFIX = ".parts"
+STREAM_FILES = (STATE_SUFFIX, PARTIAL_SUFFIX, PARTS_SUFFIX)
+
+# Options that cannot change a number: left out of a resume fingerprint so that a resumed run may
+# show progress, use other threads or another chunk size (chunks never change scores: the
+# streams place a resumed chunk in the reference's batches).
+RUN_ONLY_OPTIONS = frozenset({
+    "resume", "progress", "quiet", "verbose", "json", "threads", "chunk_size", "memory_budget", "cache_tokens",
+    "max_record_bytes", "seg_level", "table", "run_command", "command", "progress_default",
+})
+
+_MARK = "rapidscore_file"
+
+
+class OutputError(RapidscoreError, ValueError):
+    """An output that would destroy an input or another output, or that cannot be written."""
+
+
+# -- declarations ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _FileOption:
+    role: str  # "input" or "output"
+    settings: bool = False  # an input whose content changes the numbers (idf counts, a baseline)
+    directory: bool = False  # a directory, not a file (an input: allowed to be one)
+    text: bool = False  # an input that may be a sentence instead of a file (bertscore -c/-r)
+    stream: bool = False  # an output written as a stream (its state and partial files beside it)
+    paths: Callable[[Any], Iterable[Any]] | None = None  # the paths of a parsed value (NAME=FILE)
+
+
+def input_option(action: argparse.Action, *, settings: bool = False, directory: bool = False, text: bool = False,
+                 paths: Callable[[Any], Iterable[Any]] | None = None) -> argparse.Action:
+    """Mark a parser option (the action ``add_argument`` returned) as naming input files.
+
+    ``settings``: the file's content changes the numbers (an idf file, a baseline, a label
+    map): its hash joins a resume state's fingerprint. ``directory``: a directory is a valid
+    value. ``text``: the value may be a sentence instead of a file (then it need not exist).
+    ``paths``: the file paths of a parsed value, when the value is not a path (``NAME=FILE``)."""
+    setattr(action, _MARK, _FileOption("input", settings=settings, directory=directory, text=text, paths=paths))
+    return action
+
+
+def output_option(action: argparse.Action, *, stream: bool = False, directory: bool = False) -> argparse.Action:
+    """Mark a parser option as naming an output file (``directory``: an output directory,
+    whose files are opened through this module too). ``stream``: written by the streaming
+    writer, which keeps ``OUTPUT.resume.json`` and ``OUTPUT.partial``/``OUTPUT.parts`` beside it."""
+    setattr(action, _MARK, _FileOption("output", stream=stream, directory=directory))
+    return action
+
+
+@dataclass(frozen=True)
+class DeclaredFile:
+    option: str
+    path: str
+    spec: _FileOption
+
+
+def _option_name(action: argparse.Action) -> str:
+    if action.option_strings:
+        return action.option_strings[0]  # as the command declared it first: "-c", "--output"
+    return action.metavar if isinstance(action.metavar, str) else action.dest
+
+
+def _values(value: Any, spec: _FileOption) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list) or (isinstance(value, tuple) and spec.paths is None):
+        values = list(value)  # nargs / append: one path per item
+    else:
+        values = [value]
+    if spec.paths is not None:  # an item holds its path (NAME=FILE)
+        values = [path for item in values for path in spec.paths(item)]
+    return [os.fspath(v) for v in values if v is not None and os.fspath(v) not in ("", "-")]
+
+
+def declared_files(actions: Iterable[argparse.Action], args: argparse.Namespace) -> list[DeclaredFile]:
+    """The files the marked options among a parser's ``actions`` name in ``args``."""
+    files = []
+    for action in actions:
+        spec = getattr(action, _MARK, None)
+        if spec is None:
+            continue
+        for path in _values(getattr(args, action.dest, None), spec):
+            files.append(DeclaredFile(_option_name(action), path, spec))
+    return files
+
+
+def file_options(actions: Iterable[argparse.Action], role: str) -> list[tuple[str, argparse.Action]]:
+    """``(option, action)`` of every action marked as ``role`` ("input" or "output")."""
+    return [(_option_name(a), a) for a in actions
+            if getattr(a, _MARK, None) is not None and getattr(a, _MARK).role == role]
+
+
+# -- checks ---------------------------------------------------------------------------------------
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)  # one inode: the same path, a symlink or a hard link
+    except OSError:  # one of them does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def is_special_file(path: str) -> bool:
+    """An existing file that is not a regular file or a directory (/dev/null, a FIFO): written in
+    place, never replaced by a rename."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def check_output_directory(path: str | os.PathLike, option: str = "output") -> None:
+    """An output's directory must exist: a typo in it is an error, not a tree of new directories
+    (FileNotFoundError / NotADirectoryError naming ``option``)."""
+    parent = os.path.dirname(os.path.abspath(os.fspath(path)))
+    if not os.path.exists(parent):
+        raise FileNotFoundError(f"{option} {os.fspath(path)}: no such directory {parent} (it is not created)")
+    if not os.path.isdir(parent):
+        raise NotADirectoryError(f"{option} {os.fspath(path)}: {parent} is not a directory")
+
+
+def _check_target(option: str, path: str, directory: bool) -> None:
+    if directory:
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise NotADirectoryError(f"{option} {path} exists and is not a directory")
+    elif os.path.isdir(path):
+        raise IsADirectoryError(f"{option} {path} is a directory: give a file name")
+    check_output_directory(path, option)
+
+
+def _companions(output: DeclaredFile) -> list[str]:
+    """The output and the files it brings with it."""
+    if output.spec.stream and not is_special_file(output.path):
+        return [output.path, *(output.path + suffix for suffix in STREAM_FILES)]
+    return [output.path]
+
+
+def _refuse_input(option: str, path: str, written: str, input_option: str, input_path: str) -> OutputError:
+    if written == path:
+        how = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
+        return OutputError(f"{option} {path}{how} is the input file {input_option} {input_path}: writing it would "
+                           f"destroy the input; give another {option}")
+    return OutputError(f"{option} {path} keeps {written} beside it, which is the input file {input_option} "
+                       f"{input_path}: writing it would destroy the input; give another {option}")
+
+
+def check_files(files: Iterable[DeclaredFile]) -> None:
+    """The checks of a run's declared files (see the module's docstring); raises before anything
+    is opened for writing."""
+    files = list(files)
+    inputs = [f for f in files if f.spec.role == "input"]
+    outputs = [f for f in files if f.spec.role == "output"]
+    for item in inputs:
+        if not item.spec.directory and os.path.isdir(item.path):
+            also = " (or a sentence in quotes)" if item.spec.text else ""
+            raise IsADirectoryError(f"{item.option} {item.path} is a directory: give a file{also}")
+    seen: list[tuple[DeclaredFile, str]] = []
+    for output in outputs:
+        _check_target(output.option, output.path, output.spec.directory)
+        for written in _companions(output):
+            for item in inputs:
+                if _same_file(written, item.path):
+                    raise _refuse_input(output.option, output.path, written, item.option, item.path)
+            for other, other_written in seen:
+                if _same_file(written, other_written):
+                    raise OutputError(f"{output.option} {output.path} and {other.option} {other.path} are one file"
+                                      f"{'' if written == output.path and other_written == other.path else ' (with the files a stream keeps beside it)'}"
+                                      ": give each output its own file")
+        seen.extend((output, written) for written in _companions(output))
+
+
+def check_outputs(outputs: dict[str, Any], inputs: dict[str, Any]) -> None:
+    """The checks of :func:`check_files` for a caller outside a command (option -> path, or
+    several paths for inputs): an output that is an input by any name, two outputs on one file."""
+    spec_in, spec_out = _FileOption("input", directory=True, text=True), _FileOption("output")
+    files = [DeclaredFile(option, path, spec_in) for option, value in inputs.items()
+             for path in _values(value, spec_in)]
+    files += [DeclaredFile(option, path, spec_out) for option, value in outputs.items()
+              for path in _values(value, spec_out)]
+    check_files(files)
+
+
+# -- the run ----------------------------------------------------------------------------------------
+
+@dataclass
+class FileRun:
+    """The files of one command run: its declared inputs and outputs, the files it read while
+    running, the models it loaded, and the outputs waiting for the run to succeed.
+    One per run; not thread-safe beyond the run's own thread (a command's writes come from it)."""
+
+    files: list[DeclaredFile] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)  # option -> value, run-only options left out
+    read: list[str] = field(default_factory=list)
+    models: dict[str, Callable[[], str]] = field(default_factory=dict)  # model directory -> its fingerprint
+    _commits: list[tuple[Callable[[], None], Callable[[], None]]] = field(default_factory=list)
+
+    @property
+    def inputs(self) -> list[tuple[str, str]]:
+        declared = [(f.option, f.path) for f in self.files if f.spec.role == "input"]
+        return declared + [("read", path) for path in self.read]
+
+    def check_output(self, path: str, option: str) -> None:
+        for input_option_name, input_path in self.inputs:
+            if _same_file(path, input_path):
+                raise _refuse_input(option, path, path, input_option_name, input_path)
+
+    def defer(self, commit: Callable[[], None], discard: Callable[[], None]) -> None:
+        """Run ``commit`` when the run succeeds, ``discard`` when it fails."""
+        self._commits.append((commit, discard))
+
+    def finish(self, succeeded: bool) -> None:
+        pending, self._commits = self._commits, []
+        if succeeded:
+            for commit, _discard in pending:
+                commit()
+        else:
+            for _commit, discard in reversed(pending):
+                with contextlib.suppress(OSError):
+                    discard()
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What a resume state records of this run: ``{name: value}`` of every option that can
+        change a number, ``"<option> sha256"`` of every settings file, ``"models"``: the content
+        fingerprints of the models loaded. Flat, so that a difference names the setting."""
+        result: dict[str, Any] = dict(self.options)
+        for item in self.files:
+            if item.spec.role == "input" and item.spec.settings and os.path.isfile(item.path):
+                result[f"{item.option} sha256"] = _file_sha256(item.path)
+        if self.models:  # content fingerprints, not names: two spellings of one model are one model
+            result["models"] = sorted({digest() for digest in self.models.values()})
+        return result
+
+
+def _file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+_RUN: contextvars.ContextVar[FileRun | None] = contextvars.ContextVar("rapidscore_file_run", default=None)
+
+
+def current_run() -> FileRun | None:
+    """The command run in progress in this context, if any."""
+    return _RUN.get()
+
+
+@contextlib.contextmanager
+def command_run(actions: Sequence[argparse.Action], args: argparse.Namespace) -> Iterator[FileRun]:
+    """Run a command (``actions``: its parser's options) inside a :class:`FileRun`: its declared
+    files checked first, its outputs renamed into place when the body returns, discarded when
+    it raises (KeyboardInterrupt included)."""
+    files = declared_files(actions, args)
+    check_files(files)
+    file_dests = {a.dest for a in actions if getattr(a, _MARK, None) is not None}
+    names = {a.dest: _option_name(a) for a in actions}
+    options = {names.get(dest, dest): value for dest, value in sorted(vars(args).items())
+               if dest not in RUN_ONLY_OPTIONS and dest not in file_dests and not callable(value)}
+    run = FileRun(files=files, options=options)
+    token = _RUN.set(run)
+    try:
+        yield run
+    except BaseException:
+        run.finish(False)
+        raise
+    else:
+        run.finish(True)
+    finally:
+        _RUN.reset(token)
+
+
+def note_input(path: str | os.PathLike) -> None:
+    """A file read by the run in progress (the readers call it): no output may replace it."""
+    run = _RUN.get()
+    if run is not None:
+        run.read.append(os.fspath(path))
+
+
+def note_model(model_dir: str | os.PathLike, digest: Callable[[], str]) -> None:
+    """A model loaded by the run in progress: ``digest()`` (its content fingerprint, computed
+    only when a resume state asks) joins the run's fingerprint."""
+    run = _RUN.get()
+    if run is not None:
+        run.models.setdefault(os.fspath(model_dir), digest)
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+def _file_mode(target: str) -> int:
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)  # replacing a file keeps its permissions
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _target(path: str, option: str) -> str:
+    """Where ``path`` is written: a symlink's target (the link stays a link); checked first."""
+    _check_target(option, path, directory=False)
+    run = _RUN.get()
+    if run is not None:
+        run.check_output(path, option)
+    return os.path.realpath(path) if os.path.islink(path) else path
+
+
+def name_os_error(exc: OSError, path: str) -> OSError:
+    """An OSError that names ``path`` (a full disk reports none)."""
+    if exc.filename is not None:
+        return exc
+    return type(exc)(exc.errno or errno.EIO, exc.strerror or str(exc), path)
+
+
+def commit_when_done(tmp: str, target: str, *, keep_on_failure: bool = False,
+                     after: Callable[[], None] | None = None) -> None:
+    """Rename ``tmp`` onto ``target`` now (no run in progress) or when the run succeeds; a failed
+    run removes ``tmp`` (``keep_on_failure``: a stream's partial file, kept for --resume).
+    ``after``: runs once the rename is done (a stream removes its state)."""
+    def commit() -> None:
+        os.replace(tmp, target)
+        if after is not None:
+            after()
+
+    def discard() -> None:
+        if not keep_on_failure:
+            os.remove(tmp)
+
+    run = _RUN.get()
+    if run is None:
+        commit()
+    else:
+        run.defer(commit, discard)
+
+
+@contextlib.contextmanager
+def output_path(path: str | os.PathLike, option: str = "output", suffix: str | None = None) -> Iterator[str]:
+    """A temporary path beside ``path`` for a writer that takes a path (matplotlib, pyarrow);
+    renamed onto ``path`` as :func:`open_output` does. ``suffix`` (default: ``path``'s
+    extension) ends the temporary name, for writers that pick a format by it."""
+    path = os.fspath(path)
+    target = _target(path, option)
+    if is_special_file(target):
+        yield target
+        return
+    directory, name = os.path.split(os.path.abspath(target))
+    ending = os.path.splitext(name)[1] if suffix is None else suffix
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=f".tmp{ending}", dir=directory)
+    os.close(fd)
+    try:
+        yield tmp
+        os.chmod(tmp, _file_mode(target))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+    commit_when_done(tmp, target)
+
+
+@contextlib.contextmanager
+def open_output(path: str | os.PathLike, option: str = "output", mode: str = "w", *,
+                encoding: str | None = "utf-8", newline: str | None = None) -> Iterator[IO]:
+    """Open an output file for writing through the output layer (checked, written beside the
+    target, renamed into place when done; see the module's docstring). ``mode``: "w" or "wb".
+    OSErrors (a full disk) name the file."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"open_output writes whole files: mode 'w' or 'wb', not {mode!r}")
+    text = {} if "b" in mode else {"encoding": encoding, "newline": newline}
+    try:
+        with output_path(path, option) as tmp:
+            with open(tmp, mode, **text) as handle:  # type: ignore[call-overload]
+                yield handle
+                handle.flush()
+                if not is_special_file(tmp):
+                    os.fsync(handle.fileno())
+    except OSError as exc:
+        if exc.filename is None and exc.errno in _WRITE_ERRNOS:  # a write failed: name the file
+            raise name_os_error(exc, os.fspath(path)) from None
+        raise
+
+
+# what a failed write reports without a file name (the rest comes from the body's own work)
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS, errno.EPIPE})
+
+
+def save_figure(figure: Any, path: str | os.PathLike, option: str = "plot", **savefig: Any) -> str:
+    """``figure.savefig`` through the output layer, at exactly ``path`` (matplotlib would add
+    ``.png`` to a name without an extension and write beside it); the format is the extension's,
+    PNG without one. Returns ``path``."""
+    path = os.fspath(path)
+    extension = os.path.splitext(path)[1].lower().lstrip(".")
+    with output_path(path, option) as tmp:
+        figure.savefig(tmp, format=extension or "png", **savefig)
+    return path
