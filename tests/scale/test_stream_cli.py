@@ -154,7 +154,7 @@ def test_resume_refuses_another_input_or_other_settings(model, pairs_file, tmp_p
     refused = cli(*args, "--resume", stdin="".join(other))
     assert refused.returncode == 2 and "differ from those" in refused.stderr
     settings = cli(*[a if a != "2" else "1" for a in args], "--resume", stdin="".join(lines))
-    assert settings.returncode == 2 and "other settings (signature)" in settings.stderr
+    assert settings.returncode == 2 and "other settings (-l: 2 then, 1 now; signature:" in settings.stderr
     assert "Traceback" not in refused.stderr + settings.stderr
 
 
