@@ -64,7 +64,7 @@ def _interrupted_run(tmp_path: Path, argv: list[str], capsys) -> None:
     --resume, as after a kill -9."""
     assert main(argv) == 2
     assert "no value in column 'reference'" in error_of(capsys)
-    assert (tmp_path / "m.jsonl.partial").is_file() and (tmp_path / "m.jsonl.resume.json").is_file()
+    assert (tmp_path / "m.jsonl.resume.json").is_file()
 
 
 def test_row2_a_resume_with_another_idf_file_is_refused_naming_it(tmp_path, tiny_bert, capsys):
