@@ -18,9 +18,8 @@ from collections.abc import Iterator
 from importlib import import_module
 from typing import NoReturn
 
-from rapidscore.common.outputs import command_run
-
 from rapidscore._version import __version__
+from rapidscore.common.outputs import command_run
 
 # The commands that are not a metric's: command -> (module, one-line help). A metric's command
 # comes from the registry (rapidscore.metrics): its own module, or the generic metric command.
@@ -148,7 +147,7 @@ def command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.Ar
 def _warnings_on_one_line(command: str) -> Iterator[None]:
     """Warnings as one line each (``rapidscore CMD: warning: ...``), not Python's file, line
     number and source line."""
-    def one_line(message, category, filename, lineno, line=None) -> str:  # noqa: ANN001 (warnings' signature)
+    def one_line(message, category, filename, lineno, line=None) -> str:
         return f"rapidscore {command}: warning: {_one_line(str(message))}\n"
 
     saved = warnings.formatwarning

@@ -35,8 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", nargs="*", help="only these models (folder names)")
     parser.add_argument("--techniques", nargs="*", help="only these techniques (file names)")
     parser.add_argument("--format", choices=FORMATS, default="text", help="--json = --format json")
-    input_option(parser.add_argument("--names", help="display names: JSON {folder: name} (or {models: .., techniques: ..}) "
-                        "or CSV name,display; names not listed are derived (google--gemma-2-2b-it -> Gemma-2-2B-IT)"))
+    input_option(parser.add_argument(
+        "--names", help="display names: JSON {folder: name} (or {models: .., techniques: ..}) or CSV name,display; "
+        "names not listed are derived (google--gemma-2-2b-it -> Gemma-2-2B-IT)"), settings=True)
     parser.add_argument("--raw-names", action="store_true", help="show folder names as they are")
     output_option(parser.add_argument("--output", "-o", help="write the table here instead of stdout"))
     parser.add_argument("--levels", action="store_true", help="also print the breakdown by taxonomy depth")

@@ -43,8 +43,9 @@ from typing import IO, Any
 from rapidscore.errors import RapidscoreError
 
 __all__ = ["OutputError", "input_option", "output_option", "FileRun", "command_run", "current_run", "open_output",
-           "output_path", "note_input", "note_model", "name_os_error", "commit_when_done", "check_outputs", "check_output_directory", "is_special_file",
-           "STATE_SUFFIX", "PARTIAL_SUFFIX", "PARTS_SUFFIX", "RUN_ONLY_OPTIONS"]
+           "output_path", "save_figure", "note_input", "note_model", "name_os_error", "commit_when_done",
+           "check_outputs", "check_output_directory", "is_special_file", "STATE_SUFFIX", "PARTIAL_SUFFIX",
+           "PARTS_SUFFIX", "RUN_ONLY_OPTIONS"]
 
 # the files a streamed output brings with it (common/stream_io.py)
 STATE_SUFFIX = ".resume.json"
@@ -215,9 +216,10 @@ def check_files(files: Iterable[DeclaredFile]) -> None:
                     raise _refuse_input(output.option, output.path, written, item.option, item.path)
             for other, other_written in seen:
                 if _same_file(written, other_written):
+                    beside = written != output.path or other_written != other.path
                     raise OutputError(f"{output.option} {output.path} and {other.option} {other.path} are one file"
-                                      f"{'' if written == output.path and other_written == other.path else ' (with the files a stream keeps beside it)'}"
-                                      ": give each output its own file")
+                                      f"{' (with the files a stream keeps beside it)' if beside else ''}: give each "
+                                      "output its own file")
         seen.extend((output, written) for written in _companions(output))
 
 
@@ -420,12 +422,11 @@ def open_output(path: str | os.PathLike, option: str = "output", mode: str = "w"
         raise ValueError(f"open_output writes whole files: mode 'w' or 'wb', not {mode!r}")
     text = {} if "b" in mode else {"encoding": encoding, "newline": newline}
     try:
-        with output_path(path, option) as tmp:
-            with open(tmp, mode, **text) as handle:  # type: ignore[call-overload]
-                yield handle
-                handle.flush()
-                if not is_special_file(tmp):
-                    os.fsync(handle.fileno())
+        with output_path(path, option) as tmp, open(tmp, mode, **text) as handle:  # type: ignore[call-overload]
+            yield handle
+            handle.flush()
+            if not is_special_file(tmp):
+                os.fsync(handle.fileno())
     except OSError as exc:
         if exc.filename is None and exc.errno in _WRITE_ERRNOS:  # a write failed: name the file
             raise name_os_error(exc, os.fspath(path)) from None
