@@ -111,11 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:  # named by the command's parser, whose --help lists its options
         command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     notes = _NotesOnStderr.attach(args)
-    try:
-        if getattr(args, "max_record_bytes", None) is not None:
-            from rapidscore.common.readers import set_max_record_bytes
+    from rapidscore.common.readers import set_max_record_bytes  # not at import: --help stays light
 
-            set_max_record_bytes(args.max_record_bytes)
+    try:
+        # --max-record-bytes for this run only (None: the default): an in-process run never leaks it
+        set_max_record_bytes(getattr(args, "max_record_bytes", None))
         with _warnings_on_one_line(args.command), command_run(command_parser(parser, args.command)._actions, args):
             return int(args.run_command(args) or 0)
     except KeyboardInterrupt:
@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
               "RAPIDSCORE_DEBUG=1 shows the traceback for a bug report)", file=sys.stderr)
         return 2
     finally:
+        set_max_record_bytes(None)
         notes.detach()
 
 

@@ -251,3 +251,26 @@ def test_row10_warnings_print_one_line_without_source(tmp_path, toy_metric, monk
     assert main(["toy", "--input", str(rows), "--output", str(tmp_path / "o.jsonl"), "-q"]) == 0
     assert shown == ["rapidscore toy: warning: 3 texts were truncated\n"]
     assert warnings.formatwarning("w", UserWarning, "/x/y.py", 7, "warn(...)") != shown[0]  # restored after
+
+
+def test_row10_a_lone_surrogate_in_the_input_is_scored_not_a_codec_error(tmp_path, capsys):
+    source = write_lines(tmp_path / "r.jsonl", ['{"response": "I cannot \\ud800 help"}', '{"response": "Sure."}'])
+    out = tmp_path / "out.jsonl"
+    assert main(["refusal", "--input", str(source), "--output", str(out), "-q", "--json"]) == 0, capsys.readouterr().err
+    assert [json.loads(line)["refusal"] for line in out.read_text().splitlines()] == [True, False]
+
+
+def test_row6_max_record_bytes_bounds_a_line_for_this_run_only(tmp_path, capsys):
+    import gzip
+
+    from rapidscore.common.readers import max_record_bytes
+
+    source = tmp_path / "long.jsonl.gz"
+    with gzip.open(source, "wb") as handle:
+        handle.write(b'{"response": "' + b"a" * (3 << 20) + b'"}\n')
+    default = max_record_bytes()
+    argv = ["refusal", "--input", str(source), "--output", str(tmp_path / "o.jsonl"), "-q"]
+    assert main([*argv, "--max-record-bytes", "1M"]) == 2
+    assert f"{source}:1: line longer than 1 MiB" in error_of(capsys)
+    assert max_record_bytes() == default  # the next run has the default again
+    assert main(argv) == 0

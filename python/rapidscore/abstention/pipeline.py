@@ -46,6 +46,7 @@ from rapidscore.abstention.results import (
     read_bytes,
     record_problem,
 )
+from rapidscore.common.readers import max_document_bytes
 
 TAXONOMY_FILE_NAMES = ("taxonomy.json", "taxonomy.csv")
 PARALLEL_MIN_BYTES = 4 << 20  # below this much data, worker start-up costs more than it saves
@@ -316,7 +317,7 @@ _LAST_DEPTH = [0]  # per process: files of one experiment share a layout (a race
 def _read_file(task: tuple) -> _FilePart:
     """Parse one file and decide what can be decided here (a module-level function: it runs in
     worker processes)."""
-    file, method, recompute, check_stored, on_error, spec = task
+    file, method, recompute, check_stored, on_error, spec, max_bytes = task
     skipped: dict[str, int] = {}
 
     def skip(reason: str) -> None:
@@ -324,9 +325,9 @@ def _read_file(task: tuple) -> _FilePart:
 
     detect_all = recompute or check_stored
     try:
-        raw = read_bytes(file.path)
+        raw = read_bytes(file.path, max_bytes)
         columns = _typed_columns(raw, file.eval_type, method, detect_all) if _TYPED_DECODERS else None
-        data = parse_json(file.path, raw) if columns is None else None
+        data = parse_json(file.path, raw, max_bytes) if columns is None else None
         del raw
     except ResultsError:  # unreadable: a truncated .gz, bytes that are not UTF-8, invalid JSON
         if on_error != "skip":
@@ -381,7 +382,10 @@ def evaluate(files: Sequence[ResultFile], detector: Any = None, *, method: str =
         matcher = detector.keyword_matcher
         spec = (detector.method, matcher.phrases if matcher else (), matcher.threshold if matcher else 0.95,
                 1 if parallel else getattr(matcher, "num_threads", None))
-    tasks = [(f, method, recompute, check_stored and detector is not None, on_error, spec) for f in files]
+    # the bound on a results document, passed on: a spawned worker does not see set_max_record_bytes
+    max_bytes = max_document_bytes()
+    tasks = [(f, method, recompute, check_stored and detector is not None, on_error, spec, max_bytes)
+             for f in files]
     result = Evaluation()
     pool = None
     if parallel:

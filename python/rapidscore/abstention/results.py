@@ -78,20 +78,23 @@ def _read_json(path: str) -> Any:
     return parse_json(path, read_bytes(path))
 
 
-def read_bytes(path: str) -> bytes:
-    """A results file's JSON bytes (gunzipped when its name ends in .gz). A truncated or corrupt
-    .gz raises ResultsError naming the file (the shared reader's words)."""
+def read_bytes(path: str, max_bytes: int | None = None) -> bytes:
+    """A results file's JSON bytes (gunzipped when its name ends in .gz), at most ``max_bytes``
+    (default: the shared reader's bound on a whole document, 2 GiB; a results file is one JSON
+    document, parsed at once). A truncated or corrupt .gz, or a file over the bound, raises
+    ResultsError naming the file (the shared reader's words)."""
     try:
-        return readers.read_bytes(path)
+        return readers.read_bytes(path, max_bytes)
     except ValueError as exc:
         raise ResultsError(str(exc)) from None
 
 
-def parse_json(path: str, raw: bytes) -> Any:
+def parse_json(path: str, raw: bytes, max_bytes: int | None = None) -> Any:
     """The parsed document (orjson when installed); any failure raises ResultsError naming the
-    file and line (bytes that are not UTF-8, invalid JSON) in the shared reader's words."""
+    file and line (bytes that are not UTF-8, invalid JSON, an integer over Python's digit limit)
+    in the shared reader's words (``max_bytes``: the bound ``raw`` was read under)."""
     try:
-        return readers.parse_json(path, raw, _orjson.loads if _orjson is not None else json.loads)
+        return readers.parse_json(path, raw, _orjson.loads if _orjson is not None else json.loads, max_bytes)
     except ValueError as exc:
         raise ResultsError(str(exc)) from None
 
@@ -334,10 +337,15 @@ def load_flat_table(table, *, on_error: str = "raise") -> LoadReport:
                         continue
                     try:
                         rows.append(json.loads(line))
-                    except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
+                    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
                         if on_error == "skip":
                             rows.append(None)
                             continue
+                        if isinstance(exc, ValueError) and not isinstance(exc, json.JSONDecodeError):
+                            # an integer over Python's digit limit: was a bare ValueError naming no file
+                            digits = readers.digits_error(exc, f"{source}:{line_no}")
+                            if digits is not None:
+                                raise ResultsError(str(digits)) from None
                         problem = "JSON nested too deeply to read" if isinstance(exc, RecursionError) else exc
                         raise ResultsError(f"{source}: line {line_no}: invalid JSON: {problem}") from None
     elif hasattr(table, "to_dict") and hasattr(table, "columns"):

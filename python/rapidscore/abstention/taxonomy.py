@@ -8,7 +8,6 @@ each other). ``depth(c)`` is 0 for a top-level concept.
 
 from __future__ import annotations
 
-import csv
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -16,6 +15,7 @@ from contextlib import closing
 from typing import Any
 
 from rapidscore.common.io import iter_lines, load_json
+from rapidscore.common.readers import csv_rows
 from rapidscore.errors import RapidscoreError
 
 
@@ -100,15 +100,18 @@ class Taxonomy:
         """From a CSV with parent/child columns (empty parent = top-level concept)."""
         path = os.fspath(path)
         edges, names, seen = [], {}, set()
-        with closing(iter_lines(path)) as handle:
-            reader = csv.DictReader(handle)
-            missing = {parent_column, child_column} - set(reader.fieldnames or ())
+
+        def check_columns(header: list[str], _where: str) -> None:
+            missing = {parent_column, child_column} - set(header)
             if missing:
                 raise TaxonomyError(f"{path}: missing column(s) {sorted(missing)}")
-            for line, row in enumerate(reader, start=2):
+
+        # the shared CSV reader: fields past csv's 131,072 characters, records bounded, errors named
+        with closing(iter_lines(path)) as handle:
+            for row, where in csv_rows(handle, path, check_columns=check_columns):
                 child, parent = (row[child_column] or "").strip(), (row[parent_column] or "").strip()
                 if not child:
-                    raise TaxonomyError(f"{path}: line {line}: empty {child_column!r}")
+                    raise TaxonomyError(f"{where}: empty {child_column!r}")
                 edges.append((parent or None, child))
                 seen.update([child] + ([parent] if parent else []))
                 if name_column and row.get(name_column):

@@ -10,7 +10,7 @@ import argparse
 from rapidscore.common.choices import BACKENDS, DEVICES, LONG_TEXTS, PRECISIONS
 
 __all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "add_common_options", "add_long_texts_option", "encoder_options",
-           "show_progress", "positive_int", "non_negative_int", "positive_float"]
+           "show_progress", "positive_int", "non_negative_int", "positive_float", "byte_size"]
 
 
 # argparse types: a bad number is the parser's one-line error naming the option, never a value
@@ -46,11 +46,22 @@ def positive_float(text: str) -> float:
     return value
 
 
+def byte_size(text: str) -> int:
+    """A size in bytes: ``1000``, ``512M``, ``2G`` (K/M/G/T powers of 1024)."""
+    from rapidscore.common.readers import parse_size  # standard library only: the parser stays light
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
                        threads_aliases: tuple[str, ...] = (), progress_default: bool = True,
                        json_help: str = "print one JSON document") -> argparse._ArgumentGroup:
-    """Add ``--threads``, ``--json``, ``--progress/--no-progress``, ``-q/--quiet`` and, for
-    commands that run a model (``model=True``), ``--backend``, ``--device``, ``--precision``.
+    """Add ``--threads``, ``--json``, ``--progress/--no-progress``, ``-q/--quiet``,
+    ``--max-record-bytes`` and, for commands that run a model (``model=True``), ``--backend``,
+    ``--device``, ``--precision``.
 
     ``--threads N`` means the same in every command: at most N threads (N >= 1) for the native
     kernels and the encoder's runtime, the library's ``num_threads=N``; left out (None), all
@@ -78,6 +89,11 @@ def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
     parser.set_defaults(progress_default=progress_default)
     group.add_argument("-q", "--quiet", action="store_true",
                        help="print results only: no progress bars or notes on stderr")
+    # None: rapidscore.common.readers' bound stands ($RAPIDSCORE_MAX_RECORD_BYTES, else 256 MiB)
+    group.add_argument("--max-record-bytes", dest="max_record_bytes", type=byte_size, default=None, metavar="SIZE",
+                       help="the longest line, CSV record or field an input file may hold, e.g. 512M or 2G; also "
+                            "raises the bound on a whole JSON document (2 GiB) when larger (default: "
+                            "$RAPIDSCORE_MAX_RECORD_BYTES, else 256M)")
     return group
 
 

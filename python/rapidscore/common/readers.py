@@ -17,6 +17,18 @@ Parquet and JSON arrays, whose rows have no line of their own) naming the file a
 bad JSON line, a missing column (with the columns there are), bytes that are not UTF-8, a
 truncated .gz, a file shorter than those read beside it.
 
+Bounds (issue 36): reading holds at most one line or record of a file at a time, and a whole
+document (a ``.json`` file, an abstention results file) up to a size, so that a small ``.gz``
+holding gigabytes without a newline is an error naming the file, never an out-of-memory:
+
+- a line, a CSV record (quoted fields may span lines) or a CSV field: at most
+  :func:`max_record_bytes` (default 256 MiB; ``$RAPIDSCORE_MAX_RECORD_BYTES``, the
+  ``--max-record-bytes`` option of every command, :func:`set_max_record_bytes`). The line is read
+  with a size limit (``readline``), never read whole and then checked.
+- a whole document: at most :func:`max_document_bytes` (default 2 GiB, or the record bound when
+  that is larger; ``$RAPIDSCORE_MAX_DOCUMENT_BYTES``, :func:`set_max_document_bytes`),
+  decompressed in pieces up to the bound.
+
 Imports only the standard library at module level: the parsers of every command use it.
 """
 
@@ -28,21 +40,146 @@ import gzip
 import io
 import json
 import os
+import re
+import stat
 import sys
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import closing
 from typing import Any
 
+from rapidscore.common.outputs import note_input
+
 __all__ = ["FORMATS", "STDIN", "TextRow", "detect_format", "check_input_file", "open_binary", "iter_lines",
-           "decoded_lines", "load_json", "read_bytes", "parse_json", "jsonl_objects", "import_parquet", "iter_rows",
-           "iter_column", "read_column", "read_texts", "read_records", "text_value", "cell_texts", "row_items",
-           "parallel_items", "zip_checked", "count_rows"]
+           "decoded_lines", "load_json", "read_bytes", "read_text", "parse_json", "jsonl_objects", "csv_rows",
+           "import_parquet", "iter_rows", "iter_column", "read_column", "read_texts", "read_records", "text_value",
+           "cell_texts", "row_items", "parallel_items", "zip_checked", "count_rows", "parse_size",
+           "max_record_bytes", "set_max_record_bytes", "max_document_bytes", "set_max_document_bytes",
+           "line_too_long", "digits_error", "DEFAULT_MAX_RECORD_BYTES", "DEFAULT_MAX_DOCUMENT_BYTES",
+           "MAX_RECORD_ENV", "MAX_DOCUMENT_ENV"]
 
 FORMATS = ("txt", "jsonl", "json", "csv", "tsv", "parquet")
 STDIN = "-"
 _EXTENSIONS = {".txt": "txt", ".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
 _DELIMITERS = {"csv": ",", "tsv": "\t"}
+
+
+# -- bounds ---------------------------------------------------------------------------------------
+
+# 256 MiB: far above any text a metric scores (a 100 MB JSONL row is read), far below the memory
+# of the machines the commands run on (a line is held ~3 times: its bytes, its text, its parse).
+DEFAULT_MAX_RECORD_BYTES = 256 << 20
+# 2 GiB: a whole document is parsed at once into Python objects taking ~3-5 times its size, so
+# 2 GiB is about what a 16-32 GB machine still parses; SELECT results files are tens of MB, so
+# this leaves them two orders of magnitude of headroom. JSONL has no such bound (a line at a time).
+DEFAULT_MAX_DOCUMENT_BYTES = 2 << 30
+MAX_RECORD_ENV = "RAPIDSCORE_MAX_RECORD_BYTES"
+MAX_DOCUMENT_ENV = "RAPIDSCORE_MAX_DOCUMENT_BYTES"
+_CHUNK = 256 << 10  # bytes read (compressed) at a time from a whole-document file
+_PIECE = 4 << 20  # bytes decompressed at a time (sizes measured fastest on a 48 MiB results file)
+_bounds: dict[str, int | None] = {"record": None, "document": None}  # set_max_*_bytes; None: env/default
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:([kmgt])(?:i?b)?|b)?", re.IGNORECASE)
+_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(size: int | str) -> int:
+    """A size in bytes from an int or a text: ``1000``, ``64K``, ``512M``, ``2G``, ``1.5G``, ``2GiB``
+    (K/M/G/T are powers of 1024; a ``B``/``iB`` after them is optional). ValueError unless >= 1."""
+    if isinstance(size, int) and not isinstance(size, bool):
+        value = size
+    else:
+        match = _SIZE.fullmatch(str(size).strip())
+        if match is None:
+            raise ValueError(f"expected a size in bytes such as 1000, 512M or 2G, got {size!r}")
+        value = int(float(match.group(1)) * _UNITS.get((match.group(2) or "").lower(), 1))
+    if value < 1:
+        raise ValueError(f"a size must be at least 1 byte, got {size!r}")
+    return value
+
+
+def _bound(key: str, env: str, default: int) -> int:
+    value = _bounds[key]
+    if value is None:
+        text = os.environ.get(env, "").strip()  # read at each file opened: a change applies to the next one
+        try:
+            value = parse_size(text) if text else default
+        except ValueError as exc:
+            raise ValueError(f"${env}: {exc}") from None
+    return min(value, sys.maxsize // 4)  # readline and zlib take a C ssize_t: larger means no bound
+
+
+def max_record_bytes() -> int:
+    """The most bytes of one line, CSV record or CSV field a reader holds: the value of
+    :func:`set_max_record_bytes`, else ``$RAPIDSCORE_MAX_RECORD_BYTES``, else 256 MiB."""
+    return _bound("record", MAX_RECORD_ENV, DEFAULT_MAX_RECORD_BYTES)
+
+
+def set_max_record_bytes(size: int | str | None) -> None:
+    """Set the bound of :func:`max_record_bytes` for this process (an int or a size such as
+    ``"512M"``); None: back to ``$RAPIDSCORE_MAX_RECORD_BYTES`` or the default. The CLI's
+    ``--max-record-bytes`` calls it."""
+    _bounds["record"] = None if size is None else parse_size(size)
+
+
+def max_document_bytes() -> int:
+    """The most bytes of a whole document (a ``.json`` input, a results file), decompressed: the
+    value of :func:`set_max_document_bytes`, else ``$RAPIDSCORE_MAX_DOCUMENT_BYTES``, else 2 GiB;
+    never less than :func:`max_record_bytes` (a document holds at least one record, and
+    ``--max-record-bytes`` raises both)."""
+    return max(_bound("document", MAX_DOCUMENT_ENV, DEFAULT_MAX_DOCUMENT_BYTES), max_record_bytes())
+
+
+def set_max_document_bytes(size: int | str | None) -> None:
+    """Set the bound of :func:`max_document_bytes` for this process; None: back to
+    ``$RAPIDSCORE_MAX_DOCUMENT_BYTES`` or the default."""
+    _bounds["document"] = None if size is None else parse_size(size)
+
+
+def _format_size(size: int) -> str:
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift} {unit}"
+    return f"{size:,} bytes"
+
+
+_RAISE_RECORD = f"raise it with --max-record-bytes SIZE, e.g. --max-record-bytes 1G, or {MAX_RECORD_ENV}=SIZE"
+
+
+def line_too_long(where: str, limit: int) -> ValueError:
+    """The error of a line over the bound ``limit``, at ``where`` (``path:line``)."""
+    return ValueError(f"{where}: line longer than {_format_size(limit)} (the bound on one line or record; "
+                      f"{_RAISE_RECORD})")
+
+
+def _document_too_big(name: str, limit: int, what: str) -> ValueError:
+    return ValueError(f"{name}: over {_format_size(limit)} of {what} (the bound on one whole document, read "
+                      f"at once; raise it with --max-record-bytes SIZE or {MAX_DOCUMENT_ENV}=SIZE, e.g. 4G)")
+
+
+def _set_csv_field_limit(limit: int) -> None:
+    """csv's own field limit (131,072 characters by default) raised to the record bound; it takes
+    a C long, 32 bits on Windows."""
+    try:
+        csv.field_size_limit(min(limit, sys.maxsize))
+    except OverflowError:
+        csv.field_size_limit(2**31 - 1)
+
+
+def digits_error(exc: ValueError, where: str, text: str | None = None) -> ValueError | None:
+    """For Python's limit on the digits of an integer read from text (``sys.get_int_max_str_digits``,
+    4,300 by default: json and tomllib raise a bare ValueError naming nothing), the error naming
+    ``where`` (a file, ``file:line``) and what to do; None for any other ValueError. ``text``: the
+    whole document, whose line holding the integer is then named (``where`` is the file)."""
+    if "integer string conversion" not in str(exc):
+        return None
+    digits = sys.get_int_max_str_digits()
+    if text is not None:  # a number follows ":", "[", "," (JSON) or "=" (TOML)
+        match = re.search(rf"[:\[,=]\s*[-+]?(\d{{{digits + 1},}})", text)
+        if match is not None:
+            line = text.count("\n", 0, match.start(1)) + 1
+            where = f"{where}:{line}"
+    return ValueError(f"{where}: an integer of more than {digits} digits (Python's limit on reading integers): "
+                      "store it as a string, or lift the limit with PYTHONINTMAXSTRDIGITS=0")
 
 
 def detect_format(path: str | os.PathLike, default: str = "txt", given: str | None = None) -> str:
@@ -76,6 +213,7 @@ def check_input_file(path: str) -> None:
         raise IsADirectoryError(f"{path} is a directory; expected a file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no such file: {path}")
+    note_input(path)  # read by the command in progress: none of its outputs may replace it
 
 
 @contextlib.contextmanager
@@ -102,17 +240,22 @@ def iter_lines(path: str, encoding: str = "utf-8") -> Generator[str, None, None]
 
 def decoded_lines(handle: Any, name: str, encoding: str = "utf-8") -> Generator[str, None, None]:
     """The lines of a binary stream (a file, a gzip file, stdin's buffer), decoded one by one;
-    errors are ValueErrors naming ``name:line``, as :func:`iter_lines` describes."""
+    errors are ValueErrors naming ``name:line``, as :func:`iter_lines` describes. A line longer
+    than :func:`max_record_bytes` (its line ending not counted) is a ValueError too: it is read
+    with that size limit, so no more than the bound is ever held."""
+    limit = max_record_bytes()
     number = 0
     while True:
         try:
-            raw = handle.readline()
+            raw = handle.readline(limit + 2)  # + "\r\n"
         except (EOFError, OSError, zlib.error) as exc:
             raise ValueError(f"{name}:{number + 1}: cannot read the compressed data (truncated or corrupt "
                              f"file?): {exc}") from None
         if not raw:
             return
         number += 1
+        if len(raw) > limit and len(raw) - (2 if raw.endswith(b"\r\n") else raw.endswith(b"\n")) > limit:
+            raise line_too_long(f"{name}:{number}", limit)
         try:
             line = raw.decode(encoding)
         except UnicodeDecodeError as exc:
@@ -134,53 +277,139 @@ def _parse_json_text(text: str, name: str, hint: str = "") -> Any:
                          f"at column {exc.colno}") from None
     except RecursionError:
         raise ValueError(f"{name}: JSON nested too deeply to read (over ~{sys.getrecursionlimit()} levels)") from None
+    except ValueError as exc:  # an integer over Python's digit limit
+        raise digits_error(exc, name, text) or ValueError(f"{name}: invalid JSON: {exc}") from None
 
 
-def load_json(path: str | os.PathLike) -> Any:
-    """One JSON document from a file (gzipped when it ends in .gz). Every failure is a ValueError
-    naming the file and, where there is one, the line: bytes that are not UTF-8, a truncated .gz,
-    invalid JSON, nesting deeper than Python's recursion limit."""
-    path = os.fspath(path)
-    with closing(iter_lines(path)) as lines:
-        text = "".join(lines)
-    return _parse_json_text(text, path)
-
-
-def _unreadable(path: str) -> ValueError:
-    """The error of a file the fast path (:func:`read_bytes`, :func:`parse_json`) could not read,
-    in :func:`load_json`'s words: it reads line by line, so it names the line."""
+def _inflate(handle: Any, name: str, limit: int, what: str) -> bytes:
+    """The gunzipped bytes of ``handle`` (every gzip member, zero padding after the last one
+    skipped, as gzip does), decompressed a piece at a time into at most ``limit`` bytes."""
+    out = io.BytesIO()
     try:
-        load_json(path)
+        data = handle.read(_CHUNK)
+        if not data:
+            return b""  # an empty file, as gzip reads it
+        if data[:2] != b"\x1f\x8b":
+            raise OSError(f"Not a gzipped file ({data[:2]!r})")  # gzip's words; zlib says "incorrect header"
+        inflater = zlib.decompressobj(wbits=31)  # zlib checks the trailer itself: no crc32 pass in Python
+        while True:
+            # at most 4 MiB out of one call (256 KiB of a bomb inflates to 256 MiB), never past the bound
+            piece = inflater.decompress(data, min(_PIECE, limit + 1 - out.tell()))
+            out.write(piece)
+            if out.tell() > limit:
+                break
+            if inflater.eof:  # the end of a member: another may follow
+                data = inflater.unused_data or handle.read(_CHUNK)
+                while data and not data.strip(b"\0"):
+                    data = handle.read(_CHUNK)
+                data = data.lstrip(b"\0")
+                if not data:
+                    break
+                inflater = zlib.decompressobj(wbits=31)
+                continue
+            data = inflater.unconsumed_tail or handle.read(_CHUNK)
+            if not data and not piece:  # no input left, and no output held back by the last call
+                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+    except (EOFError, OSError, zlib.error) as exc:
+        line = out.getvalue().count(b"\n") + 1
+        raise ValueError(f"{name}:{line}: cannot read the compressed data (truncated or corrupt file?): "
+                         f"{exc}") from None
+    if out.tell() > limit:
+        raise _document_too_big(name, limit, what)
+    return out.getvalue()
+
+
+def _read_capped(handle: Any, name: str, limit: int, what: str) -> bytes:
+    """A stream's bytes (a pipe: its size is known once read), a piece at a time, up to ``limit``."""
+    buffer = io.BytesIO()
+    while buffer.tell() <= limit and (piece := handle.read(_CHUNK)):
+        buffer.write(piece)
+    if buffer.tell() > limit:
+        raise _document_too_big(name, limit, what)
+    return buffer.getvalue()
+
+
+def _read_document(path: str, what: str, limit: int | None) -> bytes:
+    """The bytes of a whole-document file (gunzipped when its name ends in .gz; ``-``: stdin),
+    at most ``limit`` (default :func:`max_document_bytes`): over it, a ValueError naming the file
+    and the bound, raised before more than the bound is held."""
+    limit = max_document_bytes() if limit is None else limit
+    name = _display_name(path)
+    if path == STDIN:
+        return _read_capped(sys.stdin.buffer, name, limit, what)
+    check_input_file(path)
+    with open(path, "rb") as handle:
+        if path.lower().endswith(".gz"):
+            return _inflate(handle, name, limit, what)
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):  # a named pipe, a device
+            return _read_capped(handle, name, limit, what)
+        if info.st_size > limit:  # refused from its size, before it is read
+            raise _document_too_big(name, limit, what)
+        data = handle.read()  # not read(limit + 1): that allocates the whole bound up front
+    if len(data) > limit:  # the file grew while it was read
+        raise _document_too_big(name, limit, what)
+    return data
+
+
+def _decode_document(raw: bytes, name: str) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:  # named by line and column, as decoded_lines names them
+        line, line_start = raw.count(b"\n", 0, exc.start) + 1, raw.rfind(b"\n", 0, exc.start) + 1
+        raise ValueError(f"{name}:{line}: not valid UTF-8 text: byte 0x{raw[exc.start]:02x} at column "
+                         f"{exc.start - line_start + 1} (convert the file to UTF-8, e.g. iconv -f latin1 -t "
+                         "utf-8)") from None
+    return text.removeprefix("\ufeff")  # a BOM is not text
+
+
+def read_text(path: str | os.PathLike, what: str = "text", max_bytes: int | None = None) -> str:
+    """A whole document's text (gunzipped when the name ends in .gz; ``-``: stdin), read up to
+    ``max_bytes`` (default :func:`max_document_bytes`). ValueError naming the file for a document
+    over the bound (``what`` names its kind: "JSON", "TOML"), bytes that are not UTF-8 (and the
+    line), a truncated or corrupt .gz."""
+    path = os.fspath(path)
+    return _decode_document(_read_document(path, what, max_bytes), _display_name(path))
+
+
+def load_json(path: str | os.PathLike, max_bytes: int | None = None) -> Any:
+    """One JSON document from a file (gzipped when it ends in .gz), at most ``max_bytes``
+    (default :func:`max_document_bytes`). Every failure is a ValueError naming the file and,
+    where there is one, the line: a document over the bound, bytes that are not UTF-8, a
+    truncated .gz, invalid JSON, nesting deeper than Python's recursion limit, an integer over
+    Python's digit limit."""
+    path = os.fspath(path)
+    return _parse_json_text(read_text(path, "JSON", max_bytes), _display_name(path))
+
+
+def _unreadable(path: str, max_bytes: int | None) -> ValueError:
+    """The error of a file the fast path (:func:`parse_json`) could not parse, in
+    :func:`load_json`'s words, which name the line."""
+    try:
+        load_json(path, max_bytes)
     except ValueError as exc:
         return exc
     return ValueError(f"{path}: unreadable JSON file")  # pragma: no cover - fast and slow paths disagree
 
 
-def read_bytes(path: str) -> bytes:
+def read_bytes(path: str, max_bytes: int | None = None) -> bytes:
     """A whole file's bytes, gunzipped when its name ends in .gz: the fast path for large JSON
-    documents. A truncated or corrupt .gz is a ValueError naming the file and the line."""
-    with open(path, "rb") as handle:
-        raw = handle.read()
-    if not path.lower().endswith(".gz"):
-        return raw
-    try:
-        # zlib checks the gzip trailer itself (gzip.decompress adds a crc32 pass in Python);
-        # a multi-member file falls back to gzip
-        inflater = zlib.decompressobj(wbits=31)
-        data = inflater.decompress(raw)
-        return data if inflater.eof and not inflater.unused_data else gzip.decompress(raw)
-    except (EOFError, gzip.BadGzipFile, zlib.error, OSError):
-        raise _unreadable(path) from None
+    documents. At most ``max_bytes`` (default :func:`max_document_bytes`), decompressed a piece
+    at a time: over it, a ValueError naming the file and the bound. A truncated or corrupt .gz
+    is a ValueError naming the file and the line."""
+    return _read_document(path, "JSON", max_bytes)
 
 
-def parse_json(path: str, raw: bytes, loads: Callable[[bytes], Any] = json.loads) -> Any:
+def parse_json(path: str, raw: bytes, loads: Callable[[bytes], Any] = json.loads,
+               max_bytes: int | None = None) -> Any:
     """The document in ``raw`` (the bytes of ``path``) parsed by ``loads`` (``json.loads``, or a
     faster one such as ``orjson.loads``); any failure is a ValueError naming the file and the
-    line (bytes that are not UTF-8, invalid JSON) in :func:`load_json`'s words."""
+    line (bytes that are not UTF-8, invalid JSON) in :func:`load_json`'s words (``max_bytes``:
+    the bound ``raw`` was read under)."""
     try:
         return loads(raw)
     except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, orjson's errors
-        raise _unreadable(path) from None
+        raise _unreadable(path, max_bytes) from None
 
 
 def jsonl_objects(lines: Iterable[str], name: str) -> Iterator[tuple[dict, str]]:
@@ -196,6 +425,8 @@ def jsonl_objects(lines: Iterable[str], name: str) -> Iterator[tuple[dict, str]]
         except RecursionError:  # was raised bare, naming neither the file nor the line
             raise ValueError(f"{where}: JSON nested too deeply to read (over ~{sys.getrecursionlimit()} "
                              "levels)") from None
+        except ValueError as exc:  # an integer over Python's digit limit named neither
+            raise digits_error(exc, where) or ValueError(f"{where}: not valid JSON: {exc}") from None
         if not isinstance(item, dict):
             raise ValueError(f"{where}: each line must be a JSON object, got {type(item).__name__}")
         yield item, where
@@ -206,8 +437,46 @@ class TextRow(dict):
     file has one column: the column readers ignore a column name given for it."""
 
 
-def _json_array_rows(lines: Iterable[str], name: str) -> Iterator[tuple[dict, str]]:
-    text = "".join(lines)
+def csv_rows(lines: Iterable[str], name: str, delimiter: str = ",",
+             check_columns: Callable[[list[str], str], None] | None = None) -> Iterator[tuple[dict, str]]:
+    """``(row, "name:line")`` of each record of CSV text (a header row first), ``line`` the last
+    physical line of the record. ``check_columns(header, "name:1")`` is called before the first
+    row. A record (quoted fields may span lines) or a field over :func:`max_record_bytes`
+    characters, and malformed CSV, are ValueErrors naming the file and the line."""
+    limit = max_record_bytes()
+    _set_csv_field_limit(limit)
+    size = last = 0  # characters of the record being read; the last line read
+    first = 1  # the record's first line
+
+    def counted() -> Iterator[str]:
+        nonlocal size, last  # closure cells: a third of the cost of a list's items, per line
+        for last, line in enumerate(lines, 1):
+            size += len(line)
+            if size > limit:  # a quoted field left open, or many fields over many lines
+                raise ValueError(f"{name}:{first}: CSV record longer than {_format_size(limit)} (lines "
+                                 f"{first}-{last}; the bound on one line or record; {_RAISE_RECORD})")
+            yield line
+
+    reader = csv.DictReader(counted(), delimiter=delimiter)
+    try:
+        header = reader.fieldnames
+        if check_columns is not None:
+            check_columns(list(header or []), f"{name}:1")
+        size, first = 0, reader.line_num + 1
+        for row in reader:
+            # line_num is the last physical line of the row (quoted fields may span lines)
+            yield row, f"{name}:{reader.line_num}"
+            size, first = 0, reader.line_num + 1
+    except csv.Error as exc:  # was "(unexpected ...)", naming no file
+        problem = str(exc)
+        if problem.startswith("new-line character seen in unquoted field"):  # csv's hint is about open()
+            problem = "a carriage return (\\r) inside an unquoted field: quote the field, or end lines with \\n"
+        raise ValueError(f"{name}:{last}: not valid CSV: {problem}") from None
+
+
+def _json_array_rows(path: str) -> Iterator[tuple[dict, str]]:
+    name = _display_name(path)
+    text = read_text(path, "JSON")
     if not text.strip():
         return  # an empty file holds no rows, as an empty JSONL or text file
     document = _parse_json_text(text, name, hint=" (one JSON object per line is JSONL: name the file .jsonl "
@@ -237,17 +506,47 @@ def import_parquet(path: str) -> Any:
     return parquet
 
 
-def _parquet_rows(path: str, columns: Sequence[str] | None,
-                  check_columns: Callable[[list[str], str], None] | None) -> Iterator[tuple[dict, str]]:
+def _not_parquet(name: str, exc: Exception, after: int | None = None) -> ValueError:
+    where = "" if after is None else f" (after row {after})"
+    return ValueError(f"{name}: not a readable Parquet file{where}: {exc} (expected Parquet: the magic bytes PAR1 "
+                      "at its start and end, and a footer with its schema; truncated, or another format?)")
+
+
+def _open_parquet(path: str) -> Any:
+    """``pyarrow.parquet.ParquetFile`` of ``path`` (``-``: stdin, buffered: it needs to seek); a
+    file that is not Parquet (pyarrow's "magic bytes not found", naming no file) is a ValueError
+    naming it."""
     name = _display_name(path)
     parquet = import_parquet(name)
     check_input_file(path)
-    source: Any = io.BytesIO(sys.stdin.buffer.read()) if path == STDIN else path  # stdin: it needs to seek
-    table = parquet.ParquetFile(source)
+    from pyarrow.lib import ArrowException
+
+    source: Any = io.BytesIO(sys.stdin.buffer.read()) if path == STDIN else path
+    try:
+        table = parquet.ParquetFile(source)
+        table.schema_arrow  # noqa: B018 - the footer's schema is decoded here, errors named here too
+    except (ArrowException, OSError) as exc:  # ArrowInvalid is a ValueError, ArrowIOError an OSError
+        raise _not_parquet(name, exc) from None
+    return table
+
+
+def _parquet_rows(path: str, columns: Sequence[str] | None,
+                  check_columns: Callable[[list[str], str], None] | None) -> Iterator[tuple[dict, str]]:
+    from pyarrow.lib import ArrowException
+
+    name = _display_name(path)
+    table = _open_parquet(path)
     if check_columns is not None:
         check_columns(list(table.schema_arrow.names), name)
     number = 0
-    for batch in table.iter_batches(batch_size=4096, columns=list(columns) if columns is not None else None):
+    batches = table.iter_batches(batch_size=4096, columns=list(columns) if columns is not None else None)
+    while True:
+        try:
+            batch = next(batches, None)
+        except (ArrowException, OSError) as exc:  # a corrupt page or a column chunk cut short
+            raise _not_parquet(name, exc, number) from None
+        if batch is None:
+            return
         for row in batch.to_pylist():
             number += 1
             yield row, f"{name}: row {number}"
@@ -280,18 +579,14 @@ def iter_rows(path: str | os.PathLike, fmt: str | None = None, *, columns: Seque
         for where, text in _plain_lines(path):
             yield TextRow(text=text), where
         return
+    if fmt == "json":  # one document, bounded as a whole (minified JSON is one long line)
+        yield from _json_array_rows(path)
+        return
     with closing(iter_lines(path)) as lines:
         if fmt == "jsonl":
             yield from jsonl_objects(lines, name)
-        elif fmt == "json":
-            yield from _json_array_rows(lines, name)
         else:
-            reader = csv.DictReader(lines, delimiter=_DELIMITERS[fmt])
-            if check_columns is not None:
-                check_columns(list(reader.fieldnames or []), f"{name}:1")
-            for row in reader:
-                # line_num is the last physical line of the row (quoted fields may span lines)
-                yield row, f"{name}:{reader.line_num}"
+            yield from csv_rows(lines, name, _DELIMITERS[fmt], check_columns)
 
 
 def _pick_column(where: str, column: str | None, columns: list[str], kind: str) -> str:
@@ -449,7 +744,7 @@ def count_rows(path: str, fmt: str | None = None) -> int | None:
     if path == STDIN or not os.path.isfile(path):
         return None
     if fmt == "parquet":
-        return int(import_parquet(path).ParquetFile(path).metadata.num_rows)
+        return int(_open_parquet(path).metadata.num_rows)
     if fmt in ("csv", "tsv", "json"):  # quoted fields may span lines; a JSON array is one document
         return sum(1 for _ in iter_rows(path, fmt))
     with closing(iter_lines(path)) as lines:

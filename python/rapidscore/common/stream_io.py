@@ -112,7 +112,10 @@ def output_format(path: str, given: str | None) -> str:
 
 def _input_digest(digest, item: Sequence) -> None:
     # the scored part of an item (text and references; not a copied id column)
-    digest.update(json.dumps([item[0], list(item[1])], ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    # surrogatepass: a lone surrogate a JSON escape put in the input is hashed, not an encoding error
+    # (valid text gives the same bytes either way, so earlier states still match)
+    digest.update(json.dumps([item[0], list(item[1])], ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass"))
     digest.update(b"\n")
 
 

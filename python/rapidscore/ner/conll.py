@@ -8,10 +8,12 @@ Reading and writing are pure functions of their arguments (thread-safe).
 from __future__ import annotations
 
 import gzip
-from collections.abc import Sequence
+import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rapidscore.common.readers import line_too_long, max_record_bytes
 from rapidscore.ner.tags import TagError, TagReport, tag_report
 
 if TYPE_CHECKING:
@@ -44,6 +46,18 @@ def _open_text(path: str):
     return open(path, encoding="utf-8", newline=None)
 
 
+def _bounded_lines(handle, path: str) -> Iterator[tuple[int, str]]:
+    """``(number, line)`` of a text file, each read with readline's size limit: a line (a .gz
+    bomb without a newline) over the readers' bound is a ValueError naming it, not all of it read."""
+    limit = max_record_bytes()
+    number = 0
+    while raw := handle.readline(limit + 1):  # characters; universal newlines: "\n" ends every line
+        number += 1
+        if len(raw) > limit and len(raw.removesuffix("\n")) > limit:
+            raise line_too_long(f"{path}:{number}", limit)
+        yield number, raw
+
+
 def read_conll(path: str, *, tag_column: int = -1, token_column: int = 0, separator: str | None = None,
                ) -> ConllSentences:
     """The sentences of the CoNLL file ``path``. ``tag_column`` / ``token_column``: column
@@ -65,9 +79,10 @@ def read_conll(path: str, *, tag_column: int = -1, token_column: int = 0, separa
             sentence_tokens.clear()
             sentence_tags.clear()
 
+    number = 0
     try:
         with _open_text(path) as handle:
-            for number, raw in enumerate(handle, 1):
+            for number, raw in _bounded_lines(handle, path):
                 line = raw.rstrip("\r\n")
                 if not line.strip():
                     close_sentence()
@@ -95,8 +110,15 @@ def read_conll(path: str, *, tag_column: int = -1, token_column: int = 0, separa
             close_sentence()
     except UnicodeDecodeError as exc:
         raise TagError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:  # a truncated .gz was "(unexpected ...)"
+        raise TagError(f"{path}:{number + 1}: cannot read the compressed data (truncated or corrupt file?): "
+                       f"{exc}") from None
     except OSError as exc:
         raise TagError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
+    except TagError:
+        raise
+    except ValueError as exc:  # a line over the readers' bound
+        raise TagError(str(exc)) from None
     if not tags:
         raise TagError(f"{path}: no sentences (one token per line, a blank line between sentences)")
     return ConllSentences(str(path), tokens, tags, lines, n_columns)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from rapidscore.common.io import iter_lines, load_json
+from rapidscore.common.readers import digits_error, load_json, read_text
 
 __all__ = ["ServeConfig", "load_config", "read_api_key", "is_loopback", "API_KEY_ENV"]
 
@@ -116,8 +116,10 @@ class ServeConfig:
             check_positive_int(self.solo_threads, "solo_threads")
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ValueError(f"port must be an int in [0, 65535], got {self.port!r}")
-        from rapidscore.common.choices import LONG_TEXTS
+        from rapidscore.common.choices import LOG_LEVELS, LONG_TEXTS
 
+        if self.log_level not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {LOG_LEVELS}, got {self.log_level!r}")
         if self.long_texts not in LONG_TEXTS:
             raise ValueError(f"long_texts must be one of {LONG_TEXTS}, got {self.long_texts!r}")
         if not -1.0 <= float(self.similarity_threshold) <= 1.0:
@@ -232,12 +234,15 @@ def load_config(path: str | os.PathLike | None = None, *, environ: Any = None, *
         if path.suffix.lower() == ".toml":
             import tomllib  # Python 3.11+
 
+            text = read_text(path, "TOML")  # bounded as a whole document; errors name the file
             try:
-                values = tomllib.loads("".join(iter_lines(str(path))))
+                values = tomllib.loads(text)
             except tomllib.TOMLDecodeError as exc:
                 raise ValueError(f"{path}: not valid TOML: {exc}") from None
+            except ValueError as exc:  # an integer over Python's digit limit: a bare ValueError naming nothing
+                raise digits_error(exc, str(path), text) or ValueError(f"{path}: not valid TOML: {exc}") from None
         else:
-            values = load_json(path)
+            values = load_json(path)  # a document over the bound, bad UTF-8, an integer of 5000 digits: named
         if not isinstance(values, dict):
             raise ValueError(f"{path}: expected a table of settings, got {type(values).__name__}")
         if "api_key" in values:
