@@ -42,6 +42,7 @@ _LAZY_ATTRIBUTES = {
     "FlagError": "rapidscore.abstention.rgb",
     "SemevalOptionError": "rapidscore.ner.semeval",
     "Int8Error": "rapidscore.encoder.int8",
+    "UnsafeWeightsError": "rapidscore.encoder.model_source",
 }
 _LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli"}
 

@@ -22,6 +22,7 @@ BUILTIN_OF = {
     "rapidscore.abstention.taxonomy.TaxonomyError": ValueError,
     "rapidscore.encoder.onnx_export.ExportMismatchError": RuntimeError,
     "rapidscore.encoder.onnx_export.DamagedCacheError": ValueError,
+    "rapidscore.encoder.model_source.UnsafeWeightsError": ValueError,
     "rapidscore.common.stream_io.ResumeError": ValueError,
     "rapidscore.integrations.ray.BatchError": ValueError,
     "rapidscore.errors.IntegrationInputError": ValueError,

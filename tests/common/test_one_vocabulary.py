@@ -144,20 +144,25 @@ def encoder_calls(monkeypatch) -> list:
     return calls
 
 
-ENGINE = dict(backend="onnx", device="cpu", precision="fp32", num_threads=2, batch_tokens=512, cache_dir="/tmp/rs")
+@pytest.fixture
+def engine(tmp_path) -> dict:
+    """Every engine keyword, set: the cache directory in the test's own folder (issue 36 row 11:
+    a fixed "/tmp/rs" made the suite's result depend on where the checkout lives)."""
+    return dict(backend="onnx", device="cpu", precision="fp32", num_threads=2, batch_tokens=512,
+                cache_dir=str(tmp_path / "cache"))
 
 
-def test_ner_engine_keywords_reach_the_label_encoder(encoder_calls) -> None:
+def test_ner_engine_keywords_reach_the_label_encoder(encoder_calls, engine) -> None:
     # issue 27: typed engine keywords in place of the encoder_options dict
     from rapidscore import ner
 
-    new = ner.evaluate(GOLD, PRED, **ENGINE).to_dict()
-    assert encoder_calls == [ENGINE]
+    new = ner.evaluate(GOLD, PRED, **engine).to_dict()
+    assert encoder_calls == [engine]
     encoder_calls.clear()
-    options = dict(ENGINE)
+    options = dict(engine)
     with pytest.warns(DeprecationWarning, match=r"evaluate\(encoder_options=\.\.\.\) is deprecated"):
         old = ner.evaluate(GOLD, PRED, encoder_options=options).to_dict()
-    assert encoder_calls == [ENGINE] and old == new
+    assert encoder_calls == [engine] and old == new
     with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="encoder_options and the keyword"):
         ner.compare(GOLD, {"m": PRED}, encoder_options=options, device="cuda")
     with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match=r"encoder_options has no option.*max_len"):
@@ -174,16 +179,16 @@ def test_ner_defaults_ask_for_the_shared_default_encoder(encoder_calls) -> None:
     assert encoder_calls == [dict(backend=None, device="cpu", precision="fp32")]
 
 
-def test_embedding_detector_engine_keywords(encoder_calls) -> None:
+def test_embedding_detector_engine_keywords(encoder_calls, engine) -> None:
     # issue 27: get_detector("embedding", ...) and detect_refusal take the same engine keywords
     from rapidscore.abstention.detectors import EmbeddingDetector, detect_refusal, get_detector
 
-    new = detect_refusal(TEXTS, "embedding", **ENGINE)
-    assert encoder_calls == [ENGINE]
+    new = detect_refusal(TEXTS, "embedding", **engine)
+    assert encoder_calls == [engine]
     encoder_calls.clear()
     with pytest.warns(DeprecationWarning, match=r"EmbeddingDetector\(encoder_options=\.\.\.\) is deprecated"):
-        old = get_detector("embedding", encoder_options=dict(ENGINE))(TEXTS)
-    assert encoder_calls == [ENGINE] and np.array_equal(old, new)
+        old = get_detector("embedding", encoder_options=dict(engine))(TEXTS)
+    assert encoder_calls == [engine] and np.array_equal(old, new)
     with pytest.raises(TypeError, match="unexpected keyword argument 'devices'"):
         get_detector("embedding", devices="cpu")
     with pytest.raises(ValueError, match="num_threads must be in"):

@@ -167,3 +167,165 @@ def test_cli_says_when_it_exports_unless_quiet(tiny_model_path, tmp_path, monkey
     assert main(argv) == 0
     assert "exporting" not in capsys.readouterr().err  # loaded from the cache: nothing to say
     assert logging.getLogger("rapidscore").handlers == []  # the command's stderr handler is gone
+
+
+# ---------------------------------------------------------------- every file recorded (issue 36 row 9)
+
+def _meta(entry) -> dict:
+    return json.loads((entry / "meta.json").read_text(encoding="utf-8"))
+
+
+# issue 36 row 9 (the reproducer: max_length edited to 8 loaded, F1 0.692 -> 0.798)
+def test_an_edited_tokenizer_spec_is_damage(exported) -> None:
+    model, cache, entry, expected = exported
+    spec_file = entry / "tokenizer_spec.json"
+    spec = json.loads(spec_file.read_text(encoding="utf-8"))
+    spec["max_length"] = 8
+    spec_file.write_text(json.dumps(spec), encoding="utf-8")
+    with pytest.warns(RapidscoreWarning, match=r"tokenizer_spec.json.*exporting it again"):
+        again = Encoder(str(model), layer=1, cache_dir=cache)
+    assert again.max_length == json.loads(spec_file.read_text(encoding="utf-8"))["max_length"] > 8
+    for a, b in zip(again.token_embeddings(TEXTS), expected):
+        np.testing.assert_array_equal(a, b)
+
+
+# issue 36 row 9: a file of the entry that meta.json does not list is damage too
+@pytest.mark.parametrize("added", ["notes.txt", "sub/model.onnx.data"])
+def test_a_file_meta_does_not_record_is_damage(exported, added) -> None:
+    model, cache, entry, expected = exported
+    (entry / added).parent.mkdir(exist_ok=True)
+    (entry / added).write_text("added after the export", encoding="utf-8")
+    with pytest.warns(RapidscoreWarning, match=rf"{added}.*not recorded.*exporting it again"):
+        again = Encoder(str(model), layer=1, cache_dir=cache)
+    assert again.exported and not (entry / added).exists()
+    for a, b in zip(again.token_embeddings(TEXTS), expected):
+        np.testing.assert_array_equal(a, b)
+
+
+# issue 36 row 9: an entry of an older exporter, whose meta.json lacks a file's record, is not trusted
+@pytest.mark.parametrize("name", ["tokenizer_spec.json", "tokenizer.json"])
+def test_an_entry_whose_meta_lacks_a_record_is_exported_again(exported, name) -> None:
+    model, cache, entry, _ = exported
+    meta = _meta(entry)
+    del meta["files"][name]
+    (entry / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.warns(RapidscoreWarning, match=rf"{name}.*not recorded.*exporting it again"):
+        assert Encoder(str(model), layer=1, cache_dir=cache).exported
+    assert name in _meta(entry)["files"]
+
+
+# issue 36 row 9: the same rule without torch: a clear DamagedCacheError naming the file
+def test_an_unrecorded_file_without_torch_is_a_clear_error(exported, monkeypatch) -> None:
+    from rapidscore.encoder.onnx_export import DamagedCacheError
+
+    model, cache, entry, _ = exported
+    meta = _meta(entry)
+    del meta["files"]["tokenizer_spec.json"]
+    (entry / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(DamagedCacheError, match=r"tokenizer_spec.json is not recorded"):
+        Encoder(str(model), layer=1, cache_dir=cache)
+
+
+@pytest.fixture
+def stamp_at_once(monkeypatch) -> None:
+    """Entries are stamped as verified however young their files (the default waits a few
+    seconds after the last write, so that a write in the same clock tick cannot go unseen)."""
+    from rapidscore.encoder import onnx_export
+
+    monkeypatch.setattr(onnx_export, "STAMP_MIN_AGE_SECONDS", 0.0)
+
+
+def _count_hashing(monkeypatch) -> list:
+    from rapidscore.encoder import onnx_export
+
+    hashed: list = []
+    real = onnx_export.file_record
+
+    def counting(path):
+        hashed.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(onnx_export, "file_record", counting)
+    return hashed
+
+
+# issue 36 row 9: loading stays fast: a verified entry is hashed again only when a file changed
+def test_a_verified_entry_is_not_hashed_again_until_a_file_changes(exported, stamp_at_once, monkeypatch) -> None:
+    import os
+
+    from rapidscore.encoder.onnx_export import verified_stamp
+
+    model, cache, entry, _ = exported
+    hashed = _count_hashing(monkeypatch)
+    Encoder(str(model), layer=1, cache_dir=cache)
+    assert sorted(hashed) == sorted(_meta(entry)["files"])  # the first load verifies every file
+    assert verified_stamp(entry).is_file() and verified_stamp(entry).parent == entry.parent  # not in the entry
+    hashed.clear()
+    clear_cache()
+    Encoder(str(model), layer=1, cache_dir=cache)
+    assert hashed == []
+    os.utime(entry / "tokenizer.json")  # touched, same bytes: hashed again, and still sound
+    clear_cache()
+    Encoder(str(model), layer=1, cache_dir=cache)
+    assert sorted(hashed) == sorted(_meta(entry)["files"])
+
+
+# issue 36 row 9: the stamp trusts no file whose bytes changed, even with its size and mtime put back
+def test_a_same_size_edit_with_its_mtime_put_back_is_found_after_a_verified_load(exported, stamp_at_once) -> None:
+    import os
+
+    model, cache, entry, expected = exported
+    Encoder(str(model), layer=1, cache_dir=cache)  # verified and stamped
+    clear_cache()
+    spec_file = entry / "tokenizer_spec.json"
+    before = spec_file.stat()
+    text = spec_file.read_text(encoding="utf-8")
+    edited = text.replace(f'"max_length": {json.loads(text)["max_length"]}', '"max_length": 100')
+    assert edited != text and len(edited) == len(text)
+    spec_file.write_text(edited, encoding="utf-8")
+    os.utime(spec_file, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.warns(RapidscoreWarning, match=r"tokenizer_spec.json.*sha256.*exporting it again"):
+        again = Encoder(str(model), layer=1, cache_dir=cache)
+    for a, b in zip(again.token_embeddings(TEXTS), expected):
+        np.testing.assert_array_equal(a, b)
+
+
+# issue 36 row 9: files written moments ago are not stamped (a write in the same clock tick as the
+# stamp would keep its times); the entry is verified in full until they are older
+def test_a_fresh_entry_is_verified_in_full_and_not_stamped(exported, monkeypatch) -> None:
+    from rapidscore.encoder.onnx_export import verified_stamp
+
+    model, cache, entry, _ = exported
+    hashed = _count_hashing(monkeypatch)
+    Encoder(str(model), layer=1, cache_dir=cache)
+    assert hashed and not verified_stamp(entry).exists()
+
+
+# issue 36 row 9: a rebuilt entry drops the stamp of the one it replaced
+def test_rebuilding_an_entry_removes_its_stamp(exported, stamp_at_once) -> None:
+    from rapidscore.encoder.onnx_export import verified_stamp
+
+    model, cache, entry, _ = exported
+    Encoder(str(model), layer=1, cache_dir=cache)
+    assert verified_stamp(entry).is_file()
+    clear_cache()
+    _damage(entry / "model.onnx", "truncated")
+    with pytest.warns(RapidscoreWarning, match="exporting it again"):
+        Encoder(str(model), layer=1, cache_dir=cache)
+    assert not verified_stamp(entry).exists()
+
+
+# issue 36 row 9: the int8 graph's entry follows the same rule
+@pytest.mark.slow
+def test_a_file_the_int8_meta_does_not_record_is_damage(tiny_model_path, tmp_path) -> None:
+    from rapidscore.encoder.int8 import cached_int8
+    from rapidscore.encoder.onnx_export import entry_damage
+
+    encoder = Encoder(str(tiny_model_path("bert")), layer=1, precision="int8", cache_dir=tmp_path)
+    int8_entry, built = cached_int8(encoder.cache_entry, encoder.tokenizer, encoder.spec.pad_id)
+    assert not built and set(_meta(int8_entry)["files"]) == {"model.onnx"}
+    (int8_entry / "calibration.onnx").write_bytes(b"left behind")
+    assert "calibration.onnx is not recorded" in (entry_damage(int8_entry) or "")
+    rebuilt, built = cached_int8(encoder.cache_entry, encoder.tokenizer, encoder.spec.pad_id)
+    assert (rebuilt, built) == (int8_entry, True) and entry_damage(int8_entry) is None

@@ -381,15 +381,59 @@ def test_abstention_missing_taxonomy_fails_before_reading_results(monkeypatch, c
     assert "nosuch.json" in error_line(capsys)
 
 
-def test_no_test_reads_beside_the_checkout_by_an_absolute_path() -> None:
-    # issue 29 item 17: the SELECT taxonomy test read /work/shared/... and failed in any other checkout
+# Top-level folders where checkouts, caches and scratch files live: a test that names a path under
+# one of them passes or fails with the machine and the checkout's place. Bare names, so that this
+# list is no offender itself.
+MACHINE_FOLDERS = ("tmp", "var", "work", "home", "root", "mnt", "media", "srv", "opt", "data", "scratch",
+                   "shared", "Users", "Volumes", "private")
+
+
+def location_dependent_strings(source: str, checkout: Path) -> list[tuple[int, str]]:
+    """String constants of a test module that name a place outside the test's own files: a path
+    beside the checkout, an absolute path under a machine folder, or "../..." relative to the
+    working directory. Paths inside the checkout are built from __file__ (ROOT), never written out."""
     import ast
 
-    beside = str(ROOT.parent) + os.sep
+    beside = str(checkout.parent).rstrip(os.sep) + os.sep
+    roots = {os.sep + name for name in MACHINE_FOLDERS}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            continue
+        text = node.value
+        first = os.sep + text.lstrip(os.sep).split(os.sep, 1)[0] if text.startswith(os.sep) else ""
+        if text.startswith((beside, f"..{os.sep}")) or first in roots:
+            found.append((node.lineno, text))
+    return found
+
+
+def test_no_test_reads_beside_the_checkout_by_an_absolute_path() -> None:
+    # issue 29 item 17: the SELECT taxonomy test read /work/shared/... and failed in any other checkout;
+    # issue 36 row 11: the rule itself depended on the checkout's place ("/tmp/rs" passed in
+    # /work/main, failed in a clone under /tmp): absolute paths under any machine folder are refused
     offenders = []
     for path in sorted((ROOT / "tests").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(beside) \
-                    and not node.value.startswith(str(ROOT) + os.sep):
-                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value}")
-    assert not offenders, offenders
+        for line, text in location_dependent_strings(path.read_text(encoding="utf-8"), ROOT):
+            offenders.append(f"{path.relative_to(ROOT)}:{line}: {text}")
+    assert not offenders, "use tmp_path, or a path built from __file__: " + "; ".join(offenders)
+
+
+def _absolute(*parts: str) -> str:
+    """An absolute POSIX path from bare names (written out, it would be an offender of the rule)."""
+    return "/" + "/".join(parts)
+
+
+@pytest.mark.parametrize("checkout", [("work", "main"), ("tmp", "rsclone"), ("home", "someone", "src", "rapidscore")])
+def test_the_location_rule_does_not_depend_on_the_checkout(checkout) -> None:
+    # issue 36 row 11: the same strings are offenders wherever the checkout lives
+    if os.sep != "/":
+        pytest.skip("POSIX paths")
+    offending = [_absolute("tmp", "rs"), _absolute("work", "shared", "data", "x.json"), _absolute("tmp"),
+                 _absolute("home", "me", "") + "{A}", "/".join(["..", "shared", "data"])]
+    harmless = [_absolute("v1", "bertscore"), _absolute("health"), "en/../..", "..", _absolute("dev", "null"),
+                _absolute("tmpfile-not-a-folder"), "a/tmp/b"]
+    source = "".join(f"X{i} = f{text!r}\n" for i, text in enumerate(offending + harmless))
+    found = sorted(text for _, text in location_dependent_strings(source, Path(_absolute(*checkout))))
+    assert found == sorted(offending[:3] + [_absolute("home", "me", ""), offending[4]]), found
+    beside = str(Path(_absolute(*checkout)).parent / "elsewhere" / "x.json")  # beside the checkout, wherever
+    assert location_dependent_strings(f"A = {beside!r}\n", Path(_absolute(*checkout))) == [(1, beside)]

@@ -29,8 +29,6 @@ __all__ = ["packaged_baseline_dir", "default_baseline_path", "available_baseline
            "write_baseline", "reference_baseline_dir"]
 
 _PACKAGED = Path(__file__).parent / "rescale_baseline"
-# Other names of a model whose file is kept under one name: the embedded default's short name.
-_ALIASES = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
 
 
 def packaged_baseline_dir() -> Path:
@@ -54,7 +52,8 @@ def default_baseline_path(lang: str, model: str | os.PathLike) -> Path:
 
     The lookup is bert-score's: the model name as given, so a hub id with a slash is a
     sub-directory (``en/microsoft/deberta-xlarge-mnli.tsv``) and a model directory has none. The
-    embedded default's short name ``all-MiniLM-L6-v2`` finds the file of
+    embedded default under any spelling (its short name ``all-MiniLM-L6-v2``, its package
+    directory, a symlink to it: ``model_source.is_embedded_model``) finds the file of
     ``sentence-transformers/all-MiniLM-L6-v2``. The file may not exist: ``read_baseline`` then
     says which (lang, model) has no baseline and how to make one."""
     if not isinstance(lang, str) or not lang.strip():
@@ -65,7 +64,9 @@ def default_baseline_path(lang: str, model: str | os.PathLike) -> Path:
         model = os.fspath(model)
     if not isinstance(model, str) or not model.strip():
         raise ValueError(f"model must be a non-empty model name, got {model!r}")
-    name = _ALIASES.get(model, model)
+    from rapidscore.encoder.model_source import DEFAULT_MODEL, is_embedded_model
+
+    name = DEFAULT_MODEL if is_embedded_model(model) else model  # one file for every spelling of it
     # Joined as text, as bert-score joins it: an absolute model directory stays under the root.
     return Path(f"{_PACKAGED}/{lang}/{name}.tsv")
 

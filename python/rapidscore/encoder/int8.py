@@ -48,8 +48,9 @@ build per machine) and the model cache's per-key lock (one per process). Buildin
 model's graph about three times over plus at most ``HESSIAN_BUDGET`` of second moments.
 
 The quantised graph is cached beside the fp32 export (``<cache>/onnx/<fp32 key>.int8-<hash>``:
-``model.onnx`` and ``meta.json`` with its sha256, the scheme, the calibration corpus hash and the
-validation against fp32), built once as the export is (``onnx_export.build_entry``: file lock,
+``model.onnx`` and ``meta.json`` with the scheme, the calibration corpus hash, the validation
+against fp32 and the size and sha256 of every other file, all checked on load as the export's are:
+``onnx_export.entry_damage``), built once as the export is (``onnx_export.build_entry``: file lock,
 staging, refusal record). A model whose int8 graph does not reproduce its fp32 embeddings
 (``VALIDATION_BOUND``), or that has no weight matrices to quantise, is refused with
 :class:`Int8Error`.
@@ -59,7 +60,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import time
 from importlib import resources
@@ -432,7 +432,7 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
     """The int8 cache entry of the fp32 export ``fp32_entry`` (built on first use: calibration,
     GPTQ, rewriting, validation; seconds for all-MiniLM-L6-v2, minutes for large models) and
     whether this call built it. ``tokenizer``: a ``BatchTokenizer`` of the model."""
-    from rapidscore.encoder.onnx_export import build_entry, entry_damage, record_files, refusal_reason
+    from rapidscore.encoder.onnx_export import build_entry, entry_damage, refusal_reason, write_entry_meta
 
     fp32_entry = Path(fp32_entry)
     root = fp32_entry.parent
@@ -450,8 +450,7 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
                     "about 20 s for all-MiniLM-L6-v2, minutes for large models)", fp32_entry)
         started = time.perf_counter()
         meta = _quantize_into(staging, fp32_entry, tokenizer, pad_id, num_threads, bits)
-        meta["files"] = record_files(staging)
-        (staging / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+        write_entry_meta(staging, meta)  # every file recorded, checked whenever the entry is loaded
         logger.info("quantised %s to int8 in %.1f s", fp32_entry, time.perf_counter() - started)
 
     return build_entry(root, key, quantise, refusal=refused, refused_by=Int8Error)

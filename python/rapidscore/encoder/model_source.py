@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -19,9 +20,10 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from rapidscore.errors import ModelNotFoundError
+from rapidscore.errors import ModelNotFoundError, RapidscoreError
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _EMBEDDED_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
@@ -33,6 +35,63 @@ _TOKENIZER_FILES = (
     "tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt",
     "spm.model", "sentencepiece.bpe.model", "special_tokens_map.json", "added_tokens.json",
 )
+
+
+class UnsafeWeightsError(RapidscoreError, ValueError):
+    """A pickled weights file (``pytorch_model.bin``) holds objects other than tensors, so
+    ``torch.load(weights_only=True)`` refused to unpickle it: unpickled in full, such a file can run
+    any code. Nothing of it ran; the message names the file and says how to get safetensors."""
+
+
+def pickled_weight_files(model_dir: Path) -> list[Path]:
+    """The pickled weight files transformers reads from a model directory that has no
+    model.safetensors: pytorch_model.bin, or the shards its index lists."""
+    model_dir = Path(model_dir)
+    if (model_dir / "pytorch_model.bin").is_file():
+        return [model_dir / "pytorch_model.bin"]
+    try:
+        index = json.loads((model_dir / "pytorch_model.bin.index.json").read_text(encoding="utf-8"))
+        return [model_dir / name for name in sorted(set(index["weight_map"].values()))]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return [model_dir / "pytorch_model.bin"]
+
+
+def _weights_only_refusal(exc: BaseException) -> str | None:
+    """torch's reason for refusing a pickle under weights_only=True, if ``exc`` (or an exception it
+    was raised from: transformers has wrapped load errors in OSError) is that refusal."""
+    import pickle
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current)
+        if isinstance(current, pickle.UnpicklingError) and "weights only load failed" in text.lower():
+            _, _, detail = text.partition("WeightsUnpickler error:")
+            detail = detail.split("Check the documentation", 1)[0]
+            return " ".join(detail.split()) or "a non-tensor object"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+@contextlib.contextmanager
+def refusing_unsafe_pickles(files: Sequence[Path]) -> Iterator[None]:
+    """Turn torch's weights_only refusal of one of ``files`` (the pickles the block loads) into an
+    :class:`UnsafeWeightsError` naming the file: torch's own message names no file and suggests
+    weights_only=False, which would run the file's code."""
+    try:
+        yield
+    except Exception as exc:
+        reason = _weights_only_refusal(exc)
+        if reason is None:
+            raise
+        names = [str(f) for f in files]
+        where = names[0] if len(names) == 1 else f"one of {', '.join(names)}"
+        raise UnsafeWeightsError(
+            f"{where} holds objects other than tensors, so torch.load(weights_only=True) refused to unpickle it "
+            f"({reason}); rapidscore never unpickles weights in full, since a pickle can run code. Use a copy of "
+            "the model with model.safetensors, or convert the weights to safetensors from a copy you trust "
+            "(model.save_pretrained(dir, safe_serialization=True), or safetensors.torch.save_file)") from exc
 
 
 # The record of a model directory kept in the rapidscore cache without its weights (save_weightless_copy).
@@ -55,6 +114,20 @@ def embedded_model_dir() -> Path | None:
         return None
     path = Path(spec.origin).resolve().parent / "model"
     return path if (path / "config.json").is_file() else None
+
+
+def is_embedded_model(model: str | os.PathLike) -> bool:
+    """Whether ``model`` names the embedded all-MiniLM-L6-v2: one of its names, or its package
+    directory however spelled ("dir/", "dir/../dir", a relative path, a symlink to it). Another
+    directory is another model, even a copy (bert-score's rule: a directory has no published
+    baseline)."""
+    name = os.fspath(model)
+    if name in _EMBEDDED_NAMES:
+        return True
+    if not os.path.isdir(name):
+        return False
+    embedded = embedded_model_dir()
+    return embedded is not None and os.path.realpath(name) == os.path.realpath(embedded)
 
 
 def resolve_model(model: str | os.PathLike) -> Path:

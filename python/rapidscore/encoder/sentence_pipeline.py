@@ -660,7 +660,10 @@ def _read_weights(folder: Path) -> dict:
         import torch
     except ImportError:
         raise ImportError(f"reading {pickled} needs torch: pip install 'rapidscore[export]'") from None
-    state = torch.load(pickled, map_location="cpu", weights_only=True)
+    from rapidscore.encoder.model_source import refusing_unsafe_pickles
+
+    with refusing_unsafe_pickles([pickled]):  # a pickle that carries code: named, never run
+        state = torch.load(pickled, map_location="cpu", weights_only=True)
     return {key: value.float().numpy() for key, value in state.items()}
 
 

@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rapidscore.encoder.model_source import ROBERTA_LIKE
+from rapidscore.encoder.model_source import ROBERTA_LIKE, pickled_weight_files, refusing_unsafe_pickles
 from rapidscore.encoder.tokenization import TokenizerSpec
 
 if TYPE_CHECKING:
@@ -110,7 +110,10 @@ def _load_encoder(model_dir: Path, attention: str):
     model_class = (transformers.T5EncoderModel if config.model_type in ("t5", "mt5", "umt5")
                    else transformers.AutoModel)
     kwargs: dict = dict(trust_remote_code=False, use_safetensors=_has_safetensors(model_dir))
-    with warnings.catch_warnings():
+    # Without safetensors transformers unpickles pytorch_model.bin (weights_only=True): a refused
+    # file is named, outside the SDPA retry below (the refusal is a ValueError too).
+    pickles = [] if kwargs["use_safetensors"] else pickled_weight_files(model_dir)
+    with warnings.catch_warnings(), refusing_unsafe_pickles(pickles):
         warnings.simplefilter("ignore")
         try:
             model = model_class.from_pretrained(str(model_dir), attn_implementation=attention, **kwargs)
