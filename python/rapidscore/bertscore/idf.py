@@ -37,15 +37,13 @@ def _model_identity(model: str) -> str:
     """What two names of one model have in common: the hub id for the embedded model's names
     and its directory, the resolved path for any other existing directory ("dir/", "./dir", a
     link to it), else the name itself."""
-    from rapidscore.encoder.model_source import DEFAULT_MODEL, embedded_model_dir
+    from rapidscore.encoder.model_source import DEFAULT_MODEL, is_embedded_model
 
     name = _model_name(model)
     assert name is not None
-    if not os.path.isdir(name):
-        return name
-    path = os.path.realpath(name)
-    embedded = embedded_model_dir()
-    return DEFAULT_MODEL if embedded is not None and path == os.path.realpath(embedded) else path
+    if is_embedded_model(name):  # the one rule the baselines follow too
+        return DEFAULT_MODEL
+    return os.path.realpath(name) if os.path.isdir(name) else name
 
 
 def same_model(a: str, b: str) -> bool:
