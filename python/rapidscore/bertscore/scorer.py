@@ -107,7 +107,11 @@ class BERTScore:
     docs/bertscore.md, "Long texts"), then matched over all their tokens. Texts within the
     maximum length score exactly as with "truncate". ``details["windowed"]`` and
     ``details["windows"]`` count the windowed texts and their windows; the signature records
-    ``long_texts:window``. None: the given ``encoder``'s setting, else "truncate".
+    ``long_texts:window``. None: the given ``encoder``'s setting, else "truncate". Memory:
+    truncation keeps a text's tokenisation in proportion to the maximum length, whatever its
+    size (``rapidscore.encoder.bounded``); a windowed text keeps every token, so "window" refuses
+    texts over ``windows.MAX_WINDOW_TEXT_CHARS`` (1,048,576) characters with a ValueError naming
+    them (``cands[i]``, ``refs[i][j]``).
 
     The encoder comes from ``rapidscore.get_encoder``: scorers of the same model and settings
     share one loaded model. Thread-safe: many threads may call ``score`` (or the phases) on one
@@ -335,7 +339,14 @@ class BERTScore:
 
     def plan(self, cands: Sequence[str], refs) -> ScoringPlan:
         """Phase 1: validate (once), strip, deduplicate (once); no model runs."""
-        return ScoringPlan.from_normalized(*normalize_inputs(cands, refs))
+        cands, groups = normalize_inputs(cands, refs)
+        if self.long_texts == "window":  # named by the caller's index, before anything is tokenised
+            from rapidscore.encoder.windows import check_window_texts
+
+            check_window_texts(cands, "cands", stripped=True)
+            for i, group in enumerate(groups):
+                check_window_texts(group, f"refs[{i}]", stripped=True)
+        return ScoringPlan.from_normalized(cands, groups)
 
     def encode(self, plan: ScoringPlan, *, progress: bool | None = None) -> TokenStore:
         """Phase 2: token ids and embeddings of the plan's sentences."""

@@ -47,7 +47,7 @@ from rapidscore.encoder.sentence_pipeline import (
 )
 from rapidscore.encoder.store import TokenStore, row_ranges
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
-from rapidscore.encoder.windows import check_long_texts, split_windows
+from rapidscore.encoder.windows import check_long_texts, check_window_texts, split_windows
 from rapidscore.errors import TruncationWarning, check_positive_int
 from rapidscore.threads import check_num_threads
 
@@ -130,6 +130,9 @@ class Encoder:
         and embedded in overlapping windows of ``max_length`` tokens, each token from the window
         where it sits furthest from a cut (``rapidscore.encoder.windows``); a text's row then
         holds all its tokens. Texts within ``max_length`` get the same vectors either way.
+        Truncated texts cost memory in proportion to ``max_length`` whatever their length
+        (``rapidscore.encoder.bounded``); windowed ones in proportion to their length, so
+        "window" refuses texts over ``windows.MAX_WINDOW_TEXT_CHARS`` (1,048,576) characters.
 
     The loaded model comes from the process-wide cache (``rapidscore.encoder.cache``): encoders of
     the same model, layer, backend, device and precision share it, whatever their max_length or
@@ -300,7 +303,10 @@ class Encoder:
     def tokenize(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Token ids per text (special tokens included, truncated to ``max_length``; whole with
         ``long_texts="window"``)."""
-        ids, _ = self.tokenizer.encode(check_texts(texts))
+        texts = check_texts(texts)
+        if self.long_texts == "window":  # named by the caller's index, before anything is tokenised
+            check_window_texts(texts, "texts")
+        ids, _ = self.tokenizer.encode(texts)
         return ids
 
     def encode(self, texts: Sequence[str], *, warn_truncation: bool = True,
@@ -312,6 +318,8 @@ class Encoder:
         budget. Truncated texts are counted and reported with a TruncationWarning.
         """
         texts = check_texts(texts)
+        if self.long_texts == "window":  # named by the caller's index, before anything is tokenised
+            check_window_texts(texts, "texts")
         index: dict[str, int] = {}
         inverse = np.fromiter((index.setdefault(text, len(index)) for text in texts), dtype=np.int64,
                               count=len(texts))

@@ -78,6 +78,27 @@ class PythonTokenizer:
     def encode_batch(self, texts: list[str], add_special_tokens: bool = True) -> list[Encoding]:
         return [self.encode(text, add_special_tokens) for text in texts]
 
+    def content_ids(self, text: str) -> list[int]:
+        """The tokens of ``text`` without special tokens or truncation (a piece of a long text,
+        ``rapidscore.encoder.bounded``)."""
+        with self._lock:
+            return [int(i) for i in self._tokenizer.encode(text, add_special_tokens=False)]
+
+    def frame(self, content: list[int]) -> list[int]:
+        """``content`` with the special tokens ``encode`` adds around a text's tokens."""
+        with self._lock:
+            return [int(i) for i in self._tokenizer.build_inputs_with_special_tokens(content)]
+
+    @property
+    def family(self) -> str:
+        """The transformers class (``XLMTokenizer``, ``ProphetNetTokenizer``, ``ByT5Tokenizer``...)."""
+        return type(self._tokenizer).__name__
+
+    def added_token_contents(self) -> list[str]:
+        """The texts of the tokens transformers splits off before tokenising (special ones included)."""
+        with self._lock:
+            return [str(token) for token in self._tokenizer.added_tokens_decoder.values()]
+
     def id_to_token(self, token_id: int) -> str | None:
         with self._lock:
             return self._tokenizer.convert_ids_to_tokens(int(token_id))

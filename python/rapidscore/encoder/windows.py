@@ -22,6 +22,12 @@ A text is tokenised whole (no truncation): ``prefix + content + suffix``, where 
 The store row of a windowed text holds all its tokens; ``split_windows`` says which input
 position lands in which row, so a batch of windows is scattered into the rows as it comes out
 of the model (hidden states of one batch at a time, never of every window at once).
+
+Memory therefore grows with the text (its whole tokenisation, then hidden_size floats per token:
+MiniLM, 1.5 KB per token), not with a window: texts over ``MAX_WINDOW_TEXT_CHARS``
+characters are refused (``check_window_texts``: a ValueError naming the text and the bound)
+before anything is tokenised. Truncation keeps memory in proportion to ``max_length`` for any
+length (``rapidscore.encoder.bounded``).
 """
 
 from __future__ import annotations
@@ -32,8 +38,12 @@ import numpy as np
 
 from rapidscore.common.choices import LONG_TEXTS
 
-__all__ = ["LONG_TEXTS", "WindowPlan", "check_long_texts", "choose_windows", "count_windows", "split_windows",
-           "window_stride"]
+__all__ = ["LONG_TEXTS", "MAX_WINDOW_TEXT_CHARS", "WindowPlan", "check_long_texts", "check_window_texts",
+           "choose_windows", "count_windows", "split_windows", "window_stride"]
+
+# The longest text long_texts="window" takes, in characters: about 250,000 English tokens,
+# 0.4 GB of MiniLM token vectors (every token of a windowed text is stored).
+MAX_WINDOW_TEXT_CHARS = 1 << 20
 
 
 def check_long_texts(value) -> str:
@@ -41,6 +51,18 @@ def check_long_texts(value) -> str:
     if not isinstance(value, str) or value not in LONG_TEXTS:
         raise ValueError(f"long_texts must be one of {LONG_TEXTS}, got {value!r}")
     return value
+
+
+def check_window_texts(texts, name: str = "text", *, stripped: bool = False) -> None:
+    """ValueError naming the first text over ``MAX_WINDOW_TEXT_CHARS`` characters (``name[k]``,
+    or ``name k`` for the default name) and the bound. ``stripped``: measure the texts as
+    ``str.strip`` leaves them (BERTScore's)."""
+    for index, text in enumerate(texts):
+        if len(text) > MAX_WINDOW_TEXT_CHARS and (not stripped or len(text.strip()) > MAX_WINDOW_TEXT_CHARS):
+            where = f"text {index}" if name == "text" else f"{name}[{index}]"
+            raise ValueError(f"{where}: {len(text):,} characters, over the {MAX_WINDOW_TEXT_CHARS:,} that "
+                             "long_texts='window' embeds (every token of a windowed text is kept, so memory "
+                             "grows with the text); shorten or split it, or use long_texts='truncate'")
 
 
 def window_stride(content: int) -> int:
