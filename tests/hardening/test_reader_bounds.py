@@ -304,22 +304,19 @@ def assert_digits_error(err: str, where: str) -> None:
     assert "PYTHONINTMAXSTRDIGITS" in err, err
 
 
-def test_a_jsonl_integer_over_the_digit_limit_names_the_file_and_line(tmp_path, capsys) -> None:
-    path = tmp_path / "rows.jsonl"
-    path.write_text('{"response": "ok"}\n{"response": "ok", "n": ' + BIG + "}\n", encoding="utf-8")
+@pytest.mark.parametrize(("name", "text", "line"), [
+    ("rows.jsonl", '{"response": "ok"}\n{"response": "ok", "n": ' + BIG + "}\n", 2),
+    ("rows.json", '[{"response": "ok"},\n {"response": "ok",\n  "n": ' + BIG + "}]\n", 3),
+])
+def test_an_integer_over_the_digit_limit_names_the_file_and_line(tmp_path, capsys, name, text, line) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
     status, err = run_cli(capsys, refusal(path, tmp_path / "out.jsonl"))
     assert status == 2
-    assert_digits_error(err, f"{path}:2")
-
-
-def test_a_json_document_integer_over_the_digit_limit_names_the_file_and_line(tmp_path, capsys) -> None:
-    path = tmp_path / "rows.json"
-    path.write_text('[{"response": "ok"},\n {"response": "ok",\n  "n": ' + BIG + "}]\n", encoding="utf-8")
-    status, err = run_cli(capsys, refusal(path, tmp_path / "out.jsonl"))
-    assert status == 2
-    assert_digits_error(err, f"{path}:3")
-    with pytest.raises(ValueError, match=rf"^{path}:3: an integer of more than"):
-        readers.load_json(path)
+    assert_digits_error(err, f"{path}:{line}")
+    if name.endswith(".json"):
+        with pytest.raises(ValueError, match=rf"^{path}:{line}: an integer of more than"):
+            readers.load_json(path)
 
 
 def test_an_abstention_table_integer_over_the_digit_limit_names_the_file_and_line(tmp_path, capsys) -> None:
