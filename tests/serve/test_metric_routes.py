@@ -20,6 +20,9 @@ def test_a_registered_metric_is_served_at_its_name(toy_metric, tiny_server):
     answer = httpx.post(server.url + "/v1/toy", json={"text": ["a", 3]}, timeout=30)
     assert answer.status_code == 400 and answer.json()["detail"] == "item 1: the text must be a str, got int"
     answer = httpx.post(server.url + "/v1/toy", json={"words": ["a"]}, timeout=30)
+    assert answer.status_code == 400 and answer.json() == {
+        "detail": "words: Extra inputs are not permitted (toy takes ['text'])", "field": "words"}
+    answer = httpx.post(server.url + "/v1/toy", json={}, timeout=30)
     assert answer.status_code == 400 and "toy needs the column(s) ['text']" in answer.json()["detail"]
     answer = httpx.post(server.url + "/v1/bleu", json=body, timeout=30)
     assert answer.status_code == 404 and "no metric 'bleu' on this server" in answer.json()["detail"]

@@ -27,7 +27,7 @@ try:
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, PlainTextResponse, Response
-    from pydantic import BaseModel, Field
+    from pydantic import BaseModel, ConfigDict, Field
 except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(f"rapidscore serve needs the [serve] extra: pip install 'rapidscore[serve]' ({exc})") from exc
 
@@ -37,7 +37,15 @@ Text = Annotated[str, Field(max_length=100_000)]
 ReferenceCell = Union[Text, Annotated[list[Text], Field(min_length=1)]]
 
 
-class BERTScoreRequest(BaseModel):
+class StrictRequest(BaseModel):
+    """A request body: a field the server does not know is a 400 naming it ("Extra inputs are not
+    permitted"), never ignored: a client asking for an option this server does not apply
+    (``rescale_with_baseline``, ``idf``) must not get a 200 with numbers computed without it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class BERTScoreRequest(StrictRequest):
     candidates: list[Text] = Field(description="Candidate sentences.")
     references: list[ReferenceCell] = Field(
         description="One reference per candidate: a string, or a list of strings (best P, R, F1 each).")
@@ -50,7 +58,7 @@ class BERTScoreResponse(BaseModel):
     signature: str
 
 
-class SimilarityRequest(BaseModel):
+class SimilarityRequest(StrictRequest):
     generated: list[Text] = Field(min_length=1, description="Generated answers.")
     references: list[ReferenceCell] = Field(description="Ground truth per answer: a string or a list of strings.")
     threshold: float | None = Field(default=None, ge=-1.0, le=1.0, strict=True,  # strict: true is not 1.0
@@ -70,7 +78,7 @@ class SimilarityResponse(BaseModel):
 EntityFormat = Literal["auto", "seed", "hf", "gliner", "spacy", "presidio", "nervaluate", "prodigy", "tuples"]
 
 
-class NERRequest(BaseModel):
+class NERRequest(StrictRequest):
     gold: list[Any] = Field(description="Gold records ({id, text, labels}) or per-record entity lists.")
     predictions: list[Any] = Field(description="Predicted records or entity lists, joined to gold by id or position.")
     texts: list[Text | None] | None = None
@@ -83,12 +91,12 @@ class NERRequest(BaseModel):
     records: bool = Field(default=False, strict=True, description="Include per-record detail.")
 
 
-class RefusalResponseItem(BaseModel):
+class RefusalResponseItem(StrictRequest):
     answer: Text
     complete: Text | None = None
 
 
-class RefusalRequest(BaseModel):
+class RefusalRequest(StrictRequest):
     responses: list[Text | RefusalResponseItem] = Field(
         description="Responses, or chain-of-thought records whose 'answer' is judged.")
 
@@ -401,7 +409,10 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
             raise _ClientError(404, f"no metric {metric_name!r} on this server (it serves {served})")
         check_ready()
         metric = scorer.metric
+        known = [column.name for column in metric.inputs]
         for name, values in body.items():
+            if name not in known:  # strict, as the typed routes: an unknown field is never ignored
+                raise _ClientError(400, f"{name}: Extra inputs are not permitted ({metric.name} takes {known})", name)
             check_items(name, values)
         outputs = await run(scorer.submit, body)
         document = {name: plain_column(outputs[name]) for name in metric.outputs if name in outputs}

@@ -101,7 +101,7 @@ class ServeConfig:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                     or value <= 0:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-        for name in ("insecure", "docs"):
+        for name in ("insecure", "docs", "warmup"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.api_key is not None:
