@@ -274,3 +274,18 @@ def test_row6_max_record_bytes_bounds_a_line_for_this_run_only(tmp_path, capsys)
     assert f"{source}:1: line longer than 1 MiB" in error_of(capsys)
     assert max_record_bytes() == default  # the next run has the default again
     assert main(argv) == 0
+
+
+def test_row2_a_generic_command_resumes_with_the_same_set_options(tmp_path, capsys):
+    """--set options (NAME=VALUE pairs) are in the fingerprint as the state file holds them: the
+    same options resume, another value is refused naming --set."""
+    rows = [json.dumps({"response": r}) for r in RESPONSES * 10]
+    rows[25] = json.dumps({"answer": "a row without its response"})
+    source = write_lines(tmp_path / "r.jsonl", rows)
+    argv = ["refusal", "--input", str(source), "--output", str(tmp_path / "o.jsonl"), "--chunk-size", "10", "-q"]
+    assert main([*argv, "--set", "method=keyword"]) == 2
+    source.write_text("".join(json.dumps({"response": r}) + "\n" for r in RESPONSES * 10))
+    assert main([*argv, "--set", "method=phrase", "--resume"]) == 2
+    assert "--set" in error_of(capsys)
+    assert main([*argv, "--set", "method=keyword", "--resume"]) == 0
+    assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 30

@@ -139,7 +139,9 @@ class StreamWriter:
         self.path, self.fmt, self.columns = path, fmt, list(columns)
         run = current_run()
         # flat, so that a difference names the setting ("--idf-file sha256", "model all-MiniLM-L6-v2")
-        self.settings = {**settings, **(run.fingerprint() if run is not None else {})}
+        settings = {**settings, **(run.fingerprint() if run is not None else {})}
+        # as the state file holds them (tuples as lists), so that equal settings compare equal
+        self.settings = json.loads(json.dumps(settings, default=str))
         self.to_stdout = path == "-"
         self.in_place = self.to_stdout or is_special_file(path)
         where = "standard output" if self.to_stdout else f"{path}, which is not a regular file,"
