@@ -59,3 +59,13 @@ def test_config_fields_are_strictly_typed():
 
     with pytest.raises(ValueError, match="warmup must be true or false, got 'no'"):
         ServeConfig(warmup="no")
+
+
+def test_the_entity_formats_over_http_are_ners():
+    from rapidscore.ner.formats import FORMATS
+    from rapidscore.serve.app import create_app
+    from rapidscore.serve.config import ServeConfig
+
+    schema = create_app(ServeConfig(), start=False).openapi()["components"]["schemas"]["NERRequest"]
+    assert tuple(schema["properties"]["format"]["enum"]) == FORMATS
+    assert "tags" in FORMATS

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, Union
 
 from rapidscore.common.metric import plain_column
 from rapidscore.errors import OverloadedError
+from rapidscore.ner.formats import FORMATS as ENTITY_FORMATS
 from rapidscore.serve.batching import BatchingScorer, RequestTooLargeError
 from rapidscore.serve.config import ServeConfig
 from rapidscore.serve.disconnects import CLIENT_GONE, ClientDisconnects
@@ -74,8 +75,8 @@ class SimilarityResponse(BaseModel):
     signature: str
 
 
-# rapidscore.ner.formats.FORMATS, spelled out for the schema
-EntityFormat = Literal["auto", "seed", "hf", "gliner", "spacy", "presidio", "nervaluate", "prodigy", "tuples"]
+# ner's own list, so that the two never drift (tests/serve/test_strict_requests.py ties them)
+EntityFormat = Literal[ENTITY_FORMATS]  # type: ignore[valid-type]
 
 
 class NERRequest(StrictRequest):
@@ -158,8 +159,11 @@ def _field_of(location: tuple) -> str:
 
 
 class _BodyLimit:
-    """ASGI middleware: a body over ``limit`` bytes gets 413 before the app reads it; every
-    request's status and latency go to the metrics.
+    """ASGI middleware: a body over ``limit`` bytes gets 413 before the app reads it, on every
+    route, with or without Content-Length (a chunked body is read here, bounded, then replayed to
+    the app: the limit raised inside the framework's body reading became its 400 "error parsing the
+    body"); every request's status and latency go to the metrics, labelled by route
+    (``endpoint_label``: paths no route serves share one label).
 
     ``fast_routes``: {path: (request model, handler)} for the scoring endpoints whose JSON bodies
     are answered here, without the framework's routing and dependency layers (about 1 ms less per
@@ -192,54 +196,60 @@ class _BodyLimit:
             await _send_error(send_recording, 413, f"request body over {self.limit} bytes", "body")
         elif fast is not None:
             await self._answer_fast(fast, scope, receive, send_recording)
+        elif length in (None, b"0") and b"transfer-encoding" not in headers:  # no body
+            await self.app(scope, receive, send_recording)
         else:
-            received = 0
-
-            async def receive_limited() -> dict:
-                nonlocal received
-                message = await receive()
-                received += len(message.get("body", b""))
-                if received > self.limit:
-                    raise _ClientError(413, f"request body over {self.limit} bytes", "body")
-                return message
-
-            try:
-                await self.app(scope, receive_limited, send_recording)
-            except _ClientError as exc:
-                await _send_error(send_recording, exc.status, exc.detail, exc.field)
+            content = await self._read_body(receive, send_recording)
+            if content is not None:
+                await self.app(scope, self._replay(content, receive), send_recording)
         path = scope.get("path", "")
         if path.startswith("/v1/") and not scope.get(CLIENT_GONE):  # a client that left: ClientDisconnects counts it
-            self.service.metrics.observe_request(path, status[0], time.perf_counter() - started)
+            from rapidscore.serve.metrics import endpoint_label
+
+            label = endpoint_label(path, self.service.others)
+            self.service.metrics.observe_request(label, status[0], time.perf_counter() - started)
+
+    async def _read_body(self, receive: Any, send: Any) -> bytes | None:
+        """The whole body; None when the client left or the body went over the limit (413 sent)."""
+        chunks, received, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            received += len(chunk)
+            if received > self.limit:
+                await _send_error(send, 413, f"request body over {self.limit} bytes", "body")
+                return None
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        return b"".join(chunks)
+
+    @staticmethod
+    def _replay(content: bytes, receive: Any) -> Any:
+        """A ``receive`` that gives the app ``content`` whole, then what the server says next
+        (a disconnect)."""
+        replayed = [{"type": "http.request", "body": content, "more_body": False}]
+
+        async def replay() -> dict:
+            return replayed.pop() if replayed else await receive()
+
+        return replay
 
     async def _answer_fast(self, route: tuple, scope: dict, receive: Any, send: Any) -> None:
         from pydantic import ValidationError
 
         model, handler = route
-        chunks, received, more = [], 0, True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            received += len(chunk)
-            if received > self.limit:
-                await _send_error(send, 413, f"request body over {self.limit} bytes", "body")
-                return
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        content = b"".join(chunks)
+        content = await self._read_body(receive, send)
+        if content is None:
+            return
         try:
             body = model.model_validate_json(content)
         except ValidationError as exc:
             errors = exc.errors()
             if any(not error.get("loc") for error in errors):
                 # Not JSON, or not an object: the framework words these itself; replay the body.
-                replayed = [{"type": "http.request", "body": content, "more_body": False}]
-
-                async def replay() -> dict:
-                    return replayed.pop() if replayed else await receive()
-
-                await self.app(scope, replay, send)
+                await self.app(scope, self._replay(content, receive), send)
                 return
             located = [dict(error, loc=("body", *error["loc"])) for error in errors]  # as FastAPI locates them
             await _send_error(send, 400, *_validation_detail(located, "json"))

@@ -2,7 +2,9 @@
 connection while a scoring request waits, cancels the request (work not yet computed is dropped:
 a queued request is skipped, a request encoded in pieces stops between pieces) and counts it
 apart, as status 499 in ``rapidscore_requests_total`` and in ``rapidscore_client_disconnects_total``
-(it used to count as a 500, and its work was computed for nobody)."""
+(it used to count as a 500, and its work was computed for nobody). A request whose body did not
+arrive within ``body_timeout`` is cancelled the same way but counted as the server's 408, not as a
+disconnect."""
 
 from __future__ import annotations
 
@@ -10,11 +12,14 @@ import asyncio
 import time
 from typing import Any
 
-from rapidscore.serve.metrics import CLIENT_CLOSED_REQUEST
+from rapidscore.serve.metrics import CLIENT_CLOSED_REQUEST, REQUEST_TIMEOUT, endpoint_label
 
-__all__ = ["ClientDisconnects", "CLIENT_GONE"]
+__all__ = ["ClientDisconnects", "CLIENT_GONE", "BODY_TIMED_OUT"]
 
 CLIENT_GONE = "rapidscore.client_gone"  # scope key: set once the client closed the connection
+# Scope key set by the server's protocol (serve/server.py) when it answered 408 for a body that did
+# not arrive in time: the application then sees http.disconnect, but the client did not leave.
+BODY_TIMED_OUT = "rapidscore.body_timed_out"
 
 
 class ClientDisconnects:
@@ -79,4 +84,6 @@ class ClientDisconnects:
             if watcher is not None:
                 watcher.cancel()
         if gone.done() and not answered:
-            self.service.metrics.observe_request(scope["path"], CLIENT_CLOSED_REQUEST, time.perf_counter() - started)
+            status = REQUEST_TIMEOUT if scope.get(BODY_TIMED_OUT) else CLIENT_CLOSED_REQUEST
+            self.service.metrics.observe_request(endpoint_label(scope["path"], self.service.others), status,
+                                                 time.perf_counter() - started)

@@ -1,16 +1,21 @@
 """Prometheus text exposition of the server's counters and histograms, written by hand (no
 client library): requests by endpoint and status, request latency, batch sizes, queue depth,
-clients that went away before their answer."""
+clients that went away before their answer. Requests are labelled by route (:func:`endpoint_label`),
+so that the text stays bounded whatever paths clients send."""
 
 from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
-__all__ = ["Histogram", "ServerMetrics"]
+__all__ = ["Histogram", "ServerMetrics", "endpoint_label", "OTHER_ENDPOINT", "SCORING_ROUTES"]
 
 CLIENT_CLOSED_REQUEST = 499  # nginx's status for a client that closed the connection before the answer
+REQUEST_TIMEOUT = 408  # the server's own answer to a client too slow to send its request: not a disconnect
+# The routes every server has; the registered metrics it runs (``ScoringService.others``) are the others.
+SCORING_ROUTES = frozenset({"/v1/bertscore", "/v1/nrr", "/v1/similarity", "/v1/ner", "/v1/refusal"})
+OTHER_ENDPOINT = "other"  # the one label of every path that no route serves
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 BATCH_REQUEST_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 BATCH_TOKEN_BUCKETS = (32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
@@ -43,6 +48,26 @@ class Histogram:
         return out
 
 
+def endpoint_label(path: str, others: Collection[str]) -> str:
+    """The ``endpoint`` label of a request to ``path``: the path itself where a route serves it
+    (:data:`SCORING_ROUTES`, or ``/v1/NAME`` where NAME or the metric it is an alias of is in
+    ``others``), else :data:`OTHER_ENDPOINT`. A label per path sent let 5,000 random paths grow
+    /metrics from 11 KB to 10.3 MB; the served paths are finite (names and aliases registered)."""
+    if path in SCORING_ROUTES:
+        return path
+    name = path[4:] if path.startswith("/v1/") else ""
+    if not name or "/" in name or not others:
+        return OTHER_ENDPOINT
+    if name in others:
+        return path
+    from rapidscore.metrics import get_metric
+
+    try:
+        return path if get_metric(name).name in others else OTHER_ENDPOINT
+    except ValueError:  # no such metric
+        return OTHER_ENDPOINT
+
+
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
@@ -62,7 +87,8 @@ class ServerMetrics:
 
     def observe_request(self, endpoint: str, status: int, seconds: float) -> None:
         """One answered request; status 499 (CLIENT_CLOSED_REQUEST): its client went away first,
-        counted in ``rapidscore_client_disconnects_total`` too."""
+        counted in ``rapidscore_client_disconnects_total`` too. ``endpoint``: a bounded label
+        (:func:`endpoint_label`), never a path as sent."""
         with self._lock:
             key = (endpoint, status)
             self.requests[key] = self.requests.get(key, 0) + 1
