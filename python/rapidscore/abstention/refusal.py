@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rapidscore.common.metric import Column, Metric, RowNames, Totals, relabel
+from rapidscore.common.metric import Column, Metric, RowNames, ServingTask, Totals, relabel
 
 __all__ = ["RefusalMetric", "RefusalTotals", "METRIC"]
 
@@ -64,7 +64,7 @@ class RefusalMetric(Metric):
     def totals(self) -> RefusalTotals:
         return RefusalTotals()
 
-    def serving_task(self, engine: Any, solo: Any = None) -> Any:
+    def serving_task(self, engine: Any, solo: Any = None) -> ServingTask:
         from rapidscore.abstention.serving import DetectorTask
 
         return DetectorTask(engine)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from rapidscore.common.metric import Column, Metric, RowNames, Totals, check_pairs
+from rapidscore.common.metric import Column, Metric, RowNames, ServingTask, Totals, check_pairs
 
 __all__ = ["BERTScoreMetric", "BERTScoreEngine", "METRIC"]
 
@@ -110,7 +110,7 @@ class BERTScoreMetric(Metric):
     def totals(self) -> Totals:
         return MeanTotals(self.outputs)
 
-    def serving_task(self, engine: Any, solo: Any = None) -> Any:
+    def serving_task(self, engine: Any, solo: Any = None) -> ServingTask:
         from rapidscore.bertscore.serving import BERTScoreTask
 
         return BERTScoreTask(engine, solo)

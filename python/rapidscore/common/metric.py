@@ -15,15 +15,15 @@ in Ray).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from rapidscore.common.stream import check_pair, chunks
 from rapidscore.errors import RapidscoreError
 
-__all__ = ["Column", "Metric", "Totals", "ColumnError", "RowNames", "check_columns", "check_pairs", "relabel",
-           "output_rows", "plain_column"]
+__all__ = ["Column", "Metric", "Totals", "ColumnError", "RowNames", "ServingTask", "PiecewiseTask", "check_columns",
+           "check_pairs", "relabel", "output_rows", "plain_column"]
 
 
 class ColumnError(RapidscoreError, ValueError):
@@ -80,6 +80,38 @@ class Totals:
 
     def summary(self) -> dict:
         raise NotImplementedError
+
+
+class ServingTask(Protocol):
+    """How the service batches a metric's requests (``rapidscore.serve.batching``;
+    :meth:`Metric.serving_task` makes one per engine).
+
+    ``prepare(*request, limits=None) -> (payload, tokens)`` runs in the caller's thread: it
+    validates and tokenises one request (``limits.check_texts`` / ``check_tokens`` raise a 413's
+    error before the work is queued) and returns what the worker needs and the request's token
+    count, which the batch budget counts. ``run(payloads, alone) -> results`` runs in the worker:
+    one result per payload, exactly what the engine's own call returns; requests of one task are
+    merged into one run where the task can share work (one encoder pass); ``alone``: the batch
+    runs by itself (a task may use more threads)."""
+
+    @property
+    def prepare(self) -> Callable[..., tuple[Any, int]]: ...  # each task takes its own request arguments
+
+    def run(self, payloads: list, alone: bool) -> list: ...
+
+
+@runtime_checkable
+class PiecewiseTask(ServingTask, Protocol):
+    """A :class:`ServingTask` that can encode a request larger than a batch in pieces, between
+    other requests' batches: ``units(payload)`` the tokens of each of its texts, ``run_piece``
+    the partial result of texts ``start:stop``, ``finish_pieces`` the result from every
+    partial (equal to ``run([payload])``'s)."""
+
+    def units(self, payload: Any) -> Sequence[int]: ...
+
+    def run_piece(self, payload: Any, start: int, stop: int, alone: bool) -> Any: ...
+
+    def finish_pieces(self, payload: Any, partials: list, alone: bool) -> Any: ...
 
 
 class Metric:
@@ -153,9 +185,9 @@ class Metric:
         ``BatchingScorer`` picks the metric of the scorer it is given."""
         return False
 
-    def serving_task(self, engine: Any, solo: Any = None) -> Any:
-        """How the service batches this metric's requests (``rapidscore.serve.batching``): by
-        default each request's rows are scored alone, in the worker."""
+    def serving_task(self, engine: Any, solo: Any = None) -> ServingTask:
+        """How the service batches this metric's requests (:class:`ServingTask`): by default
+        each request's rows are scored alone, in the worker."""
         return RowsTask(self, engine)
 
     def __repr__(self) -> str:

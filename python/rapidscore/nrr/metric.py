@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from rapidscore.common.metric import Column, Metric, RowNames, Totals, check_pairs
+from rapidscore.common.metric import Column, Metric, RowNames, ServingTask, Totals, check_pairs
 
 __all__ = ["NRRMetric", "SimilarityEngine", "RateCounter", "METRIC"]
 
@@ -111,7 +111,7 @@ class NRRMetric(Metric):
     def totals(self) -> RateCounter:
         return RateCounter()
 
-    def serving_task(self, engine: Any, solo: Any = None) -> Any:
+    def serving_task(self, engine: Any, solo: Any = None) -> ServingTask:
         from rapidscore.nrr.serving import SimilarityTask
 
         return SimilarityTask(engine, solo)

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from rapidscore.common.metric import PiecewiseTask, ServingTask
 from rapidscore.errors import OverloadedError, RapidscoreError, check_positive_int
 
 __all__ = ["MicroBatcher", "BatchingScorer", "BatchStats", "RequestTooLargeError"]
@@ -69,7 +70,7 @@ class Job:
     whole); ``done`` of them are encoded, their partial results in ``partials``; ``piece``: the
     texts the current batch encodes (None: the whole job, run with other requests' payloads)."""
 
-    task: Any  # the _Task that prepared it and runs it
+    task: ServingTask  # what prepared it and runs it
     payload: Any
     tokens: int
     future: Future = field(default_factory=JobFuture)
@@ -378,19 +379,23 @@ def _run_piece(job: Job, alone: bool) -> tuple[Job, bool, Any] | None:
     assert job.piece is not None
     start, stop = job.piece
     units = job.units
-    assert units is not None
+    task = job.task
+    assert units is not None and isinstance(task, PiecewiseTask)  # only such jobs are given units
     try:
-        job.partials.append(job.task.run_piece(job.payload, start, stop, alone))
+        job.partials.append(task.run_piece(job.payload, start, stop, alone))
         job.done = stop
         if stop < len(units):
             return None
-        return job, False, job.task.finish_pieces(job.payload, job.partials, alone)
+        return job, False, task.finish_pieces(job.payload, job.partials, alone)
     except BaseException as exc:  # handed to the caller's future
         return job, True, exc
 
 
 class _CallTask:
     """``MicroBatcher.call``: a function run alone in the worker."""
+
+    def prepare(self, function: Callable[..., Any], *args: Any, limits: Any = None, **kwargs: Any) -> tuple[Any, int]:
+        return (function, args, kwargs), 1
 
     def run(self, payloads: list, alone: bool) -> list:
         return [function(*args, **kwargs) for function, args, kwargs in payloads]
@@ -399,9 +404,9 @@ class _CallTask:
 _CALL = _CallTask()
 
 
-# -- tasks: how a scorer's requests are prepared, merged and finished (each metric's own task:
-# its Metric.serving_task, in the metric's package; the protocol is prepare / run, and units /
-# run_piece / finish_pieces for a request encoded in pieces) ----------------------------------
+# -- tasks: how a scorer's requests are prepared, merged and finished: each metric's own
+# ServingTask (common/metric.py; a PiecewiseTask encodes a request in pieces), made by its
+# Metric.serving_task in the metric's package --------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -502,8 +507,8 @@ class BatchingScorer:
         over ``max_request_texts`` or ``max_request_tokens`` raises RequestTooLargeError (the
         texts are counted before tokenising)."""
         payload, tokens = self._task.prepare(*args, limits=self._limits, **kwargs)
-        units = getattr(self._task, "units", None)
-        return Job(task=self._task, payload=payload, tokens=tokens, units=None if units is None else units(payload))
+        units = np.asarray(self._task.units(payload), dtype=np.int64) if isinstance(self._task, PiecewiseTask) else None
+        return Job(task=self._task, payload=payload, tokens=tokens, units=units)
 
     def submit(self, *args: Any, **kwargs: Any) -> Future:
         """Queue a request; a future of the scorer's result."""
