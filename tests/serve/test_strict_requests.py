@@ -40,7 +40,7 @@ def test_an_unknown_field_is_a_400_naming_it(server, path, content_type):
     assert answer.json() == {"detail": "bogus: Extra inputs are not permitted", "field": "bogus"}
 
 
-@pytest.mark.parametrize("option", ["rescale_with_baseline", "idf", "lang", "model", "num_layers"])
+@pytest.mark.parametrize("option", ["lang", "model", "num_layers", "baseline_path"])
 def test_bertscore_options_this_server_does_not_apply_are_refused(server, option):
     answer = httpx.post(server.url + "/v1/bertscore", json={**VALID["/v1/bertscore"], option: True}, timeout=30)
     assert answer.status_code == 400 and answer.json()["field"] == option

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-from rapidscore.common.metric import Column, Metric, RowNames, ServingTask, Totals, check_pairs
+from rapidscore.common.metric import Column, Metric, RequestOption, RowNames, ServingTask, Totals, check_pairs
 
 __all__ = ["BERTScoreMetric", "BERTScoreEngine", "METRIC"]
 
@@ -60,6 +60,12 @@ class BERTScoreMetric(Metric):
     options = ("idf", "reference_batch_size", "memory_budget")
     command = "rapidscore.bertscore.cli"
     takes_solo = True
+    request_options = (
+        RequestOption("idf", bool, False, "Weight tokens by idf computed from this request's references, as "
+                      "BERTScore(idf=True).score does."),
+        RequestOption("rescale_with_baseline", bool, False, "Rescale with the served model's published baseline "
+                      "(English, as bert-score's lang='en'); a model without one is a 400."),
+    )
 
     def build(self, *, idf: Any = None, reference_batch_size: int | None = None, memory_budget: int | None = None,
               **scorer_options: Any) -> BERTScoreEngine:

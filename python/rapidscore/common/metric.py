@@ -22,7 +22,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from rapidscore.common.stream import check_pair, chunks
 from rapidscore.errors import RapidscoreError
 
-__all__ = ["Column", "Metric", "Totals", "ColumnError", "RowNames", "ServingTask", "PiecewiseTask", "check_columns",
+__all__ = ["Column", "RequestOption", "Metric", "Totals", "ColumnError", "RowNames", "ServingTask", "PiecewiseTask",
+           "check_columns", "request_option_table",
            "check_pairs", "relabel", "output_rows", "plain_column"]
 
 
@@ -69,6 +70,24 @@ class Column:
     kind: str
     help: str = ""
     optional: bool = False
+
+
+@dataclass(frozen=True)
+class RequestOption:
+    """An option a caller may set per request (the HTTP service's request fields), declared
+    once by the metric: its name (the Python API's keyword), type (``bool``, ``int``, ``float``,
+    ``str``), default, documentation, and bounds (``choices`` for text, ``minimum`` /
+    ``maximum`` for numbers). A request that sets an option to other than its default is scored
+    by an engine built with it (``engine_options`` of the service), so the result equals the
+    Python API's with that keyword."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
 
 
 class Totals:
@@ -137,6 +156,8 @@ class Metric:
     command: ClassVar[str | None] = None
     #: whether ``serving_task`` takes a ``solo`` engine (the same engine with more threads)
     takes_solo: ClassVar[bool] = False
+    #: the options a caller may set per request (the service's request fields)
+    request_options: ClassVar[tuple[RequestOption, ...]] = ()
 
     def build(self, **options: Any) -> Any:
         """The engine (model loaded once, options checked): reused for every chunk."""
@@ -192,6 +213,19 @@ class Metric:
 
     def __repr__(self) -> str:
         return f"<metric {self.name!r}>"
+
+
+def request_option_table(metric: Metric) -> str:
+    """The markdown table of ``metric``'s request options (docs/serving.md holds it as generated;
+    a test checks that the page matches)."""
+    lines = ["| field | type | default | what it does |", "|---|---|---|---|"]
+    for option in metric.request_options:
+        kind = " or ".join(f"`{c}`" for c in option.choices) if option.choices else option.type.__name__
+        if option.minimum is not None or option.maximum is not None:
+            kind += f" in [{option.minimum}, {option.maximum}]"
+        default = "true" if option.default is True else "false" if option.default is False else repr(option.default)
+        lines.append(f"| `{option.name}` | {kind} | `{default}` | {option.help} |")
+    return "\n".join(lines)
 
 
 def check_columns(metric: Metric, columns: Mapping[str, Sequence], owner: str = "") -> int:

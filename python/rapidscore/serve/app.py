@@ -13,7 +13,7 @@ import json
 import math
 import time
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from rapidscore.common.metric import plain_column
 from rapidscore.errors import OverloadedError
@@ -46,10 +46,32 @@ class StrictRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class BERTScoreRequest(StrictRequest):
+def _request_model(name: str, base: type[BaseModel], metric: str) -> type[BaseModel]:
+    """``base`` (the request's columns) with a field per option the metric declares
+    (``Metric.request_options``): the request schema, its validation and its OpenAPI entry come
+    from the metric's own declaration."""
+    from pydantic import create_model
+
+    from rapidscore.metrics import get_metric
+
+    fields: dict[str, Any] = {}
+    for option in get_metric(metric).request_options:
+        annotation: Any = Literal[option.choices] if option.choices else option.type
+        fields[option.name] = (annotation, Field(default=option.default, description=option.help, strict=True,
+                                                 ge=option.minimum, le=option.maximum))
+    return create_model(name, __base__=base, **fields)
+
+
+class BERTScoreColumns(StrictRequest):
     candidates: list[Text] = Field(description="Candidate sentences.")
     references: list[ReferenceCell] = Field(
         description="One reference per candidate: a string, or a list of strings (best P, R, F1 each).")
+
+
+if TYPE_CHECKING:  # the checker sees the columns; the handler reads the options by name
+    BERTScoreRequest = BERTScoreColumns
+else:
+    BERTScoreRequest = _request_model("BERTScoreRequest", BERTScoreColumns, "bertscore")
 
 
 class BERTScoreResponse(BaseModel):
@@ -352,13 +374,23 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         except (ValueError, TypeError, OverflowError) as exc:  # the library names the field where it can
             raise _ClientError(400, str(exc), getattr(exc, "field", None)) from None
 
+    from rapidscore.metrics import get_metric
+
+    bertscore_options = [option.name for option in get_metric("bertscore").request_options]
+
     @app.post("/v1/bertscore", response_model=BERTScoreResponse, responses=_ERRORS)
     async def bertscore(body: BERTScoreRequest) -> Any:
-        """BERTScore precision, recall and F1 of each candidate against its reference(s)."""
+        """BERTScore precision, recall and F1 of each candidate against its reference(s), with
+        the request's options (idf, rescaling): equal to ``BERTScore(...).score``'s."""
         check_ready()
         check_items("candidates", body.candidates)
         check_lengths("candidates", body.candidates, "references", body.references)
-        result = await run(loaded(service.bertscore).submit, body.candidates, body.references)
+        options = {option: getattr(body, option) for option in bertscore_options}
+        try:
+            scorer = service.bertscore_with(**options)
+        except ValueError as exc:  # an option this server cannot apply
+            raise _ClientError(400, str(exc), getattr(exc, "field", None)) from None
+        result = await run(scorer.submit, body.candidates, body.references)
         return _json({"precision": result.precision.tolist(), "recall": result.recall.tolist(),
                       "f1": result.f1.tolist(), "signature": result.signature})
 

@@ -46,6 +46,11 @@ class ScoringService:
                                     max_queue=self.config.max_queue, workers=self.config.workers,
                                     on_batch=self.metrics.observe_batch)
         self.bertscore: BatchingScorer | None = None
+        # BERTScore under a request's options (idf, rescaling): one scorer per setting, made on
+        # first use over the loaded model; the settings are few (boolean options)
+        self._bertscore_variants: dict[tuple, BatchingScorer] = {}
+        self._variants_lock = threading.Lock()
+        self._bertscore_factory: Any = None
         self.similarity: BatchingScorer | None = None
         self.refusal: BatchingScorer | None = None
         # the other registered metrics of config.metrics, by name, at POST /v1/{name}
@@ -76,6 +81,19 @@ class ScoringService:
             limits: dict[str, Any] = dict(batcher=self.batcher, max_request_texts=config.max_texts,
                           max_request_tokens=config.max_tokens)
             self.bertscore = BatchingScorer(bertscore(config.encoder_options), solo=bertscore(solo_options), **limits)
+
+            def bertscore_variant(request_options: dict) -> BatchingScorer:
+                def make(options: dict | None) -> BERTScore | None:
+                    if options is None:
+                        return None
+                    extra = dict(request_options)
+                    if extra.get("rescale_with_baseline"):
+                        extra["lang"] = "en"  # the baseline's language; the model stays the server's
+                    return BERTScore(model, config.layer, long_texts=config.long_texts, **extra, **options)
+
+                return BatchingScorer(make(config.encoder_options), solo=make(solo_options), **limits)
+
+            self._bertscore_factory = bertscore_variant
             self.similarity = BatchingScorer(similarity(config.encoder_options), solo=similarity(solo_options),
                                              **limits)
             detector_options = {}
@@ -105,6 +123,30 @@ class ScoringService:
     def _start_quietly(self) -> None:
         with contextlib.suppress(BaseException):  # kept in load_error, reported by /health
             self.start()
+
+    def bertscore_with(self, **options: Any) -> BatchingScorer:
+        """The BERTScore scorer of a request's options (``BERTScoreMetric.request_options``): the
+        server's own where each is at its default, else one per setting, made on first use (over
+        the loaded model: get_encoder shares it) and kept. An option this server cannot apply (no
+        baseline for its model) is a ValueError whose ``field`` names it."""
+        from rapidscore.bertscore.metric import METRIC
+
+        defaults = {option.name: option.default for option in METRIC.request_options}
+        key = tuple(sorted((name, value) for name, value in options.items() if value != defaults[name]))
+        assert self.bertscore is not None and self._bertscore_factory is not None  # set once ready
+        if not key:
+            return self.bertscore
+        with self._variants_lock:
+            scorer = self._bertscore_variants.get(key)
+            if scorer is None:
+                try:
+                    scorer = self._bertscore_variants[key] = self._bertscore_factory(dict(key))
+                except (ValueError, OSError) as exc:  # no baseline: the one option that can fail to build
+                    field = "rescale_with_baseline" if dict(key).get("rescale_with_baseline") else key[0][0]
+                    error = ValueError(f"{field}: {exc}")
+                    setattr(error, "field", field)  # noqa: B010 - read by the HTTP layer with getattr
+                    raise error from None
+        return scorer
 
     def ner(self, gold: Any, predictions: Any, **options: Any) -> Future:
         """DMBertA and SemEval scores (``rapidscore.ner.evaluate``), run in the worker in queue
