@@ -12,7 +12,7 @@ import numpy as np
 
 from rapidscore.bertscore.baselines import write_baseline
 from rapidscore.bertscore.scorer import BERTScore
-from rapidscore.common.io import check_output_directory
+from rapidscore.common.outputs import check_output_target
 from rapidscore.errors import check_positive_int
 
 __all__ = ["compute_baseline", "random_pairs", "DEFAULT_BASELINE_MEMORY"]
@@ -49,10 +49,8 @@ def compute_baseline(sentences, model=None, *, n_pairs: int = 100_000, seed: int
     """
     n_pairs = check_positive_int(n_pairs, "n_pairs")
     memory_budget = check_positive_int(memory_budget, "memory_budget")
-    if out_path is not None and os.path.isdir(out_path):  # before the scoring, not after it
-        raise IsADirectoryError(f"baseline output {os.fspath(out_path)} is a directory; give a file name")
-    if out_path is not None:
-        check_output_directory(out_path, "baseline output")
+    if out_path is not None:  # before the scoring, not after it
+        check_output_target(out_path, "baseline output")
     unique = sorted({s.strip() for s in sentences if isinstance(s, str) and s.strip()})
     pairs = random_pairs(len(unique), n_pairs, seed)
     progress = bool(scorer_options.pop("progress", False))

@@ -44,8 +44,8 @@ from rapidscore.errors import RapidscoreError
 
 __all__ = ["OutputError", "input_option", "output_option", "FileRun", "command_run", "current_run", "open_output",
            "output_path", "save_figure", "note_input", "note_model", "name_os_error", "commit_when_done",
-           "check_outputs", "check_output_directory", "is_special_file", "STATE_SUFFIX", "PARTIAL_SUFFIX",
-           "PARTS_SUFFIX", "RUN_ONLY_OPTIONS"]
+           "check_output_target", "check_output_directory", "file_sha256", "is_special_file", "STATE_SUFFIX",
+           "PARTIAL_SUFFIX", "PARTS_SUFFIX", "RUN_ONLY_OPTIONS"]
 
 # the files a streamed output brings with it (common/stream_io.py)
 STATE_SUFFIX = ".resume.json"
@@ -172,7 +172,11 @@ def check_output_directory(path: str | os.PathLike, option: str = "output") -> N
         raise NotADirectoryError(f"{option} {os.fspath(path)}: {parent} is not a directory")
 
 
-def _check_target(option: str, path: str, directory: bool) -> None:
+def check_output_target(path: str | os.PathLike, option: str = "output", directory: bool = False) -> None:
+    """An output's target must be a file (``directory``: a directory) whose directory exists:
+    IsADirectoryError / NotADirectoryError / FileNotFoundError naming ``option``. A caller with
+    long work before it writes (a baseline) checks first, so a typo fails at once."""
+    path = os.fspath(path)
     if directory:
         if os.path.exists(path) and not os.path.isdir(path):
             raise NotADirectoryError(f"{option} {path} exists and is not a directory")
@@ -209,7 +213,7 @@ def check_files(files: Iterable[DeclaredFile]) -> None:
             raise IsADirectoryError(f"{item.option} {item.path} is a directory: give a file{also}")
     seen: list[tuple[DeclaredFile, str]] = []
     for output in outputs:
-        _check_target(output.option, output.path, output.spec.directory)
+        check_output_target(output.path, output.option, output.spec.directory)
         for written in _companions(output):
             for item in inputs:
                 if _same_file(written, item.path):
@@ -221,17 +225,6 @@ def check_files(files: Iterable[DeclaredFile]) -> None:
                                       f"{' (with the files a stream keeps beside it)' if beside else ''}: give each "
                                       "output its own file")
         seen.extend((output, written) for written in _companions(output))
-
-
-def check_outputs(outputs: dict[str, Any], inputs: dict[str, Any]) -> None:
-    """The checks of :func:`check_files` for a caller outside a command (option -> path, or
-    several paths for inputs): an output that is an input by any name, two outputs on one file."""
-    spec_in, spec_out = _FileOption("input", directory=True, text=True), _FileOption("output")
-    files = [DeclaredFile(option, path, spec_in) for option, value in inputs.items()
-             for path in _values(value, spec_in)]
-    files += [DeclaredFile(option, path, spec_out) for option, value in outputs.items()
-              for path in _values(value, spec_out)]
-    check_files(files)
 
 
 # -- the run ----------------------------------------------------------------------------------------
@@ -279,13 +272,14 @@ class FileRun:
         result: dict[str, Any] = dict(self.options)
         for item in self.files:
             if item.spec.role == "input" and item.spec.settings and os.path.isfile(item.path):
-                result[f"{item.option} sha256"] = _file_sha256(item.path)
+                result[f"{item.option} sha256"] = file_sha256(item.path)
         if self.models:  # content fingerprints, not names: two spellings of one model are one model
             result["models"] = sorted({digest() for digest in self.models.values()})
         return result
 
 
-def _file_sha256(path: str) -> str:
+def file_sha256(path: str | os.PathLike) -> str:
+    """The sha256 of a file's content, read in blocks."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -353,7 +347,7 @@ def _file_mode(target: str) -> int:
 
 def _target(path: str, option: str) -> str:
     """Where ``path`` is written: a symlink's target (the link stays a link); checked first."""
-    _check_target(option, path, directory=False)
+    check_output_target(path, option)
     run = _RUN.get()
     if run is not None:
         run.check_output(path, option)

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from rapidscore.common.outputs import file_sha256
 from rapidscore.encoder.model_source import fingerprint, weightless_record
 from rapidscore.errors import ModelNotFoundError, RapidscoreError, RapidscoreWarning
 
@@ -203,12 +204,9 @@ def build_entry(root: Path, key: str, build: Callable[[Path], None], *, refusal:
 
 
 def file_record(path: Path) -> dict:
-    """Size and sha256 of a file, as meta.json records them."""
-    digest = hashlib.sha256()  # ~48 ms for MiniLM's 90 MB graph on a CPU with SHA extensions
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
+    """Size and sha256 of a file, as meta.json records them (~48 ms for MiniLM's 90 MB graph on a
+    CPU with SHA extensions)."""
+    return {"size": path.stat().st_size, "sha256": file_sha256(path)}
 
 
 def _entry_files(entry: Path) -> list[str]:

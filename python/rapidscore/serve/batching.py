@@ -496,6 +496,8 @@ class BatchingScorer:
         self.scorer = scorer
         # the metric whose requests this scorer takes (the service's generic route reads it)
         self.metric, self._task = _task_for(scorer, solo, metric)
+        # asked once: a runtime Protocol check costs microseconds, and prepare runs per request
+        self._piecewise = isinstance(self._task, PiecewiseTask)
         self._limits = _Limits(
             None if max_request_texts is None else check_positive_int(max_request_texts, "max_request_texts"),
             None if max_request_tokens is None else check_positive_int(max_request_tokens, "max_request_tokens"))
@@ -507,7 +509,7 @@ class BatchingScorer:
         over ``max_request_texts`` or ``max_request_tokens`` raises RequestTooLargeError (the
         texts are counted before tokenising)."""
         payload, tokens = self._task.prepare(*args, limits=self._limits, **kwargs)
-        units = np.asarray(self._task.units(payload), dtype=np.int64) if isinstance(self._task, PiecewiseTask) else None
+        units = np.asarray(self._task.units(payload), dtype=np.int64) if self._piecewise else None
         return Job(task=self._task, payload=payload, tokens=tokens, units=units)
 
     def submit(self, *args: Any, **kwargs: Any) -> Future:
