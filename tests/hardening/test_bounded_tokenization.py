@@ -321,6 +321,35 @@ def test_many_texts_keep_their_places_and_count(tiny_model_path):
     assert_same_as_whole(tokenizer, reference, texts)
 
 
+@pytest.mark.parametrize("family", ["bert", "roberta"])
+def test_one_tokenizer_shared_by_many_threads_cuts_long_texts_as_one_thread_does(tiny_model_path, family):
+    """A BatchTokenizer is shared by every thread of an encoder: its piece tokenizer is made on
+    the first long text (under a lock), and every thread gets the whole texts' ids."""
+    import threading
+
+    model_dir = tiny_model_path(family)
+    tokenizer = batch_tokenizer(source_of(model_dir, family), 16)  # no long text seen yet
+    reference = reference_tokenizer(model_dir, family, 16)
+    texts = [f"thread text {k} with some words " * (30 + 7 * k) for k in range(8)]
+    expected = [list(reference.encode(text, add_special_tokens=True).ids) for text in texts]
+    start = threading.Barrier(8)
+    failures: list = []
+
+    def work(k: int) -> None:
+        start.wait()
+        for _ in range(20):
+            ids, truncated = tokenizer.encode([texts[k], texts[(k + 1) % 8]])
+            if [i.tolist() for i in ids] != [expected[k], expected[(k + 1) % 8]] or truncated != 2:
+                failures.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
+
+
 def test_window_mode_refuses_texts_over_its_bound(tiny_model_path):
     tokenizer = batch_tokenizer(tiny_model_path("bert") / "tokenizer.json", 16, truncate=False)
     big = "word " * (MAX_WINDOW_TEXT_CHARS // 5 + 1)
