@@ -17,9 +17,11 @@ load in parallel. Least recently used entries beyond ``MAX_MODELS`` are dropped 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
 from pathlib import Path
@@ -76,11 +78,14 @@ class LoadedModel:
 
 
 class KeyedCache:
-    """An LRU dict whose values are built at most once per key, under a per-key lock."""
+    """An LRU dict whose values are built at most once per key, under a per-key lock. A value
+    dropped from the LRU but still referenced elsewhere (an encoder cached elsewhere holds its
+    loaded model) is found again rather than built twice: two copies of a model's weights."""
 
     def __init__(self, max_size: int):
         self.max_size = max_size
         self._values: OrderedDict[Hashable, Any] = OrderedDict()
+        self._alive: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         self._key_locks: dict[Hashable, threading.Lock] = {}
         self._lock = threading.Lock()
         self.builds = 0
@@ -94,6 +99,10 @@ class KeyedCache:
             if key in self._values:
                 self._values.move_to_end(key)
                 return self._values[key], False
+            alive = self._alive.get(key)
+            if alive is not None:
+                self._keep(key, alive)
+                return alive, False
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:
             with self._lock:
@@ -102,16 +111,25 @@ class KeyedCache:
                     return self._values[key], False
             value = build()
             with self._lock:
-                self._values[key] = value
                 self.builds += 1
                 self._key_locks.pop(key, None)
-                while len(self._values) > self.max_size:
-                    self._values.popitem(last=False)
+                self._keep(key, value)
             return value, True
+
+    def _keep(self, key: Hashable, value: Any) -> None:
+        """``value`` as the most recently used, the least recently used beyond ``max_size``
+        dropped (held by the lock)."""
+        self._values[key] = value
+        self._values.move_to_end(key)
+        with contextlib.suppress(TypeError):  # a value that cannot be weakly referenced
+            self._alive[key] = value
+        while len(self._values) > self.max_size:
+            self._values.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
+            self._alive.clear()
 
     def __len__(self) -> int:
         with self._lock:
