@@ -144,7 +144,7 @@ def toy_metric():
     """A toy metric added through the registry alone (``rapidscore.metrics.register``), removed
     after the test: ``text`` -> ``length`` (characters plus the engine's suffix) and ``shout``
     (the text upper-cased); totals: rows and characters. Every front end runs it unchanged."""
-    from rapidscore.common.metric import Column, Metric, RowNames, Totals
+    from rapidscore.common.metric import Column, Metric, RequestOption, RowNames, Totals
     from rapidscore.metrics import register, unregister
 
     class Characters(Totals):
@@ -164,6 +164,7 @@ def toy_metric():
         summary = "a toy metric"
         inputs = (Column("text", "text", "any text"),)
         outputs = ("length", "shout")
+        request_options = (RequestOption("suffix", str, "!", "appended to each text"),)
 
         def build(self, *, suffix: str = "!"):
             if not isinstance(suffix, str):

@@ -4,7 +4,10 @@ any metric added with ``rapidscore.metrics.register``).
 Reads the rows of a file in any format the reader knows (one column per input of the metric,
 named as the metric names them or mapped with ``--column``), scores them in chunks through the
 metric, and writes one row per input row (JSONL, CSV or Parquet; resumable) with the metric's
-output columns; the metric's totals go to stderr (or stdout with ``--json``). Example::
+output columns; the metric's totals go to stderr (or stdout with ``--json``). Each option the
+metric declares (``Metric.request_options``) is a flag (``--name-with-dashes``; a bool one is
+``--name/--no-name``), checked against the declaration; any other keyword of the metric's
+``build`` is ``--set NAME=VALUE``. Example::
 
     rapidscore refusal --input responses.jsonl --output decisions.jsonl --set method=keyword
 """
@@ -13,13 +16,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rapidscore.common.cli_options import add_common_options, positive_int, show_progress
 from rapidscore.common.outputs import input_option, output_option
 
+if TYPE_CHECKING:
+    from rapidscore.common.metric import RequestOption
+
 __all__ = ["MetricCommand"]
+
+# the argparse dest of a request option's flag (prefixed: an option's name may be any command's dest)
+_DEST = "metric_option_"
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -35,6 +46,55 @@ def _option_value(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+
+
+def _flag(option: RequestOption) -> str:
+    return "--" + option.name.replace("_", "-")
+
+
+def _converter(option: RequestOption) -> Callable[[str], Any]:
+    """The argparse ``type`` of a declared option: its type, bounds checked (an error argparse
+    reports naming the flag)."""
+    kind = option.type
+    if kind not in (int, float, str):
+        return _option_value  # another type: a JSON value, as --set reads it, checked by the metric
+
+    def convert(text: str) -> Any:
+        value = kind(text)  # ValueError: argparse's "invalid int value: 'x'"
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+        if isinstance(value, (int, float)) and ((option.minimum is not None and value < option.minimum) or
+                                                (option.maximum is not None and value > option.maximum)):
+            low = "" if option.minimum is None else f">= {option.minimum}"
+            high = "" if option.maximum is None else f"<= {option.maximum}"
+            raise argparse.ArgumentTypeError(f"must be {' and '.join(b for b in (low, high) if b)}, got {text}")
+        return value
+
+    convert.__name__ = kind.__name__  # argparse names the type in its message
+    return convert
+
+
+def _add_request_options(parser: argparse.ArgumentParser, metric: Any) -> None:
+    """One flag per declared request option; default None ("not given": the metric's build
+    default applies). A flag another option of the command already has stays a --set name."""
+    if not metric.request_options:
+        return
+    group = parser.add_argument_group(f"{metric.name} options",
+                                      "each is a keyword of the metric (also --set NAME=VALUE)")
+    for option in metric.request_options:
+        shown = str(option.default).lower() if isinstance(option.default, bool) else repr(option.default)
+        help_text = (option.help if option.default is None else f"{option.help} (default {shown})").replace("%", "%%")
+        kwargs: dict[str, Any] = {"dest": _DEST + option.name, "default": None, "help": help_text}
+        if option.type is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs.update(type=_converter(option), metavar=option.type.__name__.upper())
+            if option.choices is not None:
+                kwargs.update(choices=option.choices, metavar=None)
+        try:
+            group.add_argument(_flag(option), **kwargs)
+        except argparse.ArgumentError:
+            continue  # the command's own flag: the option is --set NAME=VALUE only
 
 
 class MetricCommand:
@@ -72,6 +132,7 @@ class MetricCommand:
                                                        "e.g. --set method=keyword; repeatable")
         add_common_options(parser, model=False, progress_default=True,
                            json_help="print the totals as one JSON document on stdout")
+        _add_request_options(parser, metric)
 
     def run(self, args: argparse.Namespace) -> int:
         from rapidscore.common.metric import RowNames, output_rows
@@ -89,6 +150,13 @@ class MetricCommand:
         if args.json and args.output == "-":
             raise ValueError("--json prints the totals on stdout: give --output FILE for the rows")
         options = {key: _option_value(value) for key, value in args.options}
+        for option in metric.request_options:
+            value = getattr(args, _DEST + option.name, None)
+            if value is None:
+                continue
+            if option.name in options:
+                raise ValueError(f"{_flag(option)} and --set {option.name}=... both set {option.name!r}: give it once")
+            options[option.name] = value
         if args.threads is not None:  # --threads N: at most N threads, as in every command
             if "num_threads" in metric.options:
                 options["num_threads"] = args.threads

@@ -3,34 +3,30 @@
 :func:`score_stream` runs any registered metric (``rapidscore.metrics``) over a stream of rows,
 one chunk at a time, and adds each chunk to the metric's totals; :func:`score_table` runs one
 over a table (a pandas DataFrame, a pyarrow Table, a Hugging Face ``Dataset`` or
-``IterableDataset``) by column names. The per-metric entry points
-below are that runner with each metric's usual options (kept for the callers that use them):
+``IterableDataset``) by column names. Nothing here is written for one metric: each reads its
+input lazily, one chunk at a time, as its ``Metric.stream`` does (BERTScore's memory budget and
+idf pass, NRR's character budget). See docs/scale.md.
 
-- BERTScore: ``BERTScore.score_iter(pairs)`` (``rapidscore.bertscore``), idf by a first pass
-  (``BERTScore.document_frequencies``) or an idf file; ``score_stream("bertscore", ...)``.
-- Similarity / NRR: ``SentenceSimilarity.score_iter(items)`` (``rapidscore.nrr``);
-  :func:`negative_rejection_iter` adds the decision per item and :class:`RateCounter` the rate.
-- NER: :func:`ner_records_iter` yields each record's DMBertA and SemEval detail;
-  :class:`NerTotals` accumulates the corpus scores :func:`rapidscore.ner.evaluate` reports.
-- Refusal: :func:`refusal_iter` yields one decision per response.
-
-Each reads its input lazily, one chunk at a time. See docs/scale.md.
+A metric's own stream helpers live in its package's ``streams`` module (NRR's
+``negative_rejection_iter`` and ``RateCounter``, NER's ``ner_records_iter`` and ``NerTotals``,
+refusal's ``refusal_iter``); they are importable from here too (their older home), found through
+the registered metrics (this module's ``__getattr__``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from importlib import import_module
+from importlib.util import find_spec
+from types import ModuleType
 from typing import Any
 
 from rapidscore.common.metric import Metric, RowNames, Totals, output_rows, plain_column
 from rapidscore.common.tables import metric_columns, metric_rows, table_kind
 from rapidscore.errors import check_positive_int
-from rapidscore.metrics import get_metric
-from rapidscore.ner.metric import NerTotals
-from rapidscore.nrr.metric import RateCounter
+from rapidscore.metrics import all_metrics, get_metric
 
-__all__ = ["score_stream", "score_table", "negative_rejection_iter", "RateCounter", "ner_records_iter", "NerTotals",
-           "refusal_iter"]
+__all__ = ["score_stream", "score_table"]
 
 
 def score_stream(metric: str | Metric, rows: Iterable, *, chunk_size: int = 4096, engine: Any = None,
@@ -57,10 +53,10 @@ def score_stream(metric: str | Metric, rows: Iterable, *, chunk_size: int = 4096
     return _rows(metric, engine, rows, chunk_size, totals)
 
 
-def score_table(table: Any, metric: str | Metric = "bertscore", *, columns: Mapping[str, str | None] | None = None,
+def score_table(table: Any, metric: str | Metric | None = None, *, columns: Mapping[str, str | None] | None = None,
                 engine: Any = None, chunk_size: int = 4096, **options: Any) -> dict[str, list]:
-    """Score every row of ``table`` with a registered ``metric``; returns its output columns
-    (one plain value per row; e.g. ``precision``, ``recall``, ``f1`` for BERTScore).
+    """Score every row of ``table`` with a registered ``metric`` (default BERTScore); returns its
+    output columns (one plain value per row; e.g. ``precision``, ``recall``, ``f1`` for BERTScore).
 
     ``table``: a pandas DataFrame, a pyarrow Table, a ``datasets.Dataset`` or a dict of columns
     (scored in one call), or a ``datasets.IterableDataset`` / an iterable of dict rows (streamed
@@ -71,6 +67,10 @@ def score_table(table: Any, metric: str | Metric = "bertscore", *, columns: Mapp
     TypeError / ValueError naming it ("row 3").
 
     Thread-safe as the engine (every engine rapidscore builds is)."""
+    if metric is None:
+        from rapidscore.bertscore.metric import METRIC
+
+        metric = METRIC
     metric = get_metric(metric)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     engine = _engine(metric, engine, options)
@@ -104,35 +104,28 @@ def _rows(metric: Metric, engine: Any, rows: Iterable, chunk_size: int, totals: 
         yield from output_rows(outputs)
 
 
-def negative_rejection_iter(items: Iterable, threshold: float = 0.8, *, similarity_model=None,
-                            chunk_size: int = 4096, **options) -> Iterator[dict]:
-    """``{"similarity", "rejected", "best_reference"}`` per ``(generated, reference)`` item, as
-    ``rapidscore.nrr.negative_rejection`` decides them (rejected: similarity < threshold).
-    ``options`` as ``SentenceSimilarity`` (model, method, engine options)."""
-    from rapidscore.nrr.metric import METRIC
-
-    engine = METRIC.build(threshold=threshold, similarity_model=similarity_model, **options)
-    for row in score_stream(METRIC, items, chunk_size=chunk_size, engine=engine):
-        yield {"similarity": row["similarity"], "rejected": row["rejected"], "best_reference": row["best_reference"]}
-
-
-def ner_records_iter(items: Iterable, *, chunk_size: int = 1024, **options) -> Iterator[dict]:
-    """Per-record DMBertA and SemEval detail of a stream of ``(gold, predicted)`` records, as
-    ``rapidscore.ner.evaluate(...).records`` gives them (id, n_gold, n_pred, precision, recall,
-    score, matches, semeval counts, semeval_entities: each scheme's correct / incorrect / partial /
-    missed / spurious entities, repairs).
-
-    A record is a record dict (``{"id", "text", "labels"}``) or the record's entities in any
-    supported format (then numbered by stream position). ``options`` as ``evaluate``; the label
-    similarity is built once for the stream. Pass the records to :class:`NerTotals` for the corpus
-    scores."""
-    for row in score_stream("ner", items, chunk_size=chunk_size, **options):
-        yield row["record"]
+def _stream_modules() -> Iterator[ModuleType]:
+    """The ``streams`` module of each registered metric's package, where rapidscore's own
+    package has one (``rapidscore.nrr.streams``): the metrics' own stream helpers."""
+    root = __name__.partition(".")[0]
+    seen = set()
+    for metric in all_metrics():
+        package = type(metric).__module__.rpartition(".")[0]
+        if package.partition(".")[0] != root or package in seen:
+            continue
+        seen.add(package)
+        if find_spec(f"{package}.streams") is not None:
+            yield import_module(f"{package}.streams")
 
 
-def refusal_iter(responses: Iterable, method: Any = "heuristic", *, chunk_size: int = 4096,
-                 **options) -> Iterator[bool]:
-    """One refusal decision per response (True = refusal), as
-    ``rapidscore.abstention.detect_refusal`` decides them; the detector is built once."""
-    for row in score_stream("refusal", responses, chunk_size=chunk_size, method=method, **options):
-        yield row["refusal"]
+def __getattr__(name: str) -> Any:
+    """A metric's stream helper by its older name here (``negative_rejection_iter``, ...)."""
+    if not name.startswith("__"):
+        for module in _stream_modules():
+            if name in getattr(module, "__all__", ()):
+                return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *(n for module in _stream_modules() for n in getattr(module, "__all__", ()))})

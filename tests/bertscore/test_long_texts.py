@@ -461,9 +461,9 @@ def test_service_option(tiny_model_path):
     service = ScoringService(config)
     service.start()
     try:
-        assert service.bertscore is not None
+        assert service.scorer("bertscore") is not None
         requests = [corpus(seed) for seed in range(4)]
-        futures = [service.bertscore.submit(c, r) for c, r in requests]
+        futures = [service.scorer("bertscore").submit(c, r) for c, r in requests]
         direct = BERTScore(model, long_texts="window", **config.encoder_options)
         for future, (cands, refs) in zip(futures, requests):
             got, want = future.result(60), direct.score(cands, refs)

@@ -52,7 +52,7 @@ def test_a_queued_request_whose_client_left_is_dropped_and_counted_apart(tiny_se
     stats = service.batcher.stats()
     assert stats.dropped == 1
     assert stats.requests == 2  # the gate and the small request: the dropped one was never computed
-    assert stats.tokens == 1 + service.bertscore.prepare(small["candidates"], small["references"]).tokens
+    assert stats.tokens == 1 + service.scorer("bertscore").prepare(small["candidates"], small["references"]).tokens
     text = httpx.get(f"{server.url}/metrics").text
     assert 'rapidscore_requests_total{endpoint="/v1/bertscore",status="499"} 1' in text
     assert 'rapidscore_client_disconnects_total{endpoint="/v1/bertscore"} 1' in text

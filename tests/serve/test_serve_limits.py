@@ -258,7 +258,7 @@ def test_http_a_large_request_is_tokenised_off_the_event_loop(tiny_server) -> No
     import httpx
 
     server = tiny_server()
-    task = server.service.bertscore._task
+    task = server.service.scorer("bertscore")._task
     prepare = task.prepare
     on_loop: list[bool] = []
 

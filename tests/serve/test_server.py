@@ -335,10 +335,12 @@ def test_workers_make_no_padded_session_and_are_warm_when_ready(tiny_model_path)
         want.update({(solo["num_threads"], "unpadded"): True, (solo["num_threads"], "padded"): False})
     assert sessions() == want
     try:
-        futures = [service.bertscore.submit([f"a cat number {i} sat"], [f"the cat {i} is on a mat"]) for i in range(16)]
-        futures += [service.similarity.submit([f"answer {i}"], [f"reference {i}"]) for i in range(16)]
-        futures.append(service.ner([{"id": 0, "text": "Ada Lovelace met Bob", "labels": [[0, 12, "PER"]]}],
-                                   [{"id": 0, "text": "Ada Lovelace met Bob", "labels": [[0, 12, "person"]]}]))
+        bertscore = service.scorer("bertscore")
+        futures = [bertscore.submit([f"a cat number {i} sat"], [f"the cat {i} is on a mat"]) for i in range(16)]
+        futures += [service.scorer("nrr").submit([f"answer {i}"], [f"reference {i}"]) for i in range(16)]
+        futures.append(service.scorer("ner").submit(
+            [{"id": 0, "text": "Ada Lovelace met Bob", "labels": [[0, 12, "PER"]]}],
+            [{"id": 0, "text": "Ada Lovelace met Bob", "labels": [[0, 12, "person"]]}]))
         for future in futures:
             future.result(60)
         assert service.batcher.stats().batches >= 2

@@ -115,10 +115,14 @@ def test_random_paths_share_one_metrics_label_and_metrics_stays_small(live) -> N
 def test_endpoint_labels_are_the_served_routes() -> None:
     from rapidscore.serve.metrics import OTHER_ENDPOINT, endpoint_label
 
+    from rapidscore.serve.config import ServeConfig
+    from rapidscore.serve.service import ScoringService
+
+    served = ScoringService(ServeConfig(warmup=False)).paths  # every registered metric, by name and alias
     for path in ("/v1/bertscore", "/v1/nrr", "/v1/similarity", "/v1/ner", "/v1/refusal"):
-        assert endpoint_label(path, {}) == path
-    for path in ("/v1/bleu", "/v1/bertscore/", "/v1/ner/x", "/v1/", "/v1/toy", "/v1/" + "x" * 10_000):
-        assert endpoint_label(path, {}) == OTHER_ENDPOINT
+        assert endpoint_label(path, served) == path
+    for path in ("/v1/bleu", "/v1/bertscore/", "/v1/ner/x", "/v1/", "/v1/toy", "/v1/" + "x" * 10_000, "/health"):
+        assert endpoint_label(path, served) == OTHER_ENDPOINT
     assert endpoint_label("/v1/toy", {"toy": object()}) == "/v1/toy"
 
 

@@ -18,9 +18,8 @@ import numpy as np
 
 from rapidscore.abstention import reference as _ref
 from rapidscore.abstention._text import transliterate
+from rapidscore.abstention.methods import METHODS, PRESET_METHODS, SELECT_METHODS
 from rapidscore.common.inputs import as_list
-
-SELECT_METHODS = ("phrase", "keyword", "phr+kw", "heuristic")
 
 ARDITI_PHRASES: tuple[str, ...] = (
     "I'm sorry", "I am sorry", "I apologize", "As an AI", "As a language model",
@@ -458,7 +457,8 @@ class CallableDetector(Detector):
         return np.asarray(raw, dtype=bool)
 
 
-METHODS = SELECT_METHODS + tuple(PRESETS) + ("embedding",)
+if tuple(PRESETS) != PRESET_METHODS:  # one list of names: rapidscore.abstention.methods
+    raise RuntimeError(f"the preset detectors {tuple(PRESETS)} differ from methods.PRESET_METHODS {PRESET_METHODS}")
 
 
 def get_detector(method="heuristic", **kwargs) -> Detector:

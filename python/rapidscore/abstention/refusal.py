@@ -5,9 +5,20 @@ totals are the refusal rate. (The SELECT pipeline over a taxonomy is ``rapidscor
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from rapidscore.common.metric import Column, Metric, RowNames, ServingTask, Totals, relabel
+from rapidscore.abstention.methods import METHODS
+from rapidscore.common.metric import (
+    Column,
+    Metric,
+    RequestOption,
+    RowNames,
+    ServerContext,
+    ServerSetting,
+    ServingTask,
+    Totals,
+    relabel,
+)
 
 __all__ = ["RefusalMetric", "RefusalTotals", "METRIC"]
 
@@ -32,7 +43,20 @@ class RefusalTotals(Totals):
 class RefusalMetric(Metric):
     name = "refusal"
     summary = "refusal detection (True = the response refuses)"
-    inputs = (Column("response", "response", "a response, or a chain-of-thought {complete, answer} record"),)
+    inputs = (Column("response", "response", "a response, or a chain-of-thought {complete, answer} record",
+                     request_field="responses"),)
+    batch_class_names = ("RefusalBatch",)
+    request_options = (
+        RequestOption("method", str, None, "The detector (default: heuristic; over HTTP the server's "
+                      "`refusal_method`); `embedding` runs on the server's default model.", choices=METHODS),
+    )
+    server_settings = (
+        ServerSetting("refusal_method", str, "heuristic", "detector of /v1/refusal", choices=METHODS),
+    )
+    response_fields: ClassVar[dict[str, Any] | None] = {
+        "refusal": list[bool],
+        "method": str,
+    }
     outputs = ("refusal",)
     options = ("num_threads",)  # the generic command's --threads: the SELECT matcher's or the encoder's
 
@@ -73,6 +97,25 @@ class RefusalMetric(Metric):
         from rapidscore.abstention.detectors import Detector
 
         return isinstance(engine, Detector)
+
+    def serve_engine(self, server: ServerContext, options: Mapping[str, Any], encoder: Mapping[str, Any]) -> Any:
+        from rapidscore.abstention.detectors import get_detector
+
+        method = options.get("method") or server.setting("refusal_method")
+        if method != "embedding":
+            return get_detector(method)
+        # the unpadded graph, which the batched scorers run too: no second copy of the weights
+        return get_detector(method, model=server.default_model, **dict(encoder, unpadded=True))
+
+    def serve_request(self, server: ServerContext, columns: dict[str, Any],
+                      options: Mapping[str, Any]) -> tuple[tuple, dict]:
+        return (columns["response"],), {}
+
+    def serve_response(self, server: ServerContext, result: Any, engine: Any, options: Mapping[str, Any]) -> dict:
+        return {"refusal": result.tolist(), "method": options.get("method") or server.setting("refusal_method")}
+
+    def serve_warm_up(self, server: ServerContext, scorer: Any) -> None:
+        scorer.warm_up(["I'm sorry, I can't help with that."], repeats=1)
 
 
 METRIC = RefusalMetric()

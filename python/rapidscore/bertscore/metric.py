@@ -5,12 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     import numpy as np
 
-from rapidscore.common.metric import Column, Metric, RequestOption, RowNames, ServingTask, Totals, check_pairs
+from rapidscore.bertscore.dataset_pass import count_documents, merge_document_counts
+from rapidscore.common.metric import (
+    Column,
+    DatasetPass,
+    Metric,
+    RequestOption,
+    RowNames,
+    ServerContext,
+    ServerSetting,
+    ServingTask,
+    Totals,
+    check_pairs,
+)
 
 __all__ = ["BERTScoreMetric", "BERTScoreEngine", "METRIC"]
 
@@ -54,18 +66,42 @@ class MeanTotals(Totals):
 class BERTScoreMetric(Metric):
     name = "bertscore"
     summary = "BERTScore precision, recall and F1 (bert-score compatible)"
-    inputs = (Column("candidate", "text", "the text scored"),
-              Column("reference", "texts", "its reference, or a list of references (best P, R, F1)"))
+    inputs = (Column("candidate", "text", "the text scored", request_field="candidates"),
+              Column("reference", "texts", "its reference, or a list of references (best P, R, F1)",
+                     request_field="references"))
     outputs = ("precision", "recall", "f1")
     options = ("idf", "reference_batch_size", "memory_budget")
     command = "rapidscore.bertscore.cli"
     takes_solo = True
+    batch_class_names = ("BERTScoreBatch",)
+    dataset_pass = DatasetPass("idf", "reference", count_documents, merge_document_counts)
     request_options = (
         RequestOption("idf", bool, False, "Weight tokens by idf computed from this request's references, as "
                       "BERTScore(idf=True).score does."),
-        RequestOption("rescale_with_baseline", bool, False, "Rescale with the served model's published baseline "
-                      "(English, as bert-score's lang='en'); a model without one is a 400."),
+        RequestOption("idf_file", str, None, "Weight tokens by the idf file the server loaded at start under this "
+                      "name (`--idf-file`; its file name without the extension).", among="idf_files"),
+        RequestOption("rescale_with_baseline", bool, False, "Rescale with the model's published baseline of "
+                      "`lang`; a model without one is a 400."),
+        RequestOption("lang", str, None, "The baseline's language (default en when rescaling); the model "
+                      "stays the request's `model`."),
+        RequestOption("model", str, None, "One of the models the server was started with (`--model`, "
+                      "repeatable); default the first.", among="models"),
+        RequestOption("num_layers", int, None, "One of the layers the server loaded for the model (`--layer`, "
+                      "repeatable); default the first.", among="layers", minimum=0),
+        RequestOption("long_texts", str, None, "Texts longer than the model: `truncate`, or `window` (every "
+                      "token embedded in overlapping windows); default the server's.", choices=("truncate", "window")),
+        RequestOption("reference_batch_size", int, None, "Reproduce bert-score's padding artefact of batches of "
+                      "this size, digit for digit (its `batch_size`).", minimum=1, per_request=True),
     )
+    server_settings = (
+        ServerSetting("idf_file", str, None, "an idf file (rapidscore bertscore --write-idf, or "
+                      "DocumentFrequencies.save) requests may name by its file name (repeatable)", repeated=True),
+    )
+    response_fields: ClassVar[dict[str, Any] | None] = {
+        "precision": list[float],
+        "recall": list[float], "f1": list[float],
+        "signature": str,
+    }
 
     def build(self, *, idf: Any = None, reference_batch_size: int | None = None, memory_budget: int | None = None,
               **scorer_options: Any) -> BERTScoreEngine:
@@ -120,6 +156,22 @@ class BERTScoreMetric(Metric):
         from rapidscore.bertscore.serving import BERTScoreTask
 
         return BERTScoreTask(engine, solo)
+
+    def serve_engine(self, server: ServerContext, options: Mapping[str, Any], encoder: Mapping[str, Any]) -> Any:
+        from rapidscore.bertscore.serving import serving_scorer
+
+        return serving_scorer(server, options, encoder)
+
+    def serve_request(self, server: ServerContext, columns: dict[str, Any],
+                      options: Mapping[str, Any]) -> tuple[tuple, dict]:
+        return (columns["candidate"], columns["reference"]), {"reference_batch_size": options["reference_batch_size"]}
+
+    def serve_response(self, server: ServerContext, result: Any, engine: Any, options: Mapping[str, Any]) -> dict:
+        return {"precision": result.precision.tolist(), "recall": result.recall.tolist(), "f1": result.f1.tolist(),
+                "signature": result.signature}
+
+    def serve_warm_up(self, server: ServerContext, scorer: Any) -> None:
+        scorer.warm_up(["The cat sat on the mat."], ["A cat was sitting on the mat."])
 
     def serves(self, engine: Any) -> bool:
         from rapidscore.bertscore import BERTScore

@@ -9,7 +9,43 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BERTScoreTask"]
+__all__ = ["BERTScoreTask", "serving_scorer"]
+
+
+def serving_scorer(server: Any, options: Any, encoder: Any) -> Any:
+    """The ``BERTScore`` a server scores requests with, under a request's engine options
+    (``BERTScoreMetric.request_options``): the served model and layer it names, idf (from each
+    request's references, or an idf file loaded at start), rescaling with ``lang``'s baseline
+    (en by default), long texts. The encoder is the process's shared one (``get_encoder``)."""
+    from rapidscore.bertscore import BERTScore
+    from rapidscore.bertscore.idf import DocumentFrequencies
+
+    model = options.get("model") or server.default_model
+    layer = server.layer_of(model, options.get("num_layers"))
+    idf: Any = bool(options.get("idf"))
+    if options.get("idf_file") is not None:
+        if idf:
+            raise _field_error("idf_file", "give idf (weights from the request's references) or idf_file, not both")
+        try:
+            counts = DocumentFrequencies.load(server.idf_file(options["idf_file"]))
+            counts.check_model(model)
+        except (ValueError, OSError) as exc:
+            raise _field_error("idf_file", str(exc)) from None
+        idf = counts.idf()
+    rescale = bool(options.get("rescale_with_baseline"))
+    lang = options.get("lang") or ("en" if rescale else None)
+    try:
+        return BERTScore(model, layer, idf=idf, rescale_with_baseline=rescale, lang=lang,
+                         long_texts=options.get("long_texts") or server.setting("long_texts"), **encoder)
+    except (ValueError, OSError) as exc:  # no baseline for the model or language
+        field = "rescale_with_baseline" if rescale else next(iter(options), "model")
+        raise _field_error(field, str(exc)) from None
+
+
+def _field_error(field: str, message: str) -> ValueError:
+    error = ValueError(f"{field}: {message}")
+    setattr(error, "field", field)  # noqa: B010 - read by the HTTP layer with getattr
+    return error
 
 
 class BERTScoreTask:
@@ -24,7 +60,12 @@ class BERTScoreTask:
         self.solo = solo
         self.encoder = scorer.encoder
 
-    def prepare(self, cands: Sequence[str], refs: Any, *, limits: Any = None) -> tuple[Any, int]:
+    def prepare(self, cands: Sequence[str], refs: Any, *, reference_batch_size: int | None = None,
+                limits: Any = None) -> tuple[Any, int]:
+        from rapidscore.errors import check_positive_int
+
+        if reference_batch_size is not None:
+            reference_batch_size = check_positive_int(reference_batch_size, "reference_batch_size")
         plan = self.scorer.plan(cands, refs)
         if limits is not None:  # before tokenising: a count of what was sent
             limits.check_texts(plan.n_candidates + len(plan.pairs), "references", "candidates and references")
@@ -32,7 +73,7 @@ class BERTScoreTask:
         tokens = sum(len(i) for i in ids)
         if limits is not None:
             limits.check_tokens(tokens, "references", "its distinct texts tokenised")
-        return (plan, ids, truncated), tokens
+        return (plan, ids, truncated, reference_batch_size), tokens
 
     @staticmethod
     def units(payload: Any) -> np.ndarray:
@@ -47,7 +88,7 @@ class BERTScoreTask:
     def finish_pieces(self, payload: Any, stores: list, alone: bool) -> Any:
         from rapidscore.encoder.store import TokenStore
 
-        plan, ids, truncated = payload
+        plan, ids, truncated, reference_batch_size = payload
         scorer = self.solo if alone and self.solo is not None else self.scorer
         lengths = self.units(payload)
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
@@ -61,7 +102,7 @@ class BERTScoreTask:
             embeddings = torch.cat([store.embeddings for store in stores], dim=-2)
         store = TokenStore(ids=np.concatenate([store.ids for store in stores]), offsets=offsets,
                            embeddings=embeddings, order=np.arange(len(ids), dtype=np.int64), truncated=truncated)
-        return scorer.finish(plan, store)
+        return scorer.finish(plan, store, reference_batch_size=reference_batch_size)
 
     def run(self, payloads: list, alone: bool) -> list:
         from rapidscore.encoder.store import TokenStore, row_ranges
@@ -70,7 +111,7 @@ class BERTScoreTask:
         union: dict[str, int] = {}
         union_ids: list[np.ndarray] = []
         positions = []
-        for plan, ids, _ in payloads:
+        for plan, ids, _, _ in payloads:
             index = np.empty(len(plan.texts), dtype=np.int64)
             for k, text in enumerate(plan.texts):
                 slot = union.setdefault(text, len(union))
@@ -81,11 +122,11 @@ class BERTScoreTask:
         # Unpadded where the encoder has that graph: the batch's sentences of every length in one
         # call, no padding (bit-identical to the padded graph a direct call runs).
         store = scorer.encoder.embed_ids(union_ids, unpadded=True)
-        if scorer.weights_fixed:
-            return scorer.finish_plans([plan for plan, _, _ in payloads], store, positions,
-                                       [truncated for _, _, truncated in payloads])
+        if scorer.weights_fixed and all(payload[3] is None for payload in payloads):
+            return scorer.finish_plans([plan for plan, _, _, _ in payloads], store, positions,
+                                       [truncated for _, _, truncated, _ in payloads])
         results = []
-        for (plan, _, truncated), index in zip(payloads, positions):
+        for (plan, _, truncated, reference_batch_size), index in zip(payloads, positions):
             # The request's own sentences, in its plan's order: a store like a direct call's.
             lengths = store.lengths()[index]
             offsets = np.zeros(len(index) + 1, dtype=np.int64)
@@ -93,5 +134,5 @@ class BERTScoreTask:
             rows = row_ranges(store.offsets[index], lengths)
             own = TokenStore(ids=store.ids[rows], offsets=offsets, embeddings=store.embeddings[..., rows, :],
                              order=np.arange(len(index), dtype=np.int64), truncated=truncated)
-            results.append(scorer.finish(plan, own))
+            results.append(scorer.finish(plan, own, reference_batch_size=reference_batch_size))
         return results

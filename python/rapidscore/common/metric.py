@@ -22,8 +22,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from rapidscore.common.stream import check_pair, chunks
 from rapidscore.errors import RapidscoreError
 
-__all__ = ["Column", "RequestOption", "Metric", "Totals", "ColumnError", "RowNames", "ServingTask", "PiecewiseTask",
-           "check_columns", "request_option_table",
+__all__ = ["Column", "RequestOption", "ServerSetting", "DatasetPass", "Metric", "ServerContext", "Totals",
+           "ColumnError", "RowNames", "ServingTask", "PiecewiseTask", "check_columns", "request_option_table",
            "check_pairs", "relabel", "output_rows", "plain_column"]
 
 
@@ -70,6 +70,18 @@ class Column:
     kind: str
     help: str = ""
     optional: bool = False
+    #: the field of an HTTP request that holds the column (one value per row); default ``name``
+    request_field: str | None = None
+    #: the keyword of the metric's Ray batch class naming the batch column; default ``NAME_column``
+    keyword: str | None = None
+
+    @property
+    def field(self) -> str:
+        return self.request_field or self.name
+
+    @property
+    def column_keyword(self) -> str:
+        return self.keyword or f"{self.name}_column"
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,75 @@ class RequestOption:
     choices: tuple[str, ...] | None = None
     minimum: float | None = None
     maximum: float | None = None
+    #: the serving task takes the option with each request (no engine of its own per value:
+    #: numbers such as a threshold); otherwise each value is scored by an engine built with it
+    per_request: bool = False
+    #: the value must be one the server loaded at start: ``"models"`` (a served model),
+    #: ``"layers"`` (a served layer of the chosen model), ``"idf_files"`` (an idf file loaded
+    #: at start, by name); another value is a 400 listing those served
+    among: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerSetting:
+    """A setting a metric fixes when a server starts (``rapidscore serve --FLAG``, a key of its
+    settings file, a ``ServeConfig`` keyword): its name (the key; the flag is the name with
+    dashes), type, default, documentation, bounds. A request option of the same meaning falls
+    back to it (NRR's ``threshold`` to ``similarity_threshold``)."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    #: may be given several times (``--idf-file A --idf-file B``): a tuple of values
+    repeated: bool = False
+
+    def check(self, value: Any) -> Any:
+        """``value`` checked against the declaration (ValueError naming the setting)."""
+        if self.repeated:
+            if isinstance(value, str) or not isinstance(value, (list, tuple)):
+                value = (value,)
+            return tuple(self._check_one(item) for item in value)
+        return self._check_one(value)
+
+    def _check_one(self, value: Any) -> Any:
+        import math
+
+        expected = self.type
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if value is None and self.default is None:
+            return None
+        if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
+            raise ValueError(f"{self.name} must be {expected.__name__}, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(f"{self.name} must be one of {self.choices}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{self.name} must be finite, got {value!r}")
+        number: Any = value
+        if (self.minimum is not None and number < self.minimum) or (self.maximum is not None and number > self.maximum):
+            raise ValueError(f"{self.name} must be in [{self.minimum}, {self.maximum}], got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class DatasetPass:
+    """A first pass over a whole dataset that fills a build option before any row is scored
+    (BERTScore's ``idf=True``: the document counts of every reference). Front ends that score a
+    dataset in parts (Ray) run ``count`` per block, in parallel, and ``merge`` the partials.
+
+    ``option``: the build option it fills when that option is ``True``; ``column``: the input
+    column it reads; ``count(values, options) -> partial`` (values: the column's cells of one
+    block; options: the other build options); ``merge(partials) -> value``. Both module-level
+    functions (they travel to workers)."""
+
+    option: str
+    column: str
+    count: Callable[[list, dict], Any]
+    merge: Callable[[list], Any]
 
 
 class Totals:
@@ -133,6 +214,32 @@ class PiecewiseTask(ServingTask, Protocol):
     def finish_pieces(self, payload: Any, partials: list, alone: bool) -> Any: ...
 
 
+class ServerContext(Protocol):
+    """What a server fixed at start, as a metric's serving hooks see it
+    (``rapidscore.serve.service.ScoringService`` is one)."""
+
+    def setting(self, name: str) -> Any:
+        """The value of a :class:`ServerSetting` (any metric's) this server runs with."""
+        ...
+
+    @property
+    def default_model(self) -> str:
+        """The model of a request that names none (the first served)."""
+        ...
+
+    def layer_of(self, model: str, num_layers: int | None) -> int | None:
+        """The served layer of ``model`` a request chose (None: the model's first served)."""
+        ...
+
+    def idf_file(self, name: str) -> str:
+        """The path of the idf file loaded at start under ``name``."""
+        ...
+
+    def encoder_options(self, solo: bool = False) -> dict | None:
+        """The engine keywords of the workers' engines (``solo``: of lone batches; None: none)."""
+        ...
+
+
 class Metric:
     """One metric, defined once. Subclasses set the class attributes and implement
     :meth:`build` and :meth:`score`; :meth:`totals` and :meth:`serving_task` have defaults.
@@ -156,8 +263,16 @@ class Metric:
     command: ClassVar[str | None] = None
     #: whether ``serving_task`` takes a ``solo`` engine (the same engine with more threads)
     takes_solo: ClassVar[bool] = False
-    #: the options a caller may set per request (the service's request fields)
+    #: the options a caller may set per request (the service's request fields; the generic
+    #: command's flags): each is a keyword of :meth:`build` too
     request_options: ClassVar[tuple[RequestOption, ...]] = ()
+    #: what a server fixes at start for this metric (``rapidscore serve`` flags)
+    server_settings: ClassVar[tuple[ServerSetting, ...]] = ()
+    #: a pass over a whole dataset that fills a build option (None: none)
+    dataset_pass: ClassVar[DatasetPass | None] = None
+    #: the names of the metric's Ray batch class (``rapidscore.integrations.ray.<name>``); the
+    #: first is its own, later ones older names. Default: ``MetricBatch`` with ``metric=``
+    batch_class_names: ClassVar[tuple[str, ...]] = ()
 
     def build(self, **options: Any) -> Any:
         """The engine (model loaded once, options checked): reused for every chunk."""
@@ -210,6 +325,37 @@ class Metric:
         """How the service batches this metric's requests (:class:`ServingTask`): by default
         each request's rows are scored alone, in the worker."""
         return RowsTask(self, engine)
+
+    # -- serving: what the HTTP service builds from the declarations above -------------------
+    #: the response's fields and their types (the OpenAPI schema); None: each output column as
+    #: a list, and ``signature``
+    response_fields: ClassVar[dict[str, Any] | None] = None
+    #: every row has a value in each required column (their lengths must agree; NER's records
+    #: are joined by id instead)
+    aligned_rows: ClassVar[bool] = True
+
+    def serve_engine(self, server: ServerContext, options: Mapping[str, Any], encoder: Mapping[str, Any]) -> Any:
+        """The engine a server scores requests with, built with a request's engine options
+        (the :attr:`request_options` that are not ``per_request``, at their non-default values)
+        and the server's ``encoder`` keywords; what :meth:`serving_task` takes. Default:
+        ``build(**options)``."""
+        return self.build(**options)
+
+    def serve_request(self, server: ServerContext, columns: dict[str, Any],
+                      options: Mapping[str, Any]) -> tuple[tuple, dict]:
+        """The arguments of the serving task's ``prepare`` for one request: its columns (by
+        input name) and its ``per_request`` options. Default: the columns (:class:`RowsTask`)."""
+        return (columns,), {}
+
+    def serve_response(self, server: ServerContext, result: Any, engine: Any, options: Mapping[str, Any]) -> dict:
+        """The JSON document of a request's result. Default: each output column and the
+        signature."""
+        document = {name: plain_column(result[name]) for name in self.outputs if name in result}
+        return {**document, "signature": self.signature(engine)}
+
+    def serve_warm_up(self, server: ServerContext, scorer: Any) -> None:
+        """Run a small request through ``scorer`` (a ``BatchingScorer``) before the server turns
+        ready; default: nothing."""
 
     def __repr__(self) -> str:
         return f"<metric {self.name!r}>"

@@ -49,20 +49,34 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 __all__ = ["BERTScoreModule", "NRRModule", "module_path", "MODULES"]
 
-# name -> the module script that evaluate.load reads (it imports its class from here)
-MODULES = {"bertscore": "rapidscore_bertscore", "nrr": "rapidscore_nrr"}
-_ALIASES = {"similarity": "nrr"}
 _SCRIPTS = Path(__file__).resolve().parent / "evaluate_modules"
 
 
+def _declared_modules() -> tuple[dict[str, str], dict[str, str]]:
+    """The module scripts (registered metric name -> the script's name, ``rapidscore_<name>``,
+    for each metric that has one in ``evaluate_modules/``) and their metrics' older names
+    (alias -> name), from the registry (``rapidscore.metrics``)."""
+    from rapidscore.metrics import all_metrics
+
+    modules = {m.name: f"rapidscore_{m.name}" for m in all_metrics()
+               if (_SCRIPTS / f"rapidscore_{m.name}.py").is_file()}
+    aliases = {alias: m.name for m in all_metrics() if m.name in modules for alias in m.aliases}
+    return modules, aliases
+
+
+# name -> the module script that evaluate.load reads (it imports its class from here)
+MODULES, _ALIASES = _declared_modules()
+
 
 def module_path(name: str = "bertscore") -> str:
-    """The path of the module script of ``name`` (``"bertscore"``, ``"nrr"`` or its alias
-    ``"similarity"``) for ``evaluate.load(path)``. Thread-safe (a pure function)."""
+    """The path of the module script of ``name`` (a metric with a script: ``"bertscore"``,
+    ``"nrr"``, or an older name of one: ``"similarity"``) for ``evaluate.load(path)``.
+    Thread-safe (a pure function)."""
     key = _ALIASES.get(name, name)
     if key not in MODULES:
-        raise ValueError(f"unknown rapidscore evaluation module {name!r}: the modules are {sorted(MODULES)} "
-                         f"(alias 'similarity' for 'nrr')")
+        aliases = ", ".join(f"alias {alias!r} for {target!r}" for alias, target in sorted(_ALIASES.items()))
+        raise ValueError(f"unknown rapidscore evaluation module {name!r}: the modules are {sorted(MODULES)}"
+                         + (f" ({aliases})" if aliases else ""))
     return str(_SCRIPTS / f"{MODULES[key]}.py")
 
 

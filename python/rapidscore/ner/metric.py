@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from rapidscore.common.metric import Column, Metric, RowNames, Totals
+from rapidscore.common.metric import Column, Metric, RequestOption, RowNames, ServerContext, ServerSetting, Totals
+from rapidscore.ner.formats import FORMATS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -107,14 +108,50 @@ class NERMetric(Metric):
     name = "ner"
     summary = "NER evaluation with DMBertA and SemEval schemes"
     inputs = (Column("gold", "entities", "a record's gold entities (any format rapidscore.ner reads), or the record"),
-              Column("predicted", "entities", "its predicted entities, or the predicted record"),
-              Column("text", "text", "the record's text, where the entity format needs it", optional=True))
+              Column("predicted", "entities", "its predicted entities, or the predicted record",
+                     request_field="predictions"),
+              Column("text", "text", "the record's text, where the entity format needs it", optional=True,
+                     request_field="texts"))
     outputs = ("n_gold", "n_pred", "precision", "recall", "score",
                "strict_correct", "strict_incorrect", "strict_partial", "strict_missed", "strict_spurious",
                "exact_correct", "exact_incorrect", "exact_partial", "exact_missed", "exact_spurious",
                "partial_correct", "partial_incorrect", "partial_partial", "partial_missed", "partial_spurious",
                "type_correct", "type_incorrect", "type_partial", "type_missed", "type_spurious")
     row_noun = "record"
+    batch_class_names = ("NERBatch",)
+    aligned_rows = False  # records are joined by id (or position), not row by row
+    request_options = (
+        RequestOption("format", str, "auto", "The entity format of both sides (`auto`: detected per record).",
+                      choices=FORMATS, per_request=True),
+        RequestOption("gold_format", str, None, "The gold side's format where it differs.", choices=FORMATS,
+                      per_request=True),
+        RequestOption("label_similarity", str, None, "How labels compare: `embedding` cosine or `exact`; default "
+                      "the server's `ner_label_similarity`.", choices=("embedding", "exact")),
+        RequestOption("label_model", str, None, "The model that embeds labels: one the server was started with "
+                      "(`--model`); default the first.", among="models"),
+        RequestOption("min_jaccard", float, 0.0, "Aligned spans overlap at least this much (Jaccard).", minimum=0.0,
+                      maximum=1.0, per_request=True),
+        RequestOption("min_overlap_percent", float, 1.0, "SemEval's partial match: the least overlap, in percent.",
+                      minimum=0.0, maximum=100.0, per_request=True),
+        RequestOption("semeval_matching", str, "optimal", "SemEval matching: `optimal`, or nervaluate's greedy "
+                      "order.", choices=("optimal", "nervaluate"), per_request=True),
+        RequestOption("records", bool, False, "Include per-record detail in the answer.", per_request=True),
+    )
+    server_settings = (
+        ServerSetting("ner_label_similarity", str, "embedding", "label similarity of /v1/ner",
+                      choices=("embedding", "exact")),
+    )
+    response_fields: ClassVar[dict[str, Any] | None] = {
+        "n_records": int,
+        "dmberta": dict,
+        "semeval": dict,
+        "semeval_by_type": dict,
+        "per_label": dict,
+        "repairs": Any,
+        "settings": dict,
+        "signature": str,
+        "records": list | None,
+    }
     command = "rapidscore.ner.cli"
 
     def build(self, *, label_similarity: Any = "embedding", **options: Any) -> NEREngine:
@@ -158,6 +195,38 @@ class NERMetric(Metric):
 
     def totals(self) -> NerTotals:
         return NerTotals()
+
+    def serving_task(self, engine: Any, solo: Any = None) -> Any:
+        from rapidscore.common.metric import RowsTask
+        from rapidscore.ner.serving import NERServing, NERTask
+
+        return NERTask(engine) if isinstance(engine, NERServing) else RowsTask(self, engine)
+
+    def serve_engine(self, server: ServerContext, options: Mapping[str, Any], encoder: Mapping[str, Any]) -> Any:
+        from rapidscore.ner.serving import NERServing
+
+        label_similarity = options.get("label_similarity") or server.setting("ner_label_similarity")
+        # the label encoder through the unpadded graph, which the batched scorers run too: the
+        # workers never make the padded graph's session (a second copy of the weights)
+        return NERServing(label_similarity, dict(encoder, unpadded=True,
+                                                 label_model=options.get("label_model") or server.default_model))
+
+    def serve_request(self, server: ServerContext, columns: dict[str, Any],
+                      options: Mapping[str, Any]) -> tuple[tuple, dict]:
+        call = {name: options[name] for name in ("format", "min_jaccard", "min_overlap_percent", "semeval_matching")}
+        if options["gold_format"] is not None:
+            call["gold_format"] = options["gold_format"]
+        if columns.get("text") is not None:
+            call["texts"] = columns["text"]
+        return (columns["gold"], columns["predicted"]), call
+
+    def serve_response(self, server: ServerContext, result: Any, engine: Any, options: Mapping[str, Any]) -> dict:
+        return result.to_dict(records=options["records"])
+
+    def serve_warm_up(self, server: ServerContext, scorer: Any) -> None:
+        if scorer.scorer.label_similarity == "embedding":
+            scorer.score([{"id": 0, "text": "Ada Lovelace", "labels": [[0, 3, "PER"]]}],
+                         [{"id": 0, "text": "Ada Lovelace", "labels": [[0, 12, "person"]]}])
 
 
 def _row_named_in(message: str, offset: int, n_rows: int) -> int | None:

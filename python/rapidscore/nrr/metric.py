@@ -6,12 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     import numpy as np
 
-from rapidscore.common.metric import Column, Metric, RowNames, ServingTask, Totals, check_pairs
+from rapidscore.common.metric import (
+    Column,
+    Metric,
+    RequestOption,
+    RowNames,
+    ServerContext,
+    ServerSetting,
+    ServingTask,
+    Totals,
+    check_pairs,
+)
 
 __all__ = ["NRRMetric", "SimilarityEngine", "RateCounter", "METRIC"]
 
@@ -65,12 +75,34 @@ class NRRMetric(Metric):
     name = "nrr"
     aliases = ("similarity",)
     summary = "semantic similarity and the Negative Rejection Rate"
-    inputs = (Column("generated", "text", "the generated answer"),
-              Column("reference", "texts", "its ground truth, or a list of them (the best counts)"))
+    inputs = (Column("generated", "text", "the generated answer", keyword="text_column"),
+              Column("reference", "texts", "its ground truth, or a list of them (the best counts)",
+                     request_field="references"))
     outputs = ("similarity", "best_reference", "rejected")
     options = ("threshold",)
     command = "rapidscore.nrr.cli"
     takes_solo = True
+    batch_class_names = ("NRRBatch", "SimilarityBatch")
+    request_options = (
+        RequestOption("threshold", float, None, "Rejected when the similarity is below it (default: the server's "
+                      "`similarity_threshold`).", minimum=-1.0, maximum=1.0, per_request=True),
+        RequestOption("model", str, None, "One of the models the server was started with (`--model`, "
+                      "repeatable); default the first.", among="models"),
+    )
+    server_settings = (
+        ServerSetting("similarity_method", str, "embedding", "similarity of /v1/nrr: sentence-embedding cosine, or "
+                      "BERTScore F1", choices=("embedding", "bertscore")),
+        ServerSetting("similarity_threshold", float, 0.8, "NRR threshold of requests that name none",
+                      minimum=-1.0, maximum=1.0),
+    )
+    response_fields: ClassVar[dict[str, Any] | None] = {
+        "similarities": list[float],
+        "rejected": list[bool],
+        "rate": float,
+        "best_reference": list[int],
+        "threshold": float,
+        "signature": str,
+    }
 
     def build(self, *, threshold: float | None = None, similarity_model: Any = None,
               **options: Any) -> SimilarityEngine:
@@ -120,6 +152,27 @@ class NRRMetric(Metric):
         from rapidscore.nrr.scoring import SentenceSimilarity
 
         return isinstance(engine, SentenceSimilarity)
+
+    def serve_engine(self, server: ServerContext, options: Mapping[str, Any], encoder: Mapping[str, Any]) -> Any:
+        from rapidscore.nrr.scoring import SentenceSimilarity
+
+        return SentenceSimilarity(options.get("model") or server.default_model, server.setting("similarity_method"),
+                                  **encoder)
+
+    def serve_request(self, server: ServerContext, columns: dict[str, Any],
+                      options: Mapping[str, Any]) -> tuple[tuple, dict]:
+        threshold = options["threshold"]
+        return (columns["generated"], columns["reference"]), {
+            "threshold": server.setting("similarity_threshold") if threshold is None else threshold}
+
+    def serve_response(self, server: ServerContext, result: Any, engine: Any, options: Mapping[str, Any]) -> dict:
+        return {"similarities": result.similarities.tolist(), "rejected": result.rejected.tolist(),
+                "rate": result.rate, "best_reference": result.best_reference.tolist(),
+                "threshold": result.threshold, "signature": result.signature}
+
+    def serve_warm_up(self, server: ServerContext, scorer: Any) -> None:
+        scorer.warm_up(["The cat sat on the mat."], ["A cat was sitting on the mat."],
+                       threshold=server.setting("similarity_threshold"))
 
 
 METRIC = NRRMetric()

@@ -1,24 +1,25 @@
 """The HTTP scoring service: a FastAPI application over a :class:`ScoringService`.
 
-``POST /v1/bertscore``, ``/v1/similarity``, ``/v1/ner``, ``/v1/refusal``; ``GET /health`` (200
-once warm, 503 before), ``/metrics`` (Prometheus text) and ``/openapi.json``. Bad input: 400
-naming the field; a body or a list over the limits: 413; a full queue: 503 with Retry-After.
-Needs the ``[serve]`` extra (fastapi, uvicorn).
+``POST /v1/NAME`` for every served metric (its name and each alias: ``/v1/bertscore``,
+``/v1/nrr`` and ``/v1/similarity``, ``/v1/ner``, ``/v1/refusal``, and any registered one), each
+route made by one factory from the metric's declaration (request and response models, options,
+OpenAPI entry); ``GET /health`` (200 once warm, 503 before), ``/metrics`` (Prometheus text) and
+``/openapi.json``. Bad input: 400 naming the field; a body or a list over the limits: 413; a full
+queue: 503 with Retry-After. Needs the ``[serve]`` extra (fastapi, uvicorn).
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import math
 import time
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
-from rapidscore.common.metric import plain_column
 from rapidscore.errors import OverloadedError
-from rapidscore.ner.formats import FORMATS as ENTITY_FORMATS
-from rapidscore.serve.batching import BatchingScorer, RequestTooLargeError
+from rapidscore.serve.batching import RequestTooLargeError
 from rapidscore.serve.config import ServeConfig
 from rapidscore.serve.disconnects import CLIENT_GONE, ClientDisconnects
 from rapidscore.serve.security import install_access_control
@@ -32,7 +33,7 @@ try:
 except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(f"rapidscore serve needs the [serve] extra: pip install 'rapidscore[serve]' ({exc})") from exc
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "request_model", "response_model"]
 
 Text = Annotated[str, Field(max_length=100_000)]
 ReferenceCell = Union[Text, Annotated[list[Text], Field(min_length=1)]]
@@ -41,92 +42,68 @@ ReferenceCell = Union[Text, Annotated[list[Text], Field(min_length=1)]]
 class StrictRequest(BaseModel):
     """A request body: a field the server does not know is a 400 naming it ("Extra inputs are not
     permitted"), never ignored: a client asking for an option this server does not apply
-    (``rescale_with_baseline``, ``idf``) must not get a 200 with numbers computed without it."""
+    must not get a 200 with numbers computed without it."""
 
     model_config = ConfigDict(extra="forbid")
 
 
-def _request_model(name: str, base: type[BaseModel], metric: str) -> type[BaseModel]:
-    """``base`` (the request's columns) with a field per option the metric declares
-    (``Metric.request_options``): the request schema, its validation and its OpenAPI entry come
-    from the metric's own declaration."""
-    from pydantic import create_model
+class ResponseItem(StrictRequest):
+    """A chain-of-thought response: its ``answer`` is judged."""
 
-    from rapidscore.metrics import get_metric
-
-    fields: dict[str, Any] = {}
-    for option in get_metric(metric).request_options:
-        annotation: Any = Literal[option.choices] if option.choices else option.type
-        fields[option.name] = (annotation, Field(default=option.default, description=option.help, strict=True,
-                                                 ge=option.minimum, le=option.maximum))
-    return create_model(name, __base__=base, **fields)
-
-
-class BERTScoreColumns(StrictRequest):
-    candidates: list[Text] = Field(description="Candidate sentences.")
-    references: list[ReferenceCell] = Field(
-        description="One reference per candidate: a string, or a list of strings (best P, R, F1 each).")
-
-
-if TYPE_CHECKING:  # the checker sees the columns; the handler reads the options by name
-    BERTScoreRequest = BERTScoreColumns
-else:
-    BERTScoreRequest = _request_model("BERTScoreRequest", BERTScoreColumns, "bertscore")
-
-
-class BERTScoreResponse(BaseModel):
-    precision: list[float]
-    recall: list[float]
-    f1: list[float]
-    signature: str
-
-
-class SimilarityRequest(StrictRequest):
-    generated: list[Text] = Field(min_length=1, description="Generated answers.")
-    references: list[ReferenceCell] = Field(description="Ground truth per answer: a string or a list of strings.")
-    threshold: float | None = Field(default=None, ge=-1.0, le=1.0, strict=True,  # strict: true is not 1.0
-                                    description="Rejected when the similarity is below it (default: the server's).")
-
-
-class SimilarityResponse(BaseModel):
-    similarities: list[float]
-    rejected: list[bool]
-    rate: float = Field(description="Negative Rejection Rate: the fraction rejected.")
-    best_reference: list[int]
-    threshold: float
-    signature: str
-
-
-# ner's own list, so that the two never drift (tests/serve/test_strict_requests.py ties them)
-EntityFormat = Literal[ENTITY_FORMATS]  # type: ignore[valid-type]
-
-
-class NERRequest(StrictRequest):
-    gold: list[Any] = Field(description="Gold records ({id, text, labels}) or per-record entity lists.")
-    predictions: list[Any] = Field(description="Predicted records or entity lists, joined to gold by id or position.")
-    texts: list[Text | None] | None = None
-    format: EntityFormat = "auto"
-    gold_format: EntityFormat | None = None
-    label_similarity: Literal["embedding", "exact"] | None = None
-    min_jaccard: float = Field(default=0.0, ge=0.0, le=1.0, strict=True)
-    min_overlap_percent: float = Field(default=1.0, ge=0.0, le=100.0, strict=True)
-    semeval_matching: Literal["optimal", "nervaluate"] = "optimal"
-    records: bool = Field(default=False, strict=True, description="Include per-record detail.")
-
-
-class RefusalResponseItem(StrictRequest):
     answer: Text
     complete: Text | None = None
 
 
-class RefusalRequest(StrictRequest):
-    responses: list[Text | RefusalResponseItem] = Field(
-        description="Responses, or chain-of-thought records whose 'answer' is judged.")
+# a request field's type per column kind (``Column.kind``): one value per row
+_CELL_TYPES: dict[str, Any] = {"text": Text, "texts": ReferenceCell, "entities": Any, "any": Any,
+                               "response": Union[Text, ResponseItem]}
 
 
-class RefusalResponse(BaseModel):
-    refusal: list[bool]
-    method: str
+def _model_name(metric: Any, suffix: str) -> str:
+    """``BERTScoreMetric`` -> ``BERTScoreRequest``; a metric class of another name: its name."""
+    stem = type(metric).__name__
+    return (stem[:-len("Metric")] if stem.endswith("Metric") and stem != "Metric" else stem) + suffix
+
+
+def request_model(metric: Any) -> type[BaseModel]:
+    """The request body of ``metric``'s route, from its declaration: one list field per input
+    column (``Column.request_field``) and one field per request option (type, bounds, default
+    and documentation from ``Metric.request_options``), strict (an unknown field is a 400)."""
+    from pydantic import create_model
+
+    fields: dict[str, Any] = {}
+    for column in metric.inputs:
+        cell: Any = _CELL_TYPES.get(column.kind, Any)
+        if column.optional:
+            fields[column.field] = (Optional[list[Optional[cell]]], Field(default=None, description=column.help))
+        else:
+            fields[column.field] = (list[cell], Field(description=column.help))
+    for option in metric.request_options:
+        annotation: Any = Literal[option.choices] if option.choices else option.type
+        if option.default is None:
+            annotation = Optional[annotation]
+        strict = None if option.choices else True  # strict: true is not 1, "1" is not 1 (a Literal is exact)
+        fields[option.name] = (annotation, Field(default=option.default, description=option.help, strict=strict,
+                                                 ge=option.minimum, le=option.maximum))
+    return create_model(_model_name(metric, "Request"), __base__=StrictRequest, **fields)
+
+
+def response_model(metric: Any) -> type[BaseModel]:
+    """The answer of ``metric``'s route (``Metric.response_fields``; default: each output column as
+    a list, and the signature)."""
+    from pydantic import create_model
+
+    declared = metric.response_fields
+    if declared is None:
+        declared = {**dict.fromkeys(metric.outputs, list[Any]), "signature": str}
+    fields: dict[str, Any] = {name: (kind, None if _optional(kind) else ...) for name, kind in declared.items()}
+    return create_model(_model_name(metric, "Response"), **fields)
+
+
+def _optional(kind: Any) -> bool:
+    import typing
+
+    return type(None) in typing.get_args(kind)
 
 
 class ErrorResponse(BaseModel):
@@ -173,7 +150,7 @@ def _field_of(location: tuple) -> str:
             name += f"[{part}]"
         elif not name:
             name = str(part)
-        elif part.startswith(("str", "list[", "function-", "RefusalResponseItem", "constrained-")):
+        elif part.startswith(("str", "list[", "function-", "ResponseItem", "constrained-")):
             break  # pydantic's name of a union member, not a field
         else:
             name += f".{part}"
@@ -228,7 +205,7 @@ class _BodyLimit:
         if path.startswith("/v1/") and not scope.get(CLIENT_GONE):  # a client that left: ClientDisconnects counts it
             from rapidscore.serve.metrics import endpoint_label
 
-            label = endpoint_label(path, self.service.others)
+            label = endpoint_label(path, self.service.paths)
             self.service.metrics.observe_request(label, status[0], time.perf_counter() - started)
 
     async def _read_body(self, receive: Any, send: Any) -> bytes | None:
@@ -313,8 +290,8 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
     """The FastAPI application. ``service``: an existing :class:`ScoringService` (default: one
     from ``config``). ``start``: load and warm the models in the background when the server
     starts (``/health`` answers 503 until then). The service's queue is drained at shutdown.
-    ``fast_path``: answer JSON bodies of /v1/bertscore and /v1/similarity in the middleware
-    (same model, same handler, less per-request work); False sends them through FastAPI."""
+    ``fast_path``: answer JSON bodies of the metrics' routes in the middleware (same model,
+    same handler, less per-request work); False sends them through FastAPI."""
     service = service or ScoringService(config)
     config = service.config
 
@@ -329,8 +306,8 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
     # /docs and /redoc load their scripts from a CDN: off unless asked for (config.docs).
     app = FastAPI(title="rapidscore", version=_version(), lifespan=lifespan,
                   docs_url="/docs" if config.docs else None, redoc_url="/redoc" if config.docs else None,
-                  description="BERTScore, semantic similarity / NRR, NER (DMBertA) and refusal detection, "
-                              "with concurrent requests micro-batched into shared encoder passes.")
+                  description="Evaluation metrics (" + ", ".join(m.summary for m in service.served.values())
+                              + "), with concurrent requests micro-batched into shared encoder passes.")
     app.state.service = service
 
     @app.exception_handler(RequestValidationError)
@@ -348,19 +325,10 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         if not service.ready.is_set():
             raise _ClientError(503, "warming up", headers={"Retry-After": "1"})
 
-    def loaded(scorer: BatchingScorer | None) -> BatchingScorer:
-        check_ready()
-        assert scorer is not None  # set before the service is ready
-        return scorer
-
     def check_items(name: str, items: list) -> None:
         if len(items) > config.max_items:
             raise _ClientError(413, f"{name}: {len(items)} items, over the server's limit of {config.max_items}",
                                name)
-
-    def check_lengths(first: str, a: list, second: str, b: list) -> None:
-        if len(a) != len(b):
-            raise _ClientError(400, f"{second}: {len(b)} items for {len(a)} {first}", second)
 
     async def run(submit: Any, *args: Any, **kwargs: Any) -> Any:
         """``await submit(*args, **kwargs)``'s future; overload -> 503 + Retry-After, bad input -> 400
@@ -374,91 +342,60 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         except (ValueError, TypeError, OverflowError) as exc:  # the library names the field where it can
             raise _ClientError(400, str(exc), getattr(exc, "field", None)) from None
 
-    from rapidscore.metrics import get_metric
+    def metric_route(metric: Any) -> tuple:
+        """The route of ``metric`` (at its name and each alias), from its declaration: the
+        request's columns and options, the scorer of its engine options, the task's arguments,
+        the answer. Returns (request model, handler) for the fast path."""
+        columns = metric.inputs
+        required = [column for column in columns if not column.optional]
+        option_names = [option.name for option in metric.request_options]
 
-    bertscore_options = [option.name for option in get_metric("bertscore").request_options]
-
-    @app.post("/v1/bertscore", response_model=BERTScoreResponse, responses=_ERRORS)
-    async def bertscore(body: BERTScoreRequest) -> Any:
-        """BERTScore precision, recall and F1 of each candidate against its reference(s), with
-        the request's options (idf, rescaling): equal to ``BERTScore(...).score``'s."""
-        check_ready()
-        check_items("candidates", body.candidates)
-        check_lengths("candidates", body.candidates, "references", body.references)
-        options = {option: getattr(body, option) for option in bertscore_options}
-        try:
-            scorer = service.bertscore_with(**options)
-        except ValueError as exc:  # an option this server cannot apply
-            raise _ClientError(400, str(exc), getattr(exc, "field", None)) from None
-        result = await run(scorer.submit, body.candidates, body.references)
-        return _json({"precision": result.precision.tolist(), "recall": result.recall.tolist(),
-                      "f1": result.f1.tolist(), "signature": result.signature})
-
-    @app.post("/v1/nrr", response_model=SimilarityResponse, responses=_ERRORS)
-    @app.post("/v1/similarity", response_model=SimilarityResponse, responses=_ERRORS)  # the older path
-    async def similarity(body: SimilarityRequest) -> Any:
-        """Similarity of each generated answer to its best reference, and the Negative Rejection
-        Rate at ``threshold``."""
-        check_ready()
-        check_items("generated", body.generated)
-        check_lengths("generated", body.generated, "references", body.references)
-        threshold = config.similarity_threshold if body.threshold is None else body.threshold
-        result = await run(loaded(service.similarity).submit, body.generated, body.references, threshold=threshold)
-        return _json({"similarities": result.similarities.tolist(), "rejected": result.rejected.tolist(),
-                      "rate": result.rate, "best_reference": result.best_reference.tolist(),
-                      "threshold": result.threshold, "signature": result.signature})
-
-    @app.post("/v1/ner", responses=_ERRORS)
-    async def ner(body: NERRequest) -> Any:
-        """DMBertA and SemEval-2013 scores of predicted entities against gold entities
-        (``rapidscore.ner.evaluate``; per-record detail with ``records: true``)."""
-        check_ready()
-        check_items("gold", body.gold)
-        check_items("predictions", body.predictions)
-        options: dict[str, Any] = dict(format=body.format, min_jaccard=body.min_jaccard,
-                                       min_overlap_percent=body.min_overlap_percent,
-                                       semeval_matching=body.semeval_matching)
-        for name in ("texts", "gold_format", "label_similarity"):
-            if getattr(body, name) is not None:
-                options[name] = getattr(body, name)
-        result = await run(service.ner, body.gold, body.predictions, **options)
-        return _json(result.to_dict(records=body.records))
-
-    @app.post("/v1/refusal", response_model=RefusalResponse, responses=_ERRORS)
-    async def refusal(body: RefusalRequest) -> Any:
-        """Refusal decisions (True = the response refuses), with the server's detector."""
-        check_ready()
-        check_items("responses", body.responses)
-        responses = [item if isinstance(item, str) else item.model_dump() for item in body.responses]
-        decisions = await run(loaded(service.refusal).submit, responses)
-        return _json({"refusal": decisions.tolist(), "method": config.refusal_method})
-
-    @app.post("/v1/{metric_name}", responses={**_ERRORS, 404: {"model": ErrorResponse,
-                                                                "description": "No such metric here."}})
-    async def other_metric(metric_name: str, body: dict[str, list]) -> Any:
-        """Any other registered metric the server runs (``--metric NAME``): a JSON object of the
-        metric's input columns (lists of one length) -> its output columns and signature."""
-        scorer = service.others.get(metric_name)
-        if scorer is None:
-            from rapidscore.metrics import get_metric
-
+        async def score(body: Any) -> Any:
+            check_ready()
+            values: dict[str, Any] = {}
+            for column in columns:
+                value = getattr(body, column.field)
+                if value is not None:
+                    check_items(column.field, value)
+                    value = [item.model_dump() if isinstance(item, BaseModel) else item for item in value]
+                values[column.name] = value
+            if metric.aligned_rows and required:
+                first = values[required[0].name]
+                for column in columns[1:]:
+                    value = values[column.name]
+                    if value is not None and len(value) != len(first):
+                        raise _ClientError(400, f"{column.field}: {len(value)} items for {len(first)} "
+                                                f"{required[0].field}", column.field)
+            options = {name: getattr(body, name) for name in option_names}
             try:
-                scorer = service.others.get(get_metric(metric_name).name)
-            except ValueError:
-                scorer = None
-        if scorer is None:
-            served = ["bertscore", "nrr", "similarity", "ner", "refusal", *service.others]
-            raise _ClientError(404, f"no metric {metric_name!r} on this server (it serves {served})")
-        check_ready()
-        metric = scorer.metric
-        known = [column.name for column in metric.inputs]
-        for name, values in body.items():
-            if name not in known:  # strict, as the typed routes: an unknown field is never ignored
-                raise _ClientError(400, f"{name}: Extra inputs are not permitted ({metric.name} takes {known})", name)
-            check_items(name, values)
-        outputs = await run(scorer.submit, body)
-        document = {name: plain_column(outputs[name]) for name in metric.outputs if name in outputs}
-        return _json({**document, "signature": metric.signature(scorer.scorer)})
+                scorer = service.built_scorer(metric, **options)
+                if scorer is None:  # first use of this setting: built off the event loop
+                    scorer = await asyncio.to_thread(service.scorer, metric, **options)
+            except ValueError as exc:  # an option this server cannot apply
+                raise _ClientError(400, str(exc), getattr(exc, "field", None)) from None
+            args, kwargs = metric.serve_request(service, values, options)
+            result = await run(scorer.submit, *args, **kwargs)
+            return _json(metric.serve_response(service, result, scorer.scorer, options))
+
+        model = request_model(metric)
+        score.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter("body", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=model)])
+        score.__doc__ = (f"{metric.summary[:1].upper()}{metric.summary[1:]}: {', '.join(metric.outputs)} of each "
+                         f"row, with the request's options (equal to the Python API's).")
+        answer = response_model(metric)
+        for path in (metric.name, *metric.aliases):
+            app.post(f"/v1/{path}", response_model=answer, responses=_ERRORS,
+                     operation_id=f"score_{path}")(score)
+        return model, score
+
+    fast_routes: dict = {}
+    for metric in service.served.values():
+        route = metric_route(metric)
+        fast_routes.update({f"/v1/{path}": route for path in (metric.name, *metric.aliases)})
+
+    @app.post("/v1/{metric_name}", include_in_schema=False)
+    async def no_metric(metric_name: str) -> Any:
+        raise _ClientError(404, f"no metric {metric_name!r} on this server (it serves {sorted(service.paths)})")
 
     @app.get("/health", responses={503: {"model": ErrorResponse, "description": "Not ready yet."}})
     async def health() -> Any:
@@ -471,9 +408,8 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         """Prometheus text: requests by endpoint and status, latency, batch sizes, queue depth."""
         return PlainTextResponse(service.render_metrics(), media_type="text/plain; version=0.0.4")
 
-    fast_routes = {"/v1/bertscore": (BERTScoreRequest, bertscore), "/v1/nrr": (SimilarityRequest, similarity),
-                   "/v1/similarity": (SimilarityRequest, similarity)} if fast_path else None
-    app.add_middleware(_BodyLimit, service=service, limit=config.max_body_bytes, fast_routes=fast_routes)
+    app.add_middleware(_BodyLimit, service=service, limit=config.max_body_bytes,
+                       fast_routes=fast_routes if fast_path else None)
     app.add_middleware(ClientDisconnects, service=service)  # outermost: cancels the work of clients that left
     install_access_control(app, config)  # outside the body limit: no body is read before the key is checked
     return app

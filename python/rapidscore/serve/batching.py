@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.common.metric import PiecewiseTask, ServingTask
+from rapidscore.common.metric import Metric, PiecewiseTask, ServingTask
 from rapidscore.errors import OverloadedError, RapidscoreError, check_positive_int
 
 __all__ = ["MicroBatcher", "BatchingScorer", "BatchStats", "RequestTooLargeError"]
@@ -436,21 +436,18 @@ def _task_for(scorer: Any, solo: Any = None, metric_name: Any = None) -> tuple[A
     and its batching task."""
     from rapidscore.metrics import all_metrics, get_metric
 
-    if metric_name is not None:
-        if solo is not None:
-            raise ValueError("solo applies to BERTScore and SentenceSimilarity scorers, not with metric=")
-        named = get_metric(metric_name)
-        return named, named.serving_task(scorer)
-    metric = next((m for m in all_metrics() if m.serves(scorer)), None)
+    metric: Metric | None = get_metric(metric_name) if metric_name is not None else \
+        next((m for m in all_metrics() if m.serves(scorer)), None)
     if metric is None:
-        raise TypeError(f"BatchingScorer takes the engine of a registered metric (a BERTScore, SentenceSimilarity "
-                        f"or refusal Detector, ...), got {type(scorer).__name__}")
+        raise TypeError(f"BatchingScorer takes the engine of a registered metric (a BERTScore, "
+                        f"SentenceSimilarity or refusal Detector, ...), got {type(scorer).__name__}")
     if solo is not None:
         if not metric.takes_solo:
-            raise ValueError(f"solo applies to BERTScore and SentenceSimilarity, not {type(scorer).__name__}")
-        if type(solo) is not type(scorer) or getattr(solo, "signature", None) != scorer.signature:
+            raise ValueError(f"solo applies to BERTScore and SentenceSimilarity (metrics that batch encoder passes), "
+                             f"not {metric.name}")
+        if type(solo) is not type(scorer) or getattr(solo, "signature", None) != getattr(scorer, "signature", None):
             raise ValueError(f"solo must be a scorer of the same kind and options as scorer (signature "
-                             f"{scorer.signature!r}), got {type(solo).__name__} with signature "
+                             f"{getattr(scorer, 'signature', None)!r}), got {type(solo).__name__} with signature "
                              f"{getattr(solo, 'signature', None)!r}")
     return metric, metric.serving_task(scorer, solo)
 

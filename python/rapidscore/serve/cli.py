@@ -4,6 +4,7 @@ load when the command runs)."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rapidscore.common.choices import LOG_LEVELS
 from rapidscore.common.cli_options import add_common_options, add_long_texts_option
@@ -27,16 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                      "flags, with underscores); flags given on the command line win"))
     parser.add_argument("--host", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, help="port (default 8000; 0 picks a free one)")
-    parser.add_argument("--model", help="model for every metric (default: the embedded all-MiniLM-L6-v2)")
-    parser.add_argument("--layer", type=int, help="BERTScore's layer (default: the model's tuned or last layer)")
-    parser.add_argument("--similarity-method", choices=("embedding", "bertscore"), default=None,
-                        help="similarity of /v1/similarity (default embedding)")
-    parser.add_argument("--similarity-threshold", type=float, default=None,
-                        help="NRR threshold of requests that name none (default 0.8)")
-    parser.add_argument("--refusal-method", default=None, help="detector of /v1/refusal (default heuristic)")
-    parser.add_argument("--ner-label-similarity", choices=("embedding", "exact"), default=None,
-                        help="label similarity of /v1/ner (default embedding)")
+    parser.add_argument("--model", action="append", default=None, metavar="MODEL",
+                        help="a model to serve (repeatable: requests choose one with \"model\"; the first is the "
+                             "default; default: the embedded all-MiniLM-L6-v2)")
+    parser.add_argument("--layer", type=int, action="append", default=None, metavar="N",
+                        help="BERTScore's layer, loaded for each model (repeatable: requests choose one with "
+                             "\"num_layers\"; the first is the default; default: each model's tuned or last layer)")
     add_long_texts_option(parser, default=None)  # None: from --config, else truncate
+    _add_metric_settings(parser)
     parser.add_argument("--batch-tokens", type=int, default=None,
                         help="tokens per batched encoder pass at most (default 8192)")
     parser.add_argument("--max-batch-requests", type=int, default=None, help="requests per batch at most (default 256)")
@@ -78,12 +77,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve the interactive API page /docs (it loads Swagger UI from a CDN); "
                              "/openapi.json is always served")
     parser.add_argument("--metric", dest="metrics", action="append", metavar="NAME", default=None,
-                        help="also serve this registered metric (rapidscore.metrics.register) at POST /v1/NAME "
-                             "(repeatable; bertscore, nrr, ner and refusal are always served)")
+                        help="serve this registered metric at POST /v1/NAME (repeatable; default: every registered "
+                             "metric, the built-in ones and those added with rapidscore.metrics.register)")
     add_common_options(parser, progress_default=False,
                        json_help="announce the listening address as one JSON line (with the port picked for --port 0)")
     # None: a setting not given on the command line comes from --config, else ServeConfig's default.
     parser.set_defaults(device=None, precision=None)
+
+
+def _add_metric_settings(parser: argparse.ArgumentParser) -> None:
+    """One flag per server setting a metric declares (``Metric.server_settings``): ``--NAME``
+    with dashes; None when not given (then from --config, else the declared default)."""
+    from rapidscore.metrics import all_metrics
+
+    for metric in all_metrics():
+        for setting in metric.server_settings:
+            kind: Any = setting.type if setting.type in (int, float) else None
+            default = f" (default {setting.default})" if setting.default is not None else ""
+            parser.add_argument(f"--{setting.name.replace('_', '-')}", dest=setting.name, type=kind,
+                                choices=setting.choices, default=None,
+                                action="append" if setting.repeated else "store",
+                                help=f"{metric.name}: {setting.help}{default}")
+
+
+def _metric_settings(args: argparse.Namespace) -> dict:
+    from rapidscore.metrics import all_metrics
+
+    return {setting.name: getattr(args, setting.name, None)
+            for metric in all_metrics() for setting in metric.server_settings}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,16 +113,14 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(
         args.config, host=args.host, port=args.port, model=args.model, layer=args.layer, backend=args.backend,
-        device=args.device, precision=args.precision, num_threads=args.threads,
-        similarity_method=args.similarity_method, similarity_threshold=args.similarity_threshold,
-        refusal_method=args.refusal_method, ner_label_similarity=args.ner_label_similarity,
-        long_texts=args.long_texts, batch_tokens=args.batch_tokens, max_batch_requests=args.max_batch_requests,
+        device=args.device, precision=args.precision, num_threads=args.threads, long_texts=args.long_texts,
+        batch_tokens=args.batch_tokens, max_batch_requests=args.max_batch_requests,
         max_queue=args.max_queue,
         workers=args.workers, solo_threads=args.solo_threads, max_items=args.max_items,
         max_body_bytes=args.max_body_bytes, max_texts=args.max_texts, max_tokens=args.max_tokens, warmup=args.warmup,
         log_level=args.log_level, header_timeout=args.header_timeout, body_timeout=args.body_timeout,
         max_header_bytes=args.max_header_bytes, max_connections=args.max_connections,
         api_key_file=args.api_key_file, insecure=args.insecure, cors_origins=args.cors_origins, docs=args.docs,
-        metrics=args.metrics)
+        metrics=args.metrics, **_metric_settings(args))
     serve(config, announce="json" if args.json else ("none" if args.quiet else "text"))
     return 0

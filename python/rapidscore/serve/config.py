@@ -12,7 +12,7 @@ from typing import Any
 
 from rapidscore.common.readers import digits_error, load_json, read_text
 
-__all__ = ["ServeConfig", "load_config", "read_api_key", "is_loopback", "API_KEY_ENV"]
+__all__ = ["ServeConfig", "load_config", "read_api_key", "is_loopback", "metric_settings", "API_KEY_ENV"]
 
 # Where ``rapidscore serve`` reads its API key (or from the file of ``--api-key-file``); never from
 # a command-line value, which shows in process listings and shell history.
@@ -21,16 +21,27 @@ MIN_API_KEY_LENGTH = 16
 _ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
 
-@dataclass(frozen=True)
+def metric_settings() -> dict[str, Any]:
+    """Every registered metric's server settings (``Metric.server_settings``) by name."""
+    from rapidscore.metrics import all_metrics
+
+    return {setting.name: setting for metric in all_metrics() for setting in metric.server_settings}
+
+
+@dataclass(frozen=True, init=False)
 class ServeConfig:
     """Everything ``rapidscore serve`` fixes at start.
 
-    Model: ``model`` (None: the embedded all-MiniLM-L6-v2), ``layer`` (BERTScore's; None: the
-    model's tuned or last layer), ``backend``, ``device``, ``precision``, ``num_threads``.
-    Metrics: ``similarity_method``, ``similarity_threshold`` (the default of requests that name
-    none), ``refusal_method``, ``ner_label_similarity``, ``long_texts`` (BERTScore's texts longer
-    than the model's maximum length: "truncate", or "window"; the responses' signature records
-    ``long_texts:window``).
+    Models: ``model`` (a name or path, or several: requests choose among them with ``model``;
+    the first is the default; None: the embedded all-MiniLM-L6-v2), ``layer`` (BERTScore's
+    layer, or several: requests choose with ``num_layers``; the first is the default; None: the
+    model's tuned or last layer), ``backend``, ``device``, ``precision``, ``num_threads``,
+    ``long_texts`` (texts longer than the model's maximum length: "truncate", or "window"; the
+    default of requests that name none).
+    Metrics: ``metrics`` (the served metrics by name; default: every registered one) and each
+    served metric's own settings (``Metric.server_settings``, e.g. ``similarity_threshold``,
+    ``refusal_method``, ``ner_label_similarity``, ``idf_file``), given as keywords or
+    ``settings``; read with :meth:`setting` or as attributes.
     Batching: ``batch_tokens`` (tokens per encoder pass at most), ``max_batch_requests``,
     ``max_queue`` (requests waiting before new ones get 503), ``workers`` (batches encoded at
     once; on a CPU each gets ``thread budget / workers`` runtime threads unless ``num_threads``
@@ -58,16 +69,12 @@ class ServeConfig:
 
     host: str = "127.0.0.1"
     port: int = 8000
-    model: str | None = None
-    layer: int | None = None
+    model: str | tuple[str, ...] | None = None
+    layer: int | tuple[int, ...] | None = None
     backend: str | None = None
     device: str = "cpu"
     precision: str = "fp32"
     num_threads: int | None = None
-    similarity_method: str = "embedding"
-    similarity_threshold: float = 0.8
-    refusal_method: str = "heuristic"
-    ner_label_similarity: str = "embedding"
     long_texts: str = "truncate"
     batch_tokens: int = 8192
     max_batch_requests: int = 256
@@ -89,6 +96,61 @@ class ServeConfig:
     cors_origins: tuple[str, ...] = ()
     docs: bool = False
     metrics: tuple[str, ...] = ()
+    settings: dict = field(default_factory=dict)
+
+    def __init__(self, **values: Any):
+        declared = metric_settings()
+        settings = dict(values.pop("settings", None) or {})
+        for name in [name for name in values if name in declared]:
+            settings[name] = values.pop(name)
+        own = {f.name: f for f in fields(self)}
+        unknown = sorted(set(values) - set(own))
+        if unknown:
+            raise TypeError(f"ServeConfig got unknown setting(s) {unknown}; the metrics' settings: {sorted(declared)}")
+        for name, spec in own.items():
+            if name == "settings":
+                continue
+            default = spec.default_factory() if callable(spec.default_factory) else spec.default
+            object.__setattr__(self, name, values.get(name, default))
+        unknown = sorted(set(settings) - set(declared))
+        if unknown:
+            raise ValueError(f"unknown metric setting(s) {unknown}; the metrics' settings: {sorted(declared)}")
+        checked = {name: declared[name].check(value) for name, value in settings.items()}
+        object.__setattr__(self, "settings", checked)
+        self.__post_init__()
+
+    def __getattr__(self, name: str) -> Any:  # a metric's setting read as an attribute
+        if name.startswith("_") or name == "settings":
+            raise AttributeError(name)
+        return self.setting(name)
+
+    def setting(self, name: str) -> Any:
+        """The value of a server setting: a field of this config, or a metric's setting as
+        given, else its declared default."""
+        if name in self.__dataclass_fields__ and name != "settings":
+            return getattr(self, name)
+        if name in self.settings:
+            return self.settings[name]
+        declared = metric_settings()
+        if name not in declared:
+            raise AttributeError(f"no server setting {name!r}; the metrics' settings: {sorted(declared)}")
+        return declared[name].default
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The served models, the default first."""
+        from rapidscore.encoder.model_source import DEFAULT_MODEL
+
+        return self.model if isinstance(self.model, tuple) else (self.model or DEFAULT_MODEL,)
+
+    @property
+    def layers(self) -> tuple[int | None, ...]:
+        """BERTScore's served layers, the default first (None: each model's own)."""
+        return self.layer if isinstance(self.layer, tuple) else (self.layer,)
+
+    def idf_files(self) -> dict[str, str]:
+        """The idf files loaded at start (the ``idf_file`` setting), by name (the file's stem)."""
+        return {Path(path).stem: path for path in (self.settings.get("idf_file") or ())}
 
     def __post_init__(self) -> None:
         from rapidscore.errors import check_positive_int
@@ -122,9 +184,12 @@ class ServeConfig:
             raise ValueError(f"log_level must be one of {LOG_LEVELS}, got {self.log_level!r}")
         if self.long_texts not in LONG_TEXTS:
             raise ValueError(f"long_texts must be one of {LONG_TEXTS}, got {self.long_texts!r}")
-        if not -1.0 <= float(self.similarity_threshold) <= 1.0:
-            raise ValueError(f"similarity_threshold must be in [-1, 1], got {self.similarity_threshold}")
         object.__setattr__(self, "metrics", _check_metrics(self.metrics))
+        object.__setattr__(self, "model", _check_several(self.model, "model", str))
+        object.__setattr__(self, "layer", _check_several(self.layer, "layer", int))
+        stems = [Path(path).stem for path in self.settings.get("idf_file") or ()]
+        if len(set(stems)) != len(stems):
+            raise ValueError(f"idf_file: two files of one name {stems}: requests name them by file name")
 
     @property
     def encoder_options(self) -> dict:
@@ -175,22 +240,26 @@ def _check_api_key(key: Any, source: str) -> str:
     return key
 
 
-# The metrics every server runs, each at its own route; ``metrics`` adds other registered ones.
-SERVED_METRICS = ("bertscore", "nrr", "ner", "refusal")
-
-
 def _check_metrics(names: Any) -> tuple[str, ...]:
     from rapidscore.metrics import get_metric
 
     if isinstance(names, str) or not isinstance(names, (list, tuple)):
         raise ValueError(f"metrics must be a list of metric names, got {names!r}")
-    checked = []
-    for name in names:
-        metric = get_metric(name)  # ValueError listing the registered metrics
-        if metric.name in SERVED_METRICS:
-            raise ValueError(f"metrics: {name!r} is served by every server at /v1/{metric.name}; list only others")
-        checked.append(metric.name)
-    return tuple(dict.fromkeys(checked))
+    return tuple(dict.fromkeys(get_metric(name).name for name in names))  # ValueError listing the registered
+
+
+def _check_several(value: Any, name: str, kind: type) -> Any:
+    """``value`` (one, None, or a non-empty list of distinct values of ``kind``): one value as
+    it is, a list as a tuple (one element: that element)."""
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if value is None:
+        return None
+    for item in values:
+        if not isinstance(item, kind) or isinstance(item, bool):
+            raise ValueError(f"{name} must be a {kind.__name__} or a list of them, got {item!r}")
+    if not values or len(set(values)) != len(values):
+        raise ValueError(f"{name}: expected distinct values, got {values}")
+    return values[0] if len(values) == 1 else tuple(values)
 
 
 def _check_origins(origins: Any) -> tuple[str, ...]:
@@ -248,7 +317,8 @@ def load_config(path: str | os.PathLike | None = None, *, environ: Any = None, *
         if "api_key" in values:
             raise ValueError(f"{path}: api_key is not read from a settings file (settings files get copied and "
                              f"committed): put the key in a file named by api_key_file, or in ${API_KEY_ENV}")
-        known = {f.name for f in fields(ServeConfig)} - {"api_key"} | {"api_key_file"}
+        known = ({f.name for f in fields(ServeConfig)} - {"api_key", "settings"}) | {"api_key_file"} \
+            | set(metric_settings())
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"{path}: unknown setting(s) {unknown}; known: {sorted(known)}")
@@ -256,7 +326,7 @@ def load_config(path: str | os.PathLike | None = None, *, environ: Any = None, *
     key_file = values.pop("api_key_file", None)
     if values.get("api_key") is None:
         values["api_key"] = read_api_key(key_file, environ)
-    for name in ("cors_origins", "metrics"):
+    for name in ("cors_origins", "metrics", "model", "layer"):
         if isinstance(values.get(name), list):
             values[name] = tuple(values[name])
     try:

@@ -85,5 +85,5 @@ class ClientDisconnects:
                 watcher.cancel()
         if gone.done() and not answered:
             status = REQUEST_TIMEOUT if scope.get(BODY_TIMED_OUT) else CLIENT_CLOSED_REQUEST
-            self.service.metrics.observe_request(endpoint_label(scope["path"], self.service.others), status,
+            self.service.metrics.observe_request(endpoint_label(scope["path"], self.service.paths), status,
                                                  time.perf_counter() - started)

@@ -1,14 +1,17 @@
-"""The scoring service behind the HTTP server, without the web framework: the models loaded once,
-one micro-batching queue for every metric, warm-up, metrics and shutdown."""
+"""The scoring service behind the HTTP server, without the web framework: the served metrics'
+engines loaded once, one table of scorers, one micro-batching queue for every metric, warm-up,
+metrics and shutdown."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import threading
+from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any
 
+from rapidscore.common.metric import Metric
 from rapidscore.serve.batching import BatchingScorer, MicroBatcher
 from rapidscore.serve.config import ServeConfig
 from rapidscore.serve.metrics import ServerMetrics
@@ -20,99 +23,201 @@ __all__ = ["ScoringService", "submit_request"]
 # tokenise, during which no other connection was served. Smaller ones stay inline (no thread hop).
 OFFLOAD_CHARACTERS = 16_384
 
-_WARMUP_PAIR = (["The cat sat on the mat."], ["A cat was sitting on the mat."])
+# Engines built on first use for request options the server did not preload (a setting of
+# idf, rescaling, lang, a refusal method): at most this many are kept, the least recently used
+# dropped first, so that clients naming ever new values cannot grow the server without bound.
+MAX_ENGINE_VARIANTS = 16
 
 
 class ScoringService:
-    """BERTScore, similarity/NRR, NER and refusal detection behind one :class:`MicroBatcher`.
+    """Every served metric (``config.metrics``; default: every registered one) behind one
+    :class:`MicroBatcher`, built from the metrics' declarations (``rapidscore.common.metric``):
+    one table of scorers, keyed by the metric and a request's engine options.
 
-    ``start()`` loads the models and warms them up (``ready`` is set after); ``close()`` stops
-    taking requests and answers every queued one. Thread-safe: the HTTP handlers of any number of
-    threads or event loops call it at once.
+    ``start()`` loads the models (each served model and layer) and warms them up (``ready`` is
+    set after); ``close()`` stops taking requests and answers every queued one. Thread-safe: the
+    HTTP handlers of any number of threads or event loops call it at once. It is the
+    :class:`~rapidscore.common.metric.ServerContext` the metrics' serving hooks read.
     """
 
     def __init__(self, config: ServeConfig | None = None):
+        from rapidscore.metrics import all_metrics, get_metric
+
         self.config = config or ServeConfig()
         self.metrics = ServerMetrics()
         self.ready = threading.Event()
         self.load_error: BaseException | None = None
-        # Encoder options of the metrics the workers run whole (NER labels, the embedding refusal
-        # detector): every call through the unpadded graph, which the batched scorers run too, so
-        # the workers never make the padded graph's session (a second copy of the weights: 90 MB
-        # for MiniLM, 1.4 GB for roberta-large).
-        self._unpadded_options = dict(self.config.encoder_options, unpadded=True)
         self.batcher = MicroBatcher(batch_tokens=self.config.batch_tokens,
                                     max_batch_requests=self.config.max_batch_requests,
                                     max_queue=self.config.max_queue, workers=self.config.workers,
                                     on_batch=self.metrics.observe_batch)
-        self.bertscore: BatchingScorer | None = None
-        # BERTScore under a request's options (idf, rescaling): one scorer per setting, made on
-        # first use over the loaded model; the settings are few (boolean options)
-        self._bertscore_variants: dict[tuple, BatchingScorer] = {}
-        self._variants_lock = threading.Lock()
-        self._bertscore_factory: Any = None
-        self.similarity: BatchingScorer | None = None
-        self.refusal: BatchingScorer | None = None
-        # the other registered metrics of config.metrics, by name, at POST /v1/{name}
-        self.others: dict[str, BatchingScorer] = {}
+        served = [get_metric(name) for name in self.config.metrics] if self.config.metrics else all_metrics()
+        #: the served metrics by name
+        self.served: dict[str, Metric] = {metric.name: metric for metric in served}
+        #: every name a request path may use (names and aliases) -> its metric
+        self.paths: dict[str, Metric] = {alias: metric for metric in served for alias in (metric.name, *metric.aliases)}
+        # the one table of scorers: (metric name, engine options) -> scorer; preloaded ones stay,
+        # the others are an LRU of MAX_ENGINE_VARIANTS
+        self._scorers: OrderedDict[tuple, BatchingScorer] = OrderedDict()
+        self._preloaded: set[tuple] = set()
+        self._scorers_lock = threading.Lock()
+        self._building: dict[tuple, threading.Lock] = {}
+        # the layers each served model was loaded at, resolved (engine.layer), for "layers" options
+        self._layers: dict[str, list] = {}
+        self._limits: dict[str, Any] = dict(batcher=self.batcher, max_request_texts=self.config.max_texts,
+                                            max_request_tokens=self.config.max_tokens)
+
+    # -- the server context (rapidscore.common.metric.ServerContext) ----------------------------
+
+    def setting(self, name: str) -> Any:
+        return self.config.setting(name)
+
+    @property
+    def default_model(self) -> str:
+        return self.config.models[0]
+
+    def layer_of(self, model: str, num_layers: int | None) -> int | None:
+        served = self.config.layers
+        return served[0] if num_layers is None else num_layers
+
+    def idf_file(self, name: str) -> str:
+        return self.config.idf_files()[name]
+
+    def encoder_options(self, solo: bool = False) -> dict | None:
+        return self.config.solo_encoder_options if solo else self.config.encoder_options
+
+    # -- the table of scorers -----------------------------------------------------------------
+
+    def scorer(self, metric: str | Metric, **options: Any) -> BatchingScorer:
+        """The scorer of ``metric`` under a request's engine options (its
+        :attr:`~rapidscore.common.metric.Metric.request_options` that are not per-request;
+        others are ignored here): the preloaded one where each is at its default or names what
+        the server loaded, else one built on first use and kept (at most MAX_ENGINE_VARIANTS).
+        A value the server cannot apply (a model it does not serve, a model without a baseline)
+        is a ValueError whose ``field`` names the option."""
+        metric = self.served[metric] if isinstance(metric, str) else metric
+        return self._scorer_for(metric, (metric.name, self._engine_key(metric, options)))
+
+    def built_scorer(self, metric: Metric, **options: Any) -> BatchingScorer | None:
+        """:meth:`scorer` when it is built already (None otherwise: building may take a while);
+        a value the server cannot apply raises as there."""
+        key = (metric.name, self._engine_key(metric, options))
+        with self._scorers_lock:
+            scorer = self._scorers.get(key)
+            if scorer is not None:
+                self._scorers.move_to_end(key)
+            return scorer
+
+    def _scorer_for(self, metric: Metric, key: tuple) -> BatchingScorer:
+        with self._scorers_lock:
+            scorer = self._scorers.get(key)
+            if scorer is not None:
+                self._scorers.move_to_end(key)
+                return scorer
+            building = self._building.setdefault(key, threading.Lock())
+        with building:  # one build per key; other keys build meanwhile
+            with self._scorers_lock:
+                scorer = self._scorers.get(key)
+            if scorer is None:
+                scorer = self._build(metric, dict(key[1]))
+                with self._scorers_lock:
+                    self._scorers[key] = scorer
+                    self._building.pop(key, None)
+                    variants = [k for k in self._scorers if k not in self._preloaded]
+                    for old in variants[:max(0, len(variants) - MAX_ENGINE_VARIANTS)]:
+                        del self._scorers[old]
+        return scorer
+
+    def _served_model(self, name: Any) -> str | None:
+        """The served model ``name`` names (the embedded model by any of its spellings), or None."""
+        from rapidscore.encoder.model_source import is_embedded_model
+
+        if name in self.config.models:
+            return name
+        embedded = isinstance(name, str) and is_embedded_model(name)
+        return next((model for model in self.config.models if embedded and is_embedded_model(model)), None)
+
+    def _engine_key(self, metric: Metric, options: dict, check: bool = True) -> tuple:
+        """The request's engine options that differ from the defaults, sorted; values checked
+        against what the server loaded (``RequestOption.among``; ``check=False``: while loading
+        it)."""
+        model = self._served_model(options.get("model")) or self.default_model
+        key = []
+        for option in metric.request_options:
+            value = options.get(option.name, option.default)
+            if option.per_request or value is None or value == option.default:
+                continue
+            if option.among == "models":
+                value = self._served_model(value)
+                if value is None:
+                    raise _field_error(option.name, f"{options[option.name]!r} is not served here; the served "
+                                                    f"models: {list(self.config.models)}")
+                if value == self.default_model:
+                    continue
+            elif option.among == "layers" and check:
+                layers = self._layers.get(model) or []
+                if value not in layers:
+                    raise _field_error(option.name, f"{value!r} is not a layer served for {model!r}; served: "
+                                                    f"{layers} (rapidscore serve --layer)")
+                if value == layers[0]:
+                    continue
+            elif option.among == "idf_files" and value not in self.config.idf_files():
+                raise _field_error(option.name, f"{value!r} is not an idf file this server loaded; loaded: "
+                                                f"{sorted(self.config.idf_files())} (rapidscore serve --idf-file)")
+            key.append((option.name, value))
+        return tuple(sorted(key))
+
+    def _build(self, metric: Metric, options: dict) -> BatchingScorer:
+        try:
+            engine = metric.serve_engine(self, options, self.config.encoder_options)
+            solo_options = self.encoder_options(solo=True) if metric.takes_solo else None
+            solo = None if solo_options is None else metric.serve_engine(self, options, solo_options)
+        except (ValueError, TypeError, OSError) as exc:
+            if getattr(exc, "field", None) is not None or not options:
+                raise
+            name = next(iter(options))
+            raise _field_error(name, str(exc)) from None
+        return BatchingScorer(engine, solo=solo, metric=metric.name, **self._limits)
+
+    # -- start, stop ----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Load the models and warm them up (blocking); sets ``ready``."""
-        from rapidscore.abstention.detectors import get_detector
-        from rapidscore.bertscore import BERTScore
-        from rapidscore.encoder.model_source import DEFAULT_MODEL
-        from rapidscore.metrics import get_metric
-        from rapidscore.nrr.scoring import SentenceSimilarity
-
-        config = self.config
+        """Load every served metric's engines (each served model and layer) and warm them up
+        (blocking); sets ``ready``."""
         try:
-            model = config.model or DEFAULT_MODEL
-            solo_options = config.solo_encoder_options
-
-            def bertscore(options: dict | None) -> BERTScore | None:
-                return None if options is None else BERTScore(model, config.layer, long_texts=config.long_texts,
-                                                              **options)
-
-            def similarity(options: dict | None) -> SentenceSimilarity | None:
-                return None if options is None else SentenceSimilarity(model, config.similarity_method, **options)
-
-            # Every request within the texts and tokens limits (413 beyond); larger than a batch,
-            # it is encoded in pieces between other requests' batches.
-            limits: dict[str, Any] = dict(batcher=self.batcher, max_request_texts=config.max_texts,
-                          max_request_tokens=config.max_tokens)
-            self.bertscore = BatchingScorer(bertscore(config.encoder_options), solo=bertscore(solo_options), **limits)
-
-            def bertscore_variant(request_options: dict) -> BatchingScorer:
-                def make(options: dict | None) -> BERTScore | None:
-                    if options is None:
-                        return None
-                    extra = dict(request_options)
-                    if extra.get("rescale_with_baseline"):
-                        extra["lang"] = "en"  # the baseline's language; the model stays the server's
-                    return BERTScore(model, config.layer, long_texts=config.long_texts, **extra, **options)
-
-                return BatchingScorer(make(config.encoder_options), solo=make(solo_options), **limits)
-
-            self._bertscore_factory = bertscore_variant
-            self.similarity = BatchingScorer(similarity(config.encoder_options), solo=similarity(solo_options),
-                                             **limits)
-            detector_options = {}
-            if config.refusal_method == "embedding":
-                detector_options = dict(model=config.model, **self._unpadded_options)  # the engine keywords
-            self.refusal = BatchingScorer(get_detector(config.refusal_method, **detector_options), **limits)
-            for name in config.metrics:
-                self.others[name] = BatchingScorer(get_metric(name).build(), metric=name, **limits)
-            if config.warmup:  # first calls make sessions and allocate buffers: not on the first requests
-                self.bertscore.warm_up(*_WARMUP_PAIR)
-                self.similarity.warm_up(*_WARMUP_PAIR, threshold=config.similarity_threshold)
-                self.refusal.warm_up(["I'm sorry, I can't help with that."], repeats=1)
-                if config.ner_label_similarity == "embedding":
-                    self.ner([{"id": 0, "text": "Ada Lovelace", "labels": [[0, 3, "PER"]]}],
-                             [{"id": 0, "text": "Ada Lovelace", "labels": [[0, 12, "person"]]}]).result()
+            for metric in self.served.values():
+                for options in self._preloads(metric):
+                    key = (metric.name, self._engine_key(metric, options, check=False))
+                    self._preloaded.add(key)
+                    scorer = self._scorer_for(metric, key)
+                    layer = getattr(scorer.scorer, "layer", None)
+                    model = options.get("model") or self.default_model
+                    if any(o.among == "layers" for o in metric.request_options) and isinstance(layer, int) \
+                            and layer not in self._layers.setdefault(model, []):
+                        self._layers[model].append(layer)
+                    if self.config.warmup:  # first calls make sessions and allocate buffers
+                        metric.serve_warm_up(self, scorer)
         except BaseException as exc:
             self.load_error = exc
             raise
         self.ready.set()
+
+    def _preloads(self, metric: Metric) -> list[dict]:
+        """The engine options loaded at start: each served model (and each served layer of it)
+        for a metric whose requests choose among them; else the defaults."""
+        among = {option.among: option.name for option in metric.request_options if option.among}
+        models = self.config.models if "models" in among else (None,)
+        layers = self.config.layers if "layers" in among else (None,)
+        preloads = []
+        for model in models:
+            for layer in layers:
+                options: dict[str, Any] = {}
+                if model is not None and model != self.default_model:
+                    options[among["models"]] = model
+                if layer is not None and layer != layers[0]:  # the first served layer is the default
+                    options[among["layers"]] = layer
+                preloads.append(options)
+        return preloads
 
     def start_in_background(self) -> threading.Thread:
         """``start`` in a daemon thread (the server answers /health with 503 meanwhile)."""
@@ -124,42 +229,6 @@ class ScoringService:
         with contextlib.suppress(BaseException):  # kept in load_error, reported by /health
             self.start()
 
-    def bertscore_with(self, **options: Any) -> BatchingScorer:
-        """The BERTScore scorer of a request's options (``BERTScoreMetric.request_options``): the
-        server's own where each is at its default, else one per setting, made on first use (over
-        the loaded model: get_encoder shares it) and kept. An option this server cannot apply (no
-        baseline for its model) is a ValueError whose ``field`` names it."""
-        from rapidscore.bertscore.metric import METRIC
-
-        defaults = {option.name: option.default for option in METRIC.request_options}
-        key = tuple(sorted((name, value) for name, value in options.items() if value != defaults[name]))
-        assert self.bertscore is not None and self._bertscore_factory is not None  # set once ready
-        if not key:
-            return self.bertscore
-        with self._variants_lock:
-            scorer = self._bertscore_variants.get(key)
-            if scorer is None:
-                try:
-                    scorer = self._bertscore_variants[key] = self._bertscore_factory(dict(key))
-                except (ValueError, OSError) as exc:  # no baseline: the one option that can fail to build
-                    field = "rescale_with_baseline" if dict(key).get("rescale_with_baseline") else key[0][0]
-                    error = ValueError(f"{field}: {exc}")
-                    setattr(error, "field", field)  # noqa: B010 - read by the HTTP layer with getattr
-                    raise error from None
-        return scorer
-
-    def ner(self, gold: Any, predictions: Any, **options: Any) -> Future:
-        """DMBertA and SemEval scores (``rapidscore.ner.evaluate``), run in the worker in queue
-        order. Each request embeds its own labels (a per-request label cache keeps memory bounded
-        by the request, not by every label ever seen)."""
-        options.setdefault("label_similarity", self.config.ner_label_similarity)
-        options.setdefault("label_model", self.config.model)
-        for key, value in self._unpadded_options.items():  # the label encoder's engine keywords
-            options.setdefault(key, value)
-        n_entities = sum(len(item) if hasattr(item, "__len__") else 1 for item in (*gold, *predictions))
-        return self.batcher.call(evaluate_naming_the_field, gold, predictions, tokens=max(1, 4 * n_entities),
-                                 **options)
-
     def render_metrics(self) -> str:
         stats = self.batcher.stats()
         return self.metrics.render(queue_depth=stats.queue_depth, max_queue=self.batcher.max_queue,
@@ -170,53 +239,12 @@ class ScoringService:
         self.batcher.close(drain=drain, timeout=timeout)
 
 
-def evaluate_naming_the_field(gold: Any, predictions: Any, **options: Any) -> Any:
-    """``rapidscore.ner.evaluate``; bad input raises ValueError/TypeError whose message starts with
-    the request's field at fault (``gold[3]``, ``predictions``) and whose ``field`` attribute
-    names it, for the HTTP answer. The field is found only after a failure (each side is
-    converted again, record by record), so valid requests pay nothing for it."""
-    from rapidscore.ner.evaluation import evaluate
-
-    try:
-        return evaluate(gold, predictions, **options)
-    except (ValueError, TypeError, OverflowError) as exc:
-        field = _ner_field_at_fault(gold, predictions, options)
-        if field is None:
-            raise
-        message = str(exc) if str(exc).startswith(field) else f"{field}: {exc}"
-        error: Exception = (TypeError if isinstance(exc, TypeError) else ValueError)(message)
-        setattr(error, "field", field)  # noqa: B010 - read by the HTTP layer with getattr
-        raise error from exc
-
-
-def _ner_field_at_fault(gold: Any, predictions: Any, options: dict) -> str | None:
-    """The first side, or record of a side, that fails to convert on its own, or ``predictions``
-    when they do not join the gold records (None: neither)."""
-    from rapidscore.ner.evaluation import prepare
-    from rapidscore.ner.records import join_by_id, to_records
-
-    texts = options.get("texts")
-    if texts is not None and (not isinstance(gold, list) or len(texts) != len(gold)):
-        return "texts"
-    entity_format = options.get("format", "auto")
-    sides = []
-    for side, data, side_format in (("gold", gold, options.get("gold_format") or entity_format),
-                                    ("predictions", predictions, entity_format)):
-        try:
-            records = to_records(data, texts=texts, source=side)
-        except (ValueError, TypeError, OverflowError):
-            return side
-        for record in records:
-            try:
-                prepare([record], texts=[record.text], format=side_format)
-            except (ValueError, TypeError, OverflowError):
-                return record.where
-        sides.append(records)
-    try:
-        join_by_id(sides[0], sides[1], "model")  # ids and texts of the predictions against the gold's
-    except (ValueError, TypeError):
-        return "predictions"
-    return None
+def _field_error(field: str, message: str) -> ValueError:
+    """A ValueError ``"FIELD: message"`` whose ``field`` names the request field (the HTTP layer
+    answers 400 naming it)."""
+    error = ValueError(f"{field}: {message}")
+    setattr(error, "field", field)  # noqa: B010 - read by the HTTP layer with getattr
+    return error
 
 
 def characters_over(value: Any, limit: int) -> bool:
