@@ -47,3 +47,17 @@ def test_only_registered_metrics_can_be_listed():
     with pytest.raises(ValueError, match="unknown metric 'bleu'"):
         ServeConfig(metrics=("bleu",))
     assert ServeConfig(metrics=("similarity", "nrr")).metrics == ("nrr",)  # aliases resolve, once each
+
+
+def test_the_toy_metric_gets_a_typed_route_with_its_options(toy_metric, tiny_server):
+    """tests/conftest.py's toy, registered in the test: its route's request model and its option
+    (``suffix``) are in /openapi.json, and the option reaches its engine, with no library change."""
+    server = tiny_server(metrics=("toy",))
+    document = httpx.get(server.url + "/openapi.json", timeout=30).json()
+    schema = document["components"]["schemas"]["ShoutRequest"]
+    assert schema["properties"]["suffix"]["default"] == "!" and schema["required"] == ["text"]
+    assert {"/v1/toy", "/v1/shout"} <= set(document["paths"])
+    answer = httpx.post(server.url + "/v1/toy", json={"text": ["ab"], "suffix": "?"}, timeout=30)
+    assert answer.status_code == 200 and answer.json()["shout"] == ["AB?"]
+    answer = httpx.post(server.url + "/v1/toy", json={"text": ["ab"], "suffix": 3}, timeout=30)
+    assert answer.status_code == 400 and answer.json()["field"] == "suffix"
