@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from rapidscore.common.stream import check_pair, chunks
 from rapidscore.errors import RapidscoreError
 
-__all__ = ["Column", "RequestOption", "ServerSetting", "DatasetPass", "Metric", "ServerContext", "Totals",
+__all__ = ["Column", "Declared", "RequestOption", "ServerSetting", "DatasetPass", "Metric", "ServerContext", "Totals",
            "ColumnError", "RowNames", "ServingTask", "PiecewiseTask", "check_columns", "request_option_table",
            "check_pairs", "relabel", "output_rows", "plain_column"]
 
@@ -85,13 +85,9 @@ class Column:
 
 
 @dataclass(frozen=True)
-class RequestOption:
-    """An option a caller may set per request (the HTTP service's request fields), declared
-    once by the metric: its name (the Python API's keyword), type (``bool``, ``int``, ``float``,
-    ``str``), default, documentation, and bounds (``choices`` for text, ``minimum`` /
-    ``maximum`` for numbers). A request that sets an option to other than its default is scored
-    by an engine built with it (``engine_options`` of the service), so the result equals the
-    Python API's with that keyword."""
+class Declared:
+    """A declared option: its name, type (``bool``, ``int``, ``float``, ``str``), default,
+    documentation and bounds (``choices`` for text, ``minimum`` / ``maximum`` for numbers)."""
 
     name: str
     type: type
@@ -100,41 +96,9 @@ class RequestOption:
     choices: tuple[str, ...] | None = None
     minimum: float | None = None
     maximum: float | None = None
-    #: the serving task takes the option with each request (no engine of its own per value:
-    #: numbers such as a threshold); otherwise each value is scored by an engine built with it
-    per_request: bool = False
-    #: the value must be one the server loaded at start: ``"models"`` (a served model),
-    #: ``"layers"`` (a served layer of the chosen model), ``"idf_files"`` (an idf file loaded
-    #: at start, by name); another value is a 400 listing those served
-    among: str | None = None
 
-
-@dataclass(frozen=True)
-class ServerSetting:
-    """A setting a metric fixes when a server starts (``rapidscore serve --FLAG``, a key of its
-    settings file, a ``ServeConfig`` keyword): its name (the key; the flag is the name with
-    dashes), type, default, documentation, bounds. A request option of the same meaning falls
-    back to it (NRR's ``threshold`` to ``similarity_threshold``)."""
-
-    name: str
-    type: type
-    default: Any
-    help: str
-    choices: tuple[str, ...] | None = None
-    minimum: float | None = None
-    maximum: float | None = None
-    #: may be given several times (``--idf-file A --idf-file B``): a tuple of values
-    repeated: bool = False
-
-    def check(self, value: Any) -> Any:
-        """``value`` checked against the declaration (ValueError naming the setting)."""
-        if self.repeated:
-            if isinstance(value, str) or not isinstance(value, (list, tuple)):
-                value = (value,)
-            return tuple(self._check_one(item) for item in value)
-        return self._check_one(value)
-
-    def _check_one(self, value: Any) -> Any:
+    def check_value(self, value: Any) -> Any:
+        """``value`` checked against the declaration (ValueError naming the option)."""
         import math
 
         expected = self.type
@@ -152,6 +116,43 @@ class ServerSetting:
         if (self.minimum is not None and number < self.minimum) or (self.maximum is not None and number > self.maximum):
             raise ValueError(f"{self.name} must be in [{self.minimum}, {self.maximum}], got {value!r}")
         return value
+
+
+@dataclass(frozen=True)
+class RequestOption(Declared):
+    """An option a caller may set per request (the HTTP service's request fields), declared
+    once by the metric: its name (the Python API's keyword), type (``bool``, ``int``, ``float``,
+    ``str``), default, documentation, and bounds (``choices`` for text, ``minimum`` /
+    ``maximum`` for numbers). A request that sets an option to other than its default is scored
+    by an engine built with it (``engine_options`` of the service), so the result equals the
+    Python API's with that keyword."""
+
+    #: the serving task takes the option with each request (no engine of its own per value:
+    #: numbers such as a threshold); otherwise each value is scored by an engine built with it
+    per_request: bool = False
+    #: the value must be one the server loaded at start: ``"models"`` (a served model),
+    #: ``"layers"`` (a served layer of the chosen model), ``"idf_files"`` (an idf file loaded
+    #: at start, by name); another value is a 400 listing those served
+    among: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerSetting(Declared):
+    """A setting a metric fixes when a server starts (``rapidscore serve --FLAG``, a key of its
+    settings file, a ``ServeConfig`` keyword): a :class:`Declared` option (the flag is its name
+    with dashes). A request option of the same meaning falls back to it (NRR's ``threshold`` to
+    ``similarity_threshold``)."""
+
+    #: may be given several times (``--idf-file A --idf-file B``): a tuple of values
+    repeated: bool = False
+
+    def check(self, value: Any) -> Any:
+        """``value`` checked against the declaration (ValueError naming the setting)."""
+        if self.repeated:
+            if isinstance(value, str) or not isinstance(value, (list, tuple)):
+                value = (value,)
+            return tuple(self.check_value(item) for item in value)
+        return self.check_value(value)
 
 
 @dataclass(frozen=True)
