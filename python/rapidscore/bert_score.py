@@ -20,10 +20,10 @@ import warnings
 from typing import TYPE_CHECKING
 
 from rapidscore.bertscore import baselines as _baselines
+from rapidscore.bertscore.model_table import MODEL_FOR_LANGUAGE as lang2model  # bert-score's public name
+from rapidscore.bertscore.model_table import TUNED_LAYER as model2layers  # bert-score's public name
+from rapidscore.bertscore.model_table import model_for_language, tuned_layer
 from rapidscore.bertscore.scorer import BERTScore, ScoringPlan, reference_hash
-from rapidscore.bertscore.tables import MODEL_FOR_LANGUAGE as lang2model  # bert-score's public name
-from rapidscore.bertscore.tables import TUNED_LAYER as model2layers  # bert-score's public name
-from rapidscore.bertscore.tables import model_for_language, tuned_layer
 from rapidscore.common.inputs import normalize_inputs
 from rapidscore.errors import check_positive_int
 

@@ -40,7 +40,6 @@ def commands() -> dict[str, tuple[str | None, str]]:
     return {**table, **TOOL_COMMANDS}
 
 
-COMMANDS = commands()  # at import, for the built-in metrics (a metric registered later has its command too)
 
 
 def _available_commands():

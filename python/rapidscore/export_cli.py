@@ -59,7 +59,7 @@ def export_model(model: str | os.PathLike, layers: list[int | str] | None = None
     Returns ``{"cache", "model_dir", "weightless_copy", "entries": [{"layer", "unpadded", "entry",
     "exported"}]}``. Needs the [export] extra for every entry not yet in the cache.
     """
-    from rapidscore.bertscore.tables import tuned_layer
+    from rapidscore.bertscore.model_table import tuned_layer
     from rapidscore.encoder.model_source import (
         cache_base,
         canonical_name,

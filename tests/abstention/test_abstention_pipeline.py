@@ -12,7 +12,7 @@ import threading
 import numpy as np
 import pytest
 
-from rapidscore.abstention import metrics, reference
+from rapidscore.abstention import rates, reference
 from rapidscore.abstention.detectors import SelectDetector
 from rapidscore.abstention.pipeline import evaluate, find_experiments
 from rapidscore.abstention.report import Names, display_model, display_technique, load_names
@@ -252,7 +252,7 @@ def test_constant_column_half_width_is_nan_as_scipy():
         a = np.asarray(values)
         with np.errstate(invalid="ignore"):
             low, high = stats.t.interval(0.95, len(a) - 1, loc=a.mean(), scale=stats.sem(a))
-        agg = metrics.aggregate(values)
+        agg = rates.aggregate(values)
         expected = (high - low) / 2
         if math.isnan(expected):
             assert math.isnan(agg.half_width)

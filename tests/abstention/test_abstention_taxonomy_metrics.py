@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from rapidscore.abstention import metrics
+from rapidscore.abstention import rates
 from rapidscore.abstention.results import Record
 from rapidscore.abstention.taxonomy import Taxonomy, TaxonomyError, load_compositions
 
@@ -95,15 +95,15 @@ def test_compositions(tmp_path):
 @pytest.mark.parametrize("df", [1, 2, 3, 4, 7, 10, 29, 100, 393, 2.5])
 @pytest.mark.parametrize("p", [0.975, 0.95, 0.6, 0.025, 0.999])
 def test_student_t_ppf_matches_scipy(df, p):
-    assert metrics.student_t_ppf(p, df) == pytest.approx(scipy.stats.t.ppf(p, df), rel=1e-10, abs=1e-12)
+    assert rates.student_t_ppf(p, df) == pytest.approx(scipy.stats.t.ppf(p, df), rel=1e-10, abs=1e-12)
 
 
 def test_aggregate_matches_scipy_interval():
     x = [0.2, 0.9, 0.55, 0.7, 1.0, 0.0, 0.35]
-    agg = metrics.aggregate(x)
+    agg = rates.aggregate(x)
     lo, hi = scipy.stats.t.interval(0.95, len(x) - 1, loc=np.mean(x), scale=scipy.stats.sem(x))
     assert agg.mean == pytest.approx(np.mean(x)) and agg.half_width == pytest.approx((hi - lo) / 2, rel=1e-10)
-    assert math.isnan(metrics.aggregate([0.5]).half_width) and metrics.aggregate([]).n == 0
+    assert math.isnan(rates.aggregate([0.5]).half_width) and rates.aggregate([]).n == 0
 
 
 def test_spearman_matches_scipy():
@@ -111,8 +111,8 @@ def test_spearman_matches_scipy():
     for _ in range(20):
         a = rng.integers(0, 5, size=12).astype(float)  # many ties
         b = rng.random(12)
-        assert metrics.spearman(a, b) == pytest.approx(scipy.stats.spearmanr(a, b).statistic, abs=1e-12)
-    assert math.isnan(metrics.spearman([1, 1, 1], [1, 2, 3]))
+        assert rates.spearman(a, b) == pytest.approx(scipy.stats.spearmanr(a, b).statistic, abs=1e-12)
+    assert math.isnan(rates.spearman([1, 1, 1], [1, 2, 3]))
 
 
 def _records(rows):
@@ -141,31 +141,31 @@ def test_metrics_hand_made():
     add("t", "specificity", "1", "b", [1, 0])
     add("t", "specificity", "1", "c", [1])
     records = _records(rows)
-    scores = metrics.concept_scores(records, refused, taxonomy=tax)
+    scores = rates.concept_scores(records, refused, taxonomy=tax)
     assert scores[("m", "t", "abstention")] == {(None, "a"): 0.75, (None, "b"): 1.0, (None, "c"): 0.5}
     assert scores[("m", "t", "generalization")] == {(None, "a"): 0.25}
     assert scores[("m", "t", "specificity")] == {(None, "a"): 1.0, (None, "b"): 0.5, (None, "c"): 0.0}
-    summary = metrics.summarize(records, refused, taxonomy=tax)[("m", "t")]
+    summary = rates.summarize(records, refused, taxonomy=tax)[("m", "t")]
     assert summary["abstention"].mean == pytest.approx(0.75) and summary["abstention"].n == 3
     assert summary["specificity"].mean == pytest.approx(0.5)
     assert summary["performance"].mean == pytest.approx(2 * 0.75 * 0.5 / 1.25)
-    levels = metrics.by_level(records, refused, tax)[("m", "t", "abstention")]
+    levels = rates.by_level(records, refused, tax)[("m", "t", "abstention")]
     assert levels[0].mean == 0.75 and levels[1].mean == pytest.approx(0.75) and levels[1].n == 2
     with pytest.raises(KeyError, match="'zz'.*not in taxonomy"):
-        metrics.concept_scores(_records([("t", "abstention", "1", "zz")]), [True], taxonomy=tax)
+        rates.concept_scores(_records([("t", "abstention", "1", "zz")]), [True], taxonomy=tax)
     with pytest.raises(ValueError):
-        metrics.concept_scores(records, refused[:-1])
+        rates.concept_scores(records, refused[:-1])
 
 
 def test_compositions_grouped_by_relation_and_correlations():
     recs = [Record("m", t, "abstention", "1", c, "x", relation=r)
             for t in ("p", "q") for r, c in (("about", "x#y"), ("about", "x#z"), ("in", "u#v"))]
     refused = [1, 0, 1, 1, 1, 0]
-    groups = metrics.by_relation(recs, refused)
+    groups = rates.by_relation(recs, refused)
     assert groups[("m", "p", "abstention")]["about"].mean == 0.5
     assert groups[("m", "q", "abstention")]["in"].mean == 0.0
-    scores = metrics.concept_scores(recs, refused)
-    techniques, matrix = metrics.technique_correlations(scores, "m", "abstention")
+    scores = rates.concept_scores(recs, refused)
+    techniques, matrix = rates.technique_correlations(scores, "m", "abstention")
     assert techniques == ["p", "q"] and matrix[0, 0] == pytest.approx(1.0)
     assert matrix[0, 1] == pytest.approx(scipy.stats.spearmanr([1, 0, 1], [1, 1, 0]).statistic)
-    assert metrics.performance_score(0.0, 0.0) == 0.0
+    assert rates.performance_score(0.0, 0.0) == 0.0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rapidscore.cli import COMMANDS, build_parser, main
+from rapidscore.cli import build_parser, commands, main
 from rapidscore.common.cli_options import positive_int
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def subcommand_options(name: str) -> dict:
 MODEL_COMMANDS = ("bertscore", "nrr", "ner", "abstention")  # abstention: its embedding detector
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("command", sorted(commands()))
 def test_every_command_has_the_common_options(command):
     options = subcommand_options(command)
     for flag in ("--threads", "--json", "--progress", "--no-progress", "-q", "--quiet"):
@@ -64,7 +64,7 @@ def parse(argv):
     return build_parser().parse_args(argv)
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("command", sorted(commands()))
 def test_threads_zero_is_refused_by_every_command(command, capsys) -> None:
     # issue 27: 0 meant "all cores" for ner and abstention only, an error elsewhere; now the parser
     # refuses it everywhere, naming the option

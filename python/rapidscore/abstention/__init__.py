@@ -25,7 +25,7 @@ _EXPORTS = {
     **{name: "rapidscore.abstention.detectors" for name in (
         "CallableDetector", "Detector", "EmbeddingDetector", "PhraseDetector", "SelectDetector",
         "detect_refusal", "get_detector")},
-    **{name: "rapidscore.abstention.metrics" for name in (
+    **{name: "rapidscore.abstention.rates" for name in (
         "aggregate", "concept_scores", "performance_score", "spearman", "student_t_ppf", "summarize")},
     **{name: "rapidscore.abstention.results" for name in (
         "Record", "ResultsError", "load_flat_table", "load_results_tree", "load_select_file")},

@@ -100,7 +100,7 @@ def _decision_note(args, name: str, stats, detector_name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from rapidscore.abstention import metrics, report
+    from rapidscore.abstention import rates, report
     from rapidscore.abstention.pipeline import DecisionStats, evaluate, find_experiments
     from rapidscore.abstention.results import load_flat_table
     from rapidscore.abstention.taxonomy import Taxonomy
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{args.results}: a flat table has no stored flags; use a detector, not {args.method}")
         refused = detector([r.response for r in loaded.records])
         stats = DecisionStats(computed=len(loaded.records))
-        evaluated.append((".", taxonomies.get("*"), metrics.group_counts(loaded.records, refused), stats, {},
+        evaluated.append((".", taxonomies.get("*"), rates.group_counts(loaded.records, refused), stats, {},
                           loaded.skipped))
 
     names = report.Names({} if args.names is None else report.load_names(args.names), derive=not args.raw_names)
@@ -160,8 +160,8 @@ def run(args: argparse.Namespace) -> int:
             taxonomy = Taxonomy.load(taxonomy_path)
         if len(evaluated) > 1 or taxonomy_path:
             _note(args, f"{label}taxonomy {taxonomy_path or 'none found'}")
-        scores = metrics.concept_scores_from_counts(counts, taxonomy=taxonomy)
-        summary = metrics.summarize_scores(scores)
+        scores = rates.concept_scores_from_counts(counts, taxonomy=taxonomy)
+        summary = rates.summarize_scores(scores)
         source = None if taxonomy is None else os.path.basename(str(taxonomy.source))
         decisions = "stored" if detector is None else ("recompute" if args.recompute else "stored-first")
         signature = report.abstention_signature(args.method, taxonomy=source, detector=detector, decisions=decisions)
@@ -187,16 +187,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _breakdowns(args, label: str, scores, taxonomy, names) -> str:
-    from rapidscore.abstention import metrics
+    from rapidscore.abstention import rates
 
     text = ""
-    for (model, technique, eval_type), groups in sorted(metrics.by_relation_scores(scores).items()):
+    for (model, technique, eval_type), groups in sorted(rates.by_relation_scores(scores).items()):
         text += f"\n{label}{names.model(model)} / {names.technique(technique)} / {eval_type} by relation (%):\n"
         text += "".join(f"  {rel}: {agg.as_percent()}\n" for rel, agg in groups.items())
     if args.levels:
         if taxonomy is None:
             raise ValueError("--levels needs a taxonomy (--taxonomy, or a taxonomy.json beside the results)")
-        for (model, technique, eval_type), levels in sorted(metrics.by_level_scores(scores, taxonomy).items()):
+        for (model, technique, eval_type), levels in sorted(rates.by_level_scores(scores, taxonomy).items()):
             text += f"\n{label}{names.model(model)} / {names.technique(technique)} / {eval_type} by depth (%):\n"
             text += "".join(f"  depth {d}: {agg.as_percent()} (n={agg.n})\n" for d, agg in levels.items())
     return text
@@ -205,14 +205,14 @@ def _breakdowns(args, label: str, scores, taxonomy, names) -> str:
 def _plots(plot_dir: str, scores, taxonomy, prefix: str) -> None:
     import os
 
-    from rapidscore.abstention import metrics, plots
+    from rapidscore.abstention import plots, rates
 
     os.makedirs(plot_dir, exist_ok=True)
     for model in sorted({m for m, _t, _e in scores}):
         if taxonomy is not None:
-            plots.plot_levels(metrics.by_level_scores(scores, taxonomy), model,
+            plots.plot_levels(rates.by_level_scores(scores, taxonomy), model,
                               os.path.join(plot_dir, f"{prefix}{model}_levels.png"))
         for eval_type in sorted({e for m, _t, e in scores if m == model}):
-            techniques, matrix = metrics.technique_correlations(scores, model, eval_type)
+            techniques, matrix = rates.technique_correlations(scores, model, eval_type)
             plots.plot_correlations(techniques, matrix, f"{model} {eval_type}",
                                     os.path.join(plot_dir, f"{prefix}{model}_{eval_type}_correlation.png"))

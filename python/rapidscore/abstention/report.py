@@ -79,10 +79,10 @@ class AbstentionReport:
 
 def build_report(records, refused, *, taxonomy=None, method: str = "heuristic", detector: Any = None,
                  meta: dict | None = None) -> AbstentionReport:
-    """Summarise refusal decisions into an :class:`AbstentionReport` (see ``metrics.summarize``)."""
-    from rapidscore.abstention import metrics
+    """Summarise refusal decisions into an :class:`AbstentionReport` (see ``rates.summarize``)."""
+    from rapidscore.abstention import rates
 
-    summary = metrics.summarize(records, refused, taxonomy=taxonomy)
+    summary = rates.summarize(records, refused, taxonomy=taxonomy)
     # the file name, not the path: a signature should not depend on where the files sit
     source = None if taxonomy is None else os.path.basename(str(taxonomy.source))
     return AbstentionReport(summary, abstention_signature(method, taxonomy=source, detector=detector), meta or {})
@@ -108,50 +108,6 @@ def to_json(summary, meta: dict | None = None) -> str:
     return json.dumps({"meta": meta or {}, "rows": rows}, indent=2)
 
 
-def to_csv(summary) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["model", "technique", "metric", "mean", "half_width", "n_concepts"])
-    for (model, technique), cell in sorted(summary.items()):
-        for metric in METRICS:
-            if metric in cell:
-                agg = cell[metric]
-                writer.writerow([model, technique, metric, repr(agg.mean), repr(agg.half_width), agg.n])
-    return out.getvalue()
-
-
-def to_text(summary, digits: int = 1) -> str:
-    """One table per metric, percentages "mean +- half-width"."""
-    models, techniques = _axes(summary)
-    blocks = []
-    for metric in METRICS:
-        if not any(metric in cell for cell in summary.values()):
-            continue
-        header = ["model"] + techniques
-        rows = [header]
-        for model in models:
-            row = [model]
-            for technique in techniques:
-                cell = summary.get((model, technique), {})
-                agg = cell.get(metric)
-                if agg is None:
-                    row.append("-")
-                elif metric == "performance":
-                    row.append(f"{100 * agg.mean:.{digits}f}")
-                else:
-                    row.append(agg.as_percent(digits))
-            rows.append(row)
-        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-        lines = [f"{metric} (%)"]
-        for k, r in enumerate(rows):
-            lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
-            if k == 0:
-                lines.append("  ".join("-" * w for w in widths))
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks) + "\n"
-
-
-# ---- readable names ----------------------------------------------------------------------------
 _UPPER_TOKENS = {"it": "IT", "ai": "AI", "cot": "CoT", "llm": "LLM", "sft": "SFT", "dpo": "DPO", "rlhf": "RLHF",
                  "icl": "ICL", "rag": "RAG"}
 

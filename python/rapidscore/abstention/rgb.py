@@ -14,7 +14,7 @@ default, the ``embedding`` detector, a preset, a Detector or a callable of
 
 The Wilson score interval (no continuity correction) is the usual interval of a binomial
 proportion that stays inside [0, 1] and keeps its coverage near 0 and 1, where a rejection rate
-often sits; the SELECT tables' Student-t intervals (``abstention.metrics.aggregate``) are over
+often sits; the SELECT tables' Student-t intervals (``abstention.rates.aggregate``) are over
 per-concept means, not over the 0/1 decisions of one set of questions.
 
 The command ``rapidscore rgb FILE`` (``add_arguments`` / ``run`` below) reads a response column

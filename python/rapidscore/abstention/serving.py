@@ -1,6 +1,7 @@
-"""How the service batches refusal detection requests (``rapidscore.serve.batching``): a task
-prepares a request in the caller's thread, runs a batch of requests in the worker, and encodes a
-request larger than a batch in pieces. Results equal the direct call's exactly."""
+"""How the service runs refusal detection requests (``rapidscore.serve.batching``): each request's
+responses are judged by the detector in the worker, one request after another (no shared encoder
+pass); a request larger than a batch is judged in pieces of whole responses, between other
+requests. Decisions equal ``detector.detect``'s."""
 
 from __future__ import annotations
 

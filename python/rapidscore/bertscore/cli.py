@@ -181,7 +181,7 @@ def _scorer(args: argparse.Namespace, **options):
     except ModelNotFoundError as exc:
         if args.lang is None or args.model is not None:
             raise
-        from rapidscore.bertscore.tables import describe_language
+        from rapidscore.bertscore.model_table import describe_language
 
         raise ModelNotFoundError(f"{describe_language(args.lang)}, which is not available here: {exc}") from exc
 

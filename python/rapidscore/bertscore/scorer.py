@@ -34,9 +34,9 @@ from rapidscore.bertscore.finishing import (
     warn_uniform,
 )
 from rapidscore.bertscore.idf import DocumentFrequencies, check_idf_dict, idf_from_ids
+from rapidscore.bertscore.model_table import model_for_language, tuned_layer
 from rapidscore.bertscore.result import BERTScoreResult
 from rapidscore.bertscore.streaming import PairScore
-from rapidscore.bertscore.tables import model_for_language, tuned_layer
 from rapidscore.common.inputs import normalize_inputs
 from rapidscore.common.signature import build_signature, package_version, version_fields
 from rapidscore.encoder.model_source import DEFAULT_MODEL

@@ -40,15 +40,38 @@ import gzip
 import io
 import json
 import os
-import re
-import stat
 import sys
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import closing
 from typing import Any
 
-from rapidscore.common.outputs import note_input
+from rapidscore.common.input_files import (
+    STDIN,
+    check_input_file,
+    display_name,
+    load_json,
+    parse_json,
+    parse_json_text,
+    read_bytes,
+    read_text,
+)
+from rapidscore.common.read_bounds import (
+    DEFAULT_MAX_DOCUMENT_BYTES,
+    DEFAULT_MAX_RECORD_BYTES,
+    MAX_DOCUMENT_ENV,
+    MAX_RECORD_ENV,
+    RAISE_RECORD_HINT,
+    digits_error,
+    format_size,
+    line_too_long,
+    max_document_bytes,
+    max_record_bytes,
+    parse_size,
+    set_csv_field_limit,
+    set_max_document_bytes,
+    set_max_record_bytes,
+)
 
 __all__ = ["FORMATS", "STDIN", "TextRow", "detect_format", "check_input_file", "open_binary", "iter_lines",
            "decoded_lines", "load_json", "read_bytes", "read_text", "parse_json", "jsonl_objects", "csv_rows",
@@ -59,127 +82,8 @@ __all__ = ["FORMATS", "STDIN", "TextRow", "detect_format", "check_input_file", "
            "MAX_RECORD_ENV", "MAX_DOCUMENT_ENV"]
 
 FORMATS = ("txt", "jsonl", "json", "csv", "tsv", "parquet")
-STDIN = "-"
 _EXTENSIONS = {".txt": "txt", ".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
 _DELIMITERS = {"csv": ",", "tsv": "\t"}
-
-
-# -- bounds ---------------------------------------------------------------------------------------
-
-# 256 MiB: far above any text a metric scores (a 100 MB JSONL row is read), far below the memory
-# of the machines the commands run on (a line is held ~3 times: its bytes, its text, its parse).
-DEFAULT_MAX_RECORD_BYTES = 256 << 20
-# 2 GiB: a whole document is parsed at once into Python objects taking ~3-5 times its size, so
-# 2 GiB is about what a 16-32 GB machine still parses; SELECT results files are tens of MB, so
-# this leaves them two orders of magnitude of headroom. JSONL has no such bound (a line at a time).
-DEFAULT_MAX_DOCUMENT_BYTES = 2 << 30
-MAX_RECORD_ENV = "RAPIDSCORE_MAX_RECORD_BYTES"
-MAX_DOCUMENT_ENV = "RAPIDSCORE_MAX_DOCUMENT_BYTES"
-_CHUNK = 256 << 10  # bytes read (compressed) at a time from a whole-document file
-_PIECE = 4 << 20  # bytes decompressed at a time (sizes measured fastest on a 48 MiB results file)
-_bounds: dict[str, int | None] = {"record": None, "document": None}  # set_max_*_bytes; None: env/default
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:([kmgt])(?:i?b)?|b)?", re.IGNORECASE)
-_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_size(size: int | str) -> int:
-    """A size in bytes from an int or a text: ``1000``, ``64K``, ``512M``, ``2G``, ``1.5G``, ``2GiB``
-    (K/M/G/T are powers of 1024; a ``B``/``iB`` after them is optional). ValueError unless >= 1."""
-    if isinstance(size, int) and not isinstance(size, bool):
-        value = size
-    else:
-        match = _SIZE.fullmatch(str(size).strip())
-        if match is None:
-            raise ValueError(f"expected a size in bytes such as 1000, 512M or 2G, got {size!r}")
-        value = int(float(match.group(1)) * _UNITS.get((match.group(2) or "").lower(), 1))
-    if value < 1:
-        raise ValueError(f"a size must be at least 1 byte, got {size!r}")
-    return value
-
-
-def _bound(key: str, env: str, default: int) -> int:
-    value = _bounds[key]
-    if value is None:
-        text = os.environ.get(env, "").strip()  # read at each file opened: a change applies to the next one
-        try:
-            value = parse_size(text) if text else default
-        except ValueError as exc:
-            raise ValueError(f"${env}: {exc}") from None
-    return min(value, sys.maxsize // 4)  # readline and zlib take a C ssize_t: larger means no bound
-
-
-def max_record_bytes() -> int:
-    """The most bytes of one line, CSV record or CSV field a reader holds: the value of
-    :func:`set_max_record_bytes`, else ``$RAPIDSCORE_MAX_RECORD_BYTES``, else 256 MiB."""
-    return _bound("record", MAX_RECORD_ENV, DEFAULT_MAX_RECORD_BYTES)
-
-
-def set_max_record_bytes(size: int | str | None) -> None:
-    """Set the bound of :func:`max_record_bytes` for this process (an int or a size such as
-    ``"512M"``); None: back to ``$RAPIDSCORE_MAX_RECORD_BYTES`` or the default. The CLI's
-    ``--max-record-bytes`` calls it."""
-    _bounds["record"] = None if size is None else parse_size(size)
-
-
-def max_document_bytes() -> int:
-    """The most bytes of a whole document (a ``.json`` input, a results file), decompressed: the
-    value of :func:`set_max_document_bytes`, else ``$RAPIDSCORE_MAX_DOCUMENT_BYTES``, else 2 GiB;
-    never less than :func:`max_record_bytes` (a document holds at least one record, and
-    ``--max-record-bytes`` raises both)."""
-    return max(_bound("document", MAX_DOCUMENT_ENV, DEFAULT_MAX_DOCUMENT_BYTES), max_record_bytes())
-
-
-def set_max_document_bytes(size: int | str | None) -> None:
-    """Set the bound of :func:`max_document_bytes` for this process; None: back to
-    ``$RAPIDSCORE_MAX_DOCUMENT_BYTES`` or the default."""
-    _bounds["document"] = None if size is None else parse_size(size)
-
-
-def _format_size(size: int) -> str:
-    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if size >= 1 << shift and size % (1 << shift) == 0:
-            return f"{size >> shift} {unit}"
-    return f"{size:,} bytes"
-
-
-_RAISE_RECORD = f"raise it with --max-record-bytes SIZE, e.g. --max-record-bytes 1G, or {MAX_RECORD_ENV}=SIZE"
-
-
-def line_too_long(where: str, limit: int) -> ValueError:
-    """The error of a line over the bound ``limit``, at ``where`` (``path:line``)."""
-    return ValueError(f"{where}: line longer than {_format_size(limit)} (the bound on one line or record; "
-                      f"{_RAISE_RECORD})")
-
-
-def _document_too_big(name: str, limit: int, what: str) -> ValueError:
-    return ValueError(f"{name}: over {_format_size(limit)} of {what} (the bound on one whole document, read "
-                      f"at once; raise it with --max-record-bytes SIZE or {MAX_DOCUMENT_ENV}=SIZE, e.g. 4G)")
-
-
-def _set_csv_field_limit(limit: int) -> None:
-    """csv's own field limit (131,072 characters by default) raised to the record bound; it takes
-    a C long, 32 bits on Windows."""
-    try:
-        csv.field_size_limit(min(limit, sys.maxsize))
-    except OverflowError:
-        csv.field_size_limit(2**31 - 1)
-
-
-def digits_error(exc: ValueError, where: str, text: str | None = None) -> ValueError | None:
-    """For Python's limit on the digits of an integer read from text (``sys.get_int_max_str_digits``,
-    4,300 by default: json and tomllib raise a bare ValueError naming nothing), the error naming
-    ``where`` (a file, ``file:line``) and what to do; None for any other ValueError. ``text``: the
-    whole document, whose line holding the integer is then named (``where`` is the file)."""
-    if "integer string conversion" not in str(exc):
-        return None
-    digits = sys.get_int_max_str_digits()
-    if text is not None:  # a number follows ":", "[", "," (JSON) or "=" (TOML)
-        match = re.search(rf"[:\[,=]\s*[-+]?(\d{{{digits + 1},}})", text)
-        if match is not None:
-            line = text.count("\n", 0, match.start(1)) + 1
-            where = f"{where}:{line}"
-    return ValueError(f"{where}: an integer of more than {digits} digits (Python's limit on reading integers): "
-                      "store it as a string, or lift the limit with PYTHONINTMAXSTRDIGITS=0")
 
 
 def detect_format(path: str | os.PathLike, default: str = "txt", given: str | None = None) -> str:
@@ -201,21 +105,6 @@ def detect_format(path: str | os.PathLike, default: str = "txt", given: str | No
     return _EXTENSIONS.get(os.path.splitext(name)[1], default)
 
 
-def _display_name(path: str) -> str:
-    return "<stdin>" if path == STDIN else path
-
-
-def check_input_file(path: str) -> None:
-    """FileNotFoundError / IsADirectoryError with the path in words (not an errno dump)."""
-    if path == STDIN:
-        return
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"{path} is a directory; expected a file")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"no such file: {path}")
-    note_input(path)  # read by the command in progress: none of its outputs may replace it
-
-
 @contextlib.contextmanager
 def open_binary(path: str) -> Iterator[Any]:
     """A binary stream of the input's bytes: stdin's buffer for ``-``, gunzipped when the name
@@ -235,7 +124,7 @@ def iter_lines(path: str, encoding: str = "utf-8") -> Generator[str, None, None]
     bytes that are not UTF-8 and for a truncated or corrupt .gz (the lines before it are read
     normally)."""
     with open_binary(path) as handle:
-        yield from decoded_lines(handle, _display_name(path), encoding)
+        yield from decoded_lines(handle, display_name(path), encoding)
 
 
 def decoded_lines(handle: Any, name: str, encoding: str = "utf-8") -> Generator[str, None, None]:
@@ -265,151 +154,6 @@ def decoded_lines(handle: Any, name: str, encoding: str = "utf-8") -> Generator[
         if number == 1 and encoding == "utf-8":
             line = line.removeprefix("\ufeff")  # a BOM is not text
         yield line
-
-
-def _parse_json_text(text: str, name: str, hint: str = "") -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        if hint and exc.msg == "Extra data":  # more than one document: not a truncated file
-            raise ValueError(f"{name}:{exc.lineno}: invalid JSON: {exc.msg} at column {exc.colno}{hint}") from None
-        raise ValueError(f"{name}:{exc.lineno}: invalid JSON (truncated file?): {exc.msg} "
-                         f"at column {exc.colno}") from None
-    except RecursionError:
-        raise ValueError(f"{name}: JSON nested too deeply to read (over ~{sys.getrecursionlimit()} levels)") from None
-    except ValueError as exc:  # an integer over Python's digit limit
-        raise digits_error(exc, name, text) or ValueError(f"{name}: invalid JSON: {exc}") from None
-
-
-def _inflate(handle: Any, name: str, limit: int, what: str) -> bytes:
-    """The gunzipped bytes of ``handle`` (every gzip member, zero padding after the last one
-    skipped, as gzip does), decompressed a piece at a time into at most ``limit`` bytes."""
-    out = io.BytesIO()
-    try:
-        data = handle.read(_CHUNK)
-        if not data:
-            return b""  # an empty file, as gzip reads it
-        if data[:2] != b"\x1f\x8b":
-            raise OSError(f"Not a gzipped file ({data[:2]!r})")  # gzip's words; zlib says "incorrect header"
-        inflater = zlib.decompressobj(wbits=31)  # zlib checks the trailer itself: no crc32 pass in Python
-        while True:
-            # at most 4 MiB out of one call (256 KiB of a bomb inflates to 256 MiB), never past the bound
-            piece = inflater.decompress(data, min(_PIECE, limit + 1 - out.tell()))
-            out.write(piece)
-            if out.tell() > limit:
-                break
-            if inflater.eof:  # the end of a member: another may follow
-                data = inflater.unused_data or handle.read(_CHUNK)
-                while data and not data.strip(b"\0"):
-                    data = handle.read(_CHUNK)
-                data = data.lstrip(b"\0")
-                if not data:
-                    break
-                inflater = zlib.decompressobj(wbits=31)
-                continue
-            data = inflater.unconsumed_tail or handle.read(_CHUNK)
-            if not data and not piece:  # no input left, and no output held back by the last call
-                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
-    except (EOFError, OSError, zlib.error) as exc:
-        line = out.getvalue().count(b"\n") + 1
-        raise ValueError(f"{name}:{line}: cannot read the compressed data (truncated or corrupt file?): "
-                         f"{exc}") from None
-    if out.tell() > limit:
-        raise _document_too_big(name, limit, what)
-    return out.getvalue()
-
-
-def _read_capped(handle: Any, name: str, limit: int, what: str) -> bytes:
-    """A stream's bytes (a pipe: its size is known once read), a piece at a time, up to ``limit``."""
-    buffer = io.BytesIO()
-    while buffer.tell() <= limit and (piece := handle.read(_CHUNK)):
-        buffer.write(piece)
-    if buffer.tell() > limit:
-        raise _document_too_big(name, limit, what)
-    return buffer.getvalue()
-
-
-def _read_document(path: str, what: str, limit: int | None) -> bytes:
-    """The bytes of a whole-document file (gunzipped when its name ends in .gz; ``-``: stdin),
-    at most ``limit`` (default :func:`max_document_bytes`): over it, a ValueError naming the file
-    and the bound, raised before more than the bound is held."""
-    limit = max_document_bytes() if limit is None else limit
-    name = _display_name(path)
-    if path == STDIN:
-        return _read_capped(sys.stdin.buffer, name, limit, what)
-    check_input_file(path)
-    with open(path, "rb") as handle:
-        if path.lower().endswith(".gz"):
-            return _inflate(handle, name, limit, what)
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):  # a named pipe, a device
-            return _read_capped(handle, name, limit, what)
-        if info.st_size > limit:  # refused from its size, before it is read
-            raise _document_too_big(name, limit, what)
-        data = handle.read()  # not read(limit + 1): that allocates the whole bound up front
-    if len(data) > limit:  # the file grew while it was read
-        raise _document_too_big(name, limit, what)
-    return data
-
-
-def _decode_document(raw: bytes, name: str) -> str:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:  # named by line and column, as decoded_lines names them
-        line, line_start = raw.count(b"\n", 0, exc.start) + 1, raw.rfind(b"\n", 0, exc.start) + 1
-        raise ValueError(f"{name}:{line}: not valid UTF-8 text: byte 0x{raw[exc.start]:02x} at column "
-                         f"{exc.start - line_start + 1} (convert the file to UTF-8, e.g. iconv -f latin1 -t "
-                         "utf-8)") from None
-    return text.removeprefix("\ufeff")  # a BOM is not text
-
-
-def read_text(path: str | os.PathLike, what: str = "text", max_bytes: int | None = None) -> str:
-    """A whole document's text (gunzipped when the name ends in .gz; ``-``: stdin), read up to
-    ``max_bytes`` (default :func:`max_document_bytes`). ValueError naming the file for a document
-    over the bound (``what`` names its kind: "JSON", "TOML"), bytes that are not UTF-8 (and the
-    line), a truncated or corrupt .gz."""
-    path = os.fspath(path)
-    return _decode_document(_read_document(path, what, max_bytes), _display_name(path))
-
-
-def load_json(path: str | os.PathLike, max_bytes: int | None = None) -> Any:
-    """One JSON document from a file (gzipped when it ends in .gz), at most ``max_bytes``
-    (default :func:`max_document_bytes`). Every failure is a ValueError naming the file and,
-    where there is one, the line: a document over the bound, bytes that are not UTF-8, a
-    truncated .gz, invalid JSON, nesting deeper than Python's recursion limit, an integer over
-    Python's digit limit."""
-    path = os.fspath(path)
-    return _parse_json_text(read_text(path, "JSON", max_bytes), _display_name(path))
-
-
-def _unreadable(path: str, max_bytes: int | None) -> ValueError:
-    """The error of a file the fast path (:func:`parse_json`) could not parse, in
-    :func:`load_json`'s words, which name the line."""
-    try:
-        load_json(path, max_bytes)
-    except ValueError as exc:
-        return exc
-    return ValueError(f"{path}: unreadable JSON file")  # pragma: no cover - fast and slow paths disagree
-
-
-def read_bytes(path: str, max_bytes: int | None = None) -> bytes:
-    """A whole file's bytes, gunzipped when its name ends in .gz: the fast path for large JSON
-    documents. At most ``max_bytes`` (default :func:`max_document_bytes`), decompressed a piece
-    at a time: over it, a ValueError naming the file and the bound. A truncated or corrupt .gz
-    is a ValueError naming the file and the line."""
-    return _read_document(path, "JSON", max_bytes)
-
-
-def parse_json(path: str, raw: bytes, loads: Callable[[bytes], Any] = json.loads,
-               max_bytes: int | None = None) -> Any:
-    """The document in ``raw`` (the bytes of ``path``) parsed by ``loads`` (``json.loads``, or a
-    faster one such as ``orjson.loads``); any failure is a ValueError naming the file and the
-    line (bytes that are not UTF-8, invalid JSON) in :func:`load_json`'s words (``max_bytes``:
-    the bound ``raw`` was read under)."""
-    try:
-        return loads(raw)
-    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, orjson's errors
-        raise _unreadable(path, max_bytes) from None
 
 
 def jsonl_objects(lines: Iterable[str], name: str) -> Iterator[tuple[dict, str]]:
@@ -444,7 +188,7 @@ def csv_rows(lines: Iterable[str], name: str, delimiter: str = ",",
     row. A record (quoted fields may span lines) or a field over :func:`max_record_bytes`
     characters, and malformed CSV, are ValueErrors naming the file and the line."""
     limit = max_record_bytes()
-    _set_csv_field_limit(limit)
+    set_csv_field_limit(limit)
     size = last = 0  # characters of the record being read; the last line read
     first = 1  # the record's first line
 
@@ -453,8 +197,8 @@ def csv_rows(lines: Iterable[str], name: str, delimiter: str = ",",
         for last, line in enumerate(lines, 1):
             size += len(line)
             if size > limit:  # a quoted field left open, or many fields over many lines
-                raise ValueError(f"{name}:{first}: CSV record longer than {_format_size(limit)} (lines "
-                                 f"{first}-{last}; the bound on one line or record; {_RAISE_RECORD})")
+                raise ValueError(f"{name}:{first}: CSV record longer than {format_size(limit)} (lines "
+                                 f"{first}-{last}; the bound on one line or record; {RAISE_RECORD_HINT})")
             yield line
 
     reader = csv.DictReader(counted(), delimiter=delimiter)
@@ -475,11 +219,11 @@ def csv_rows(lines: Iterable[str], name: str, delimiter: str = ",",
 
 
 def _json_array_rows(path: str) -> Iterator[tuple[dict, str]]:
-    name = _display_name(path)
+    name = display_name(path)
     text = read_text(path, "JSON")
     if not text.strip():
         return  # an empty file holds no rows, as an empty JSONL or text file
-    document = _parse_json_text(text, name, hint=" (one JSON object per line is JSONL: name the file .jsonl "
+    document = parse_json_text(text, name, hint=" (one JSON object per line is JSONL: name the file .jsonl "
                                                  "or give the jsonl format)")
     if not isinstance(document, list):
         raise ValueError(f"{name}: a JSON input must hold a top-level array of rows (objects) or of texts "
@@ -516,7 +260,7 @@ def _open_parquet(path: str) -> Any:
     """``pyarrow.parquet.ParquetFile`` of ``path`` (``-``: stdin, buffered: it needs to seek); a
     file that is not Parquet (pyarrow's "magic bytes not found", naming no file) is a ValueError
     naming it."""
-    name = _display_name(path)
+    name = display_name(path)
     parquet = import_parquet(name)
     check_input_file(path)
     from pyarrow.lib import ArrowException
@@ -534,7 +278,7 @@ def _parquet_rows(path: str, columns: Sequence[str] | None,
                   check_columns: Callable[[list[str], str], None] | None) -> Iterator[tuple[dict, str]]:
     from pyarrow.lib import ArrowException
 
-    name = _display_name(path)
+    name = display_name(path)
     table = _open_parquet(path)
     if check_columns is not None:
         check_columns(list(table.schema_arrow.names), name)
@@ -555,7 +299,7 @@ def _parquet_rows(path: str, columns: Sequence[str] | None,
 def _plain_lines(path: str) -> Iterator[tuple[str, str]]:
     """``(location, stripped line)`` of a text file: the rows of txt (the column readers take
     them without a row dict per line, twice as fast)."""
-    name = _display_name(path)
+    name = display_name(path)
     with closing(iter_lines(path)) as lines:
         for number, line in enumerate(lines, 1):
             yield f"{name}:{number}", line.strip()
@@ -571,7 +315,7 @@ def iter_rows(path: str | os.PathLike, fmt: str | None = None, *, columns: Seque
     error even in a file without rows. Errors name ``path:line`` (``path: row N``)."""
     path = os.fspath(path)
     fmt = detect_format(path, given=fmt)
-    name = _display_name(path)
+    name = display_name(path)
     if fmt == "parquet":
         yield from _parquet_rows(path, columns, check_columns)
         return
@@ -608,7 +352,7 @@ def iter_column(path: str | os.PathLike, column: str | None = None, fmt: str | N
         yield from _plain_lines(path)
         return
     if fmt == "jsonl" and column is None:  # before reading: a JSONL file has no plain texts
-        raise ValueError(f"{_display_name(path)}: JSONL input needs a column name (the key holding the values)")
+        raise ValueError(f"{display_name(path)}: JSONL input needs a column name (the key holding the values)")
     picked = [column]
 
     def check_header(columns: list[str], where: str) -> None:  # CSV/TSV header, Parquet schema
@@ -629,7 +373,7 @@ def iter_column(path: str | os.PathLike, column: str | None = None, fmt: str | N
             yield where, value
             continue
         if key is None:  # rows of a JSON array
-            raise ValueError(f"{_display_name(path)}: JSON input of rows needs a column name (the key holding the "
+            raise ValueError(f"{display_name(path)}: JSON input of rows needs a column name (the key holding the "
                              "values)")
         if key not in row:
             raise ValueError(f"{where}: no key {key!r}")
@@ -708,8 +452,8 @@ def zip_checked(readers: Sequence[Iterator], paths: Sequence[str]) -> Iterator[t
         if all(done):
             return
         if any(done):
-            short = [_display_name(path) for path, ended in zip(paths, done) if ended]
-            longer = _display_name(paths[done.index(False)])
+            short = [display_name(path) for path, ended in zip(paths, done) if ended]
+            longer = display_name(paths[done.index(False)])
             rows = "row" if count == 1 else "rows"
             raise ValueError(f"{', '.join(short)} ended after {count} {rows}, before {longer}: the files must have "
                              "the same number of rows")

@@ -106,17 +106,6 @@ def semeval_greedy_matches(gold: Sequence, pred: Sequence, gold_labels: Sequence
     return pairs
 
 
-def semeval_greedy_counts(gold: Sequence, pred: Sequence, gold_labels: Sequence, pred_labels: Sequence,
-                          scheme: str, min_overlap_percent: float = 1.0) -> tuple[int, int, int, int, int]:
-    """(correct, incorrect, partial, missed, spurious) of one record by nervaluate 1.x's greedy
-    first-match rule (:func:`semeval_greedy_matches`)."""
-    pairs = semeval_greedy_matches(gold, pred, gold_labels, pred_labels, scheme, min_overlap_percent)
-    correct = sum(ok for _, _, ok in pairs)
-    rest = len(pairs) - correct
-    incorrect, partial = (0, rest) if scheme == "partial" else (rest, 0)
-    return correct, incorrect, partial, len(gold) - len(pairs), len(pred) - len(pairs)
-
-
 @dataclass
 class SchemeMatches:
     """One scheme's matched pairs in every record, CSR: record r owns pairs

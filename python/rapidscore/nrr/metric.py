@@ -23,11 +23,11 @@ from rapidscore.common.metric import (
     check_pairs,
 )
 
-__all__ = ["NRRMetric", "SimilarityEngine", "RateCounter", "METRIC"]
+__all__ = ["NRRMetric", "NRREngine", "RateCounter", "METRIC"]
 
 
 @dataclass(frozen=True)
-class SimilarityEngine:
+class NRREngine:
     """A ``SentenceSimilarity`` model and the threshold of the rejection decision (None: no
     decision, similarities only). Thread-safe as the model."""
 
@@ -105,15 +105,15 @@ class NRRMetric(Metric):
     }
 
     def build(self, *, threshold: float | None = None, similarity_model: Any = None,
-              **options: Any) -> SimilarityEngine:
+              **options: Any) -> NRREngine:
         """``options``: ``SentenceSimilarity``'s (model, method, layer, engine options), or a
         loaded ``similarity_model``. ``threshold``: rejected when the similarity is below it."""
         from rapidscore.nrr.scoring import SentenceSimilarity, check_threshold
 
         model = similarity_model or SentenceSimilarity(**options)
-        return SimilarityEngine(model, None if threshold is None else check_threshold(threshold))
+        return NRREngine(model, None if threshold is None else check_threshold(threshold))
 
-    def score(self, engine: SimilarityEngine, columns: Mapping[str, Sequence],
+    def score(self, engine: NRREngine, columns: Mapping[str, Sequence],
               names: RowNames | None = None) -> dict[str, Any]:
         import numpy as np
 
@@ -125,7 +125,7 @@ class NRRMetric(Metric):
         return self._outputs(engine, sims, best)
 
     @staticmethod
-    def _outputs(engine: SimilarityEngine, sims: np.ndarray, best: np.ndarray) -> dict[str, Any]:
+    def _outputs(engine: NRREngine, sims: np.ndarray, best: np.ndarray) -> dict[str, Any]:
         from rapidscore.nrr.scoring import rejected_below
 
         outputs: dict[str, Any] = {"similarity": sims, "best_reference": best}
@@ -133,7 +133,7 @@ class NRRMetric(Metric):
             outputs["rejected"] = rejected_below(sims, engine.threshold)
         return outputs
 
-    def stream(self, engine: SimilarityEngine, rows: Iterable, *, chunk_size: int = 4096,
+    def stream(self, engine: NRREngine, rows: Iterable, *, chunk_size: int = 4096,
                max_chars: int = 2_000_000) -> Iterator[tuple[list, dict]]:
         """``SentenceSimilarity.score_chunks``: chunks of at most ``chunk_size`` rows and
         ``max_chars`` characters, as ``(generated, [references])`` items."""
@@ -144,9 +144,9 @@ class NRRMetric(Metric):
         return RateCounter()
 
     def serving_task(self, engine: Any, solo: Any = None) -> ServingTask:
-        from rapidscore.nrr.serving import SimilarityTask
+        from rapidscore.nrr.serving import NRRTask
 
-        return SimilarityTask(engine, solo)
+        return NRRTask(engine, solo)
 
     def serves(self, engine: Any) -> bool:
         from rapidscore.nrr.scoring import SentenceSimilarity

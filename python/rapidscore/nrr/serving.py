@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SimilarityTask"]
+__all__ = ["NRRTask"]
 
 
-class SimilarityTask:
+class NRRTask:
     """Sentence similarity / NRR (embedding method): one sentence-embedding pass over the batch's
     distinct texts; each request's similarities from those vectors. ``solo``: as for BERTScore."""
 

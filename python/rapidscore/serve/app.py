@@ -203,7 +203,7 @@ class _BodyLimit:
                 await self.app(scope, self._replay(content, receive), send_recording)
         path = scope.get("path", "")
         if path.startswith("/v1/") and not scope.get(CLIENT_GONE):  # a client that left: ClientDisconnects counts it
-            from rapidscore.serve.metrics import endpoint_label
+            from rapidscore.serve.prometheus import endpoint_label
 
             label = endpoint_label(path, self.service.paths)
             self.service.metrics.observe_request(label, status[0], time.perf_counter() - started)

@@ -12,7 +12,7 @@ import asyncio
 import time
 from typing import Any
 
-from rapidscore.serve.metrics import CLIENT_CLOSED_REQUEST, REQUEST_TIMEOUT, endpoint_label
+from rapidscore.serve.prometheus import CLIENT_CLOSED_REQUEST, REQUEST_TIMEOUT, endpoint_label
 
 __all__ = ["ClientDisconnects", "CLIENT_GONE", "BODY_TIMED_OUT"]
 

@@ -12,9 +12,10 @@ from concurrent.futures import Future
 from typing import Any
 
 from rapidscore.common.metric import Metric
-from rapidscore.serve.batching import BatchingScorer, MicroBatcher
+from rapidscore.serve.batching import BatchingScorer
 from rapidscore.serve.config import ServeConfig
-from rapidscore.serve.metrics import ServerMetrics
+from rapidscore.serve.micro_batcher import MicroBatcher
+from rapidscore.serve.prometheus import ServerMetrics
 
 __all__ = ["ScoringService", "submit_request"]
 
