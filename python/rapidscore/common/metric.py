@@ -334,6 +334,8 @@ class Metric:
     #: every row has a value in each required column (their lengths must agree; NER's records
     #: are joined by id instead)
     aligned_rows: ClassVar[bool] = True
+    #: the fewest rows a request may hold (NRR's rate of nothing is undefined: 1)
+    min_rows: ClassVar[int] = 0
 
     def serve_engine(self, server: ServerContext, options: Mapping[str, Any], encoder: Mapping[str, Any]) -> Any:
         """The engine a server scores requests with, built with a request's engine options

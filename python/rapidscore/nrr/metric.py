@@ -83,6 +83,7 @@ class NRRMetric(Metric):
     command = "rapidscore.nrr.cli"
     takes_solo = True
     batch_class_names = ("NRRBatch", "SimilarityBatch")
+    min_rows = 1  # the rate of no answers is undefined: negative_rejection refuses it too
     request_options = (
         RequestOption("threshold", float, None, "Rejected when the similarity is below it (default: the server's "
                       "`similarity_threshold`).", minimum=-1.0, maximum=1.0, per_request=True),

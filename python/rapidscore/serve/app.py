@@ -77,7 +77,7 @@ def request_model(metric: Any) -> type[BaseModel]:
         if column.optional:
             fields[column.field] = (Optional[list[Optional[cell]]], Field(default=None, description=column.help))
         else:
-            fields[column.field] = (list[cell], Field(description=column.help))
+            fields[column.field] = (list[cell], Field(description=column.help, min_length=metric.min_rows or None))
     for option in metric.request_options:
         annotation: Any = Literal[option.choices] if option.choices else option.type
         if option.default is None:
