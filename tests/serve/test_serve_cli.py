@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from rapidscore.serve.config import ServeConfig, load_config
-from rapidscore.serve.metrics import Histogram, ServerMetrics
+from rapidscore.serve.prometheus import Histogram, ServerMetrics
 
 HEAVY = ("numpy", "fastapi", "uvicorn", "pydantic", "onnxruntime", "rapidscore.serve.batching")
 

@@ -113,7 +113,7 @@ def test_random_paths_share_one_metrics_label_and_metrics_stays_small(live) -> N
 
 
 def test_endpoint_labels_are_the_served_routes() -> None:
-    from rapidscore.serve.metrics import OTHER_ENDPOINT, endpoint_label
+    from rapidscore.serve.prometheus import OTHER_ENDPOINT, endpoint_label
 
     from rapidscore.serve.config import ServeConfig
     from rapidscore.serve.service import ScoringService
