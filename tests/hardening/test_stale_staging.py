@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from rapidscore.encoder.onnx_export import _staging_owner, remove_stale_staging
+from rapidscore.encoder.disk_cache import _staging_owner, remove_stale_staging
 
 
 def test_stale_staging_directories_are_removed_by_owner_and_age(tmp_path):

@@ -1,5 +1,9 @@
 """Greedy cosine max-matching kernel (rapidscore.kernels.matching) against the numpy reference
-(rapidscore.kernels.matching_ref) and against bert-score 0.3.13's own matching code."""
+(rapidscore.kernels.matching_ref) and against bert-score 0.3.13's own matching code.
+
+Every test runs twice (the ``kernel_implementation`` fixture of conftest.py): with the native
+kernels, where ``implementation="auto"`` runs the C++ kernel, and with the Python twins, where it
+runs the numpy reference."""
 
 import numpy as np
 import pytest
@@ -8,6 +12,8 @@ from hypothesis import strategies as st
 
 from rapidscore.kernels import matching_ref
 from rapidscore.kernels.matching import flatten_sentences, greedy_match, pairwise_match
+
+pytestmark = pytest.mark.usefixtures("kernel_implementation")
 
 # Kernel dot products are float32 (length-D sums), the reference's are float64.
 ORACLE_ATOL = 2e-6

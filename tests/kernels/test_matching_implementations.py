@@ -304,3 +304,91 @@ def test_the_api_lives_in_kernels_matching_only() -> None:  # issue 27: the rapi
 
     # The package's folder, not an import: an editable install keeps finding a deleted module's path.
     assert "matching" not in {info.name for info in pkgutil.iter_modules(rapidscore.bertscore.__path__)}
+
+
+# -- floors= (bert-score's padding given per pair), and the implementation "auto" picks ----------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layers", [None, 2], ids=["TD", "LTD"])
+@pytest.mark.parametrize("batch_size", [1, 3, 64])
+def test_floors_equal_the_batch_size_they_come_from(batch_size, layers, device):
+    """``floors=padding_floors(offsets, pairs, B)`` is ``bert_score_batch_size=B``: bit-identical on
+    the native and torch kernels (the same floors reach the same code), to rounding on the
+    reference (which pads one zero row instead of up to the batch's longest)."""
+    from rapidscore.kernels.padding import padding_floors
+
+    rng = np.random.default_rng([batch_size, layers or 0])
+    lengths, dim, n_pairs = SHAPES["medium"]
+    E, offsets, weights = make_store(rng, lengths, dim, negative=True, n_layers=layers, zero_weight={2})
+    pairs = make_pairs(rng, len(lengths), n_pairs)
+    floors = padding_floors(offsets, pairs, batch_size)
+    for implementation in ("native", "torch", "reference"):
+        batched = run(implementation, device, greedy_match, E, offsets, weights, pairs,
+                      bert_score_batch_size=batch_size)
+        given = run(implementation, device, greedy_match, E, offsets, weights, pairs, floors=floors)
+        for a, b in zip(given, batched):
+            if implementation == "reference":
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+            else:
+                np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_any_floors_agree_across_implementations(device):
+    rng = np.random.default_rng(41)
+    lengths, dim, n_pairs = SHAPES["small"]
+    E, offsets, weights = make_store(rng, lengths, dim, negative=True)
+    pairs = make_pairs(rng, len(lengths), n_pairs)
+    floors = rng.random(pairs.shape) < 0.5  # not from any batch size
+    results = {impl: run(impl, device, greedy_match, E, offsets, weights, pairs, floors=floors)
+               for impl in ("native", "torch", "reference")}
+    assert_scores_agree(results["native"], results["reference"])
+    assert_scores_agree(results["torch"], results["reference"])
+    plain = greedy_match(E, offsets, weights, pairs)
+    assert (results["native"][0] >= plain[0]).all() and (results["native"][0] > plain[0] + 1e-3).any()
+
+
+@pytest.mark.parametrize("change, error", [
+    (dict(floors=np.zeros((1, 2), np.int64)), TypeError),
+    (dict(floors=np.zeros((2, 2), bool)), ValueError),
+    (dict(floors=np.zeros((1, 3), bool)), ValueError),
+    (dict(floors=np.zeros(2, bool)), ValueError),
+    (dict(floors=[[1, 0]]), TypeError),
+    (dict(floors=np.zeros((1, 2), bool), bert_score_batch_size=4), ValueError),
+])
+def test_every_implementation_refuses_bad_floors_in_the_same_words(change, error):
+    rng = np.random.default_rng(0)
+    E, offsets, weights = make_store(rng, [5, 17, 1, 33], 8, negative=True)
+    messages = []
+    for implementation in ("native", "torch", "reference"):
+        with pytest.raises(error) as raised:
+            greedy_match(E, offsets, weights, np.array([[0, 1]]), implementation=implementation, **change)
+        messages.append(str(raised.value))
+    assert messages[0] == messages[1] == messages[2], messages
+
+
+@pytest.mark.parametrize("selected, expected", [("native", "native"), ("python", "reference"), ("", "native"),
+                                                ("auto", "native")])
+def test_auto_follows_rapidscore_implementation(monkeypatch, selected, expected):
+    from rapidscore.kernels import matching_ref
+
+    monkeypatch.setenv("RAPIDSCORE_IMPLEMENTATION", selected)
+    rng = np.random.default_rng(1)
+    E, offsets, weights = make_store(rng, [3, 4, 0], 6, negative=False)
+    calls = []
+    original = matching_ref.greedy_match
+    monkeypatch.setattr(matching_ref, "greedy_match", lambda *a, **k: calls.append("reference") or original(*a, **k))
+    auto = greedy_match(E, offsets, weights, [[0, 1], [1, 2]])
+    assert calls == (["reference"] if expected == "reference" else [])
+    for a, b in zip(auto, greedy_match(E, offsets, weights, [[0, 1], [1, 2]], implementation=expected)):
+        np.testing.assert_array_equal(a, b)
+    pairwise = pairwise_match(E, offsets, weights, [0, 1], [1, 2])
+    assert calls[-1:] == (["reference"] if expected == "reference" else [])
+    for a, b in zip(pairwise, pairwise_match(E, offsets, weights, [0, 1], [1, 2], implementation=expected)):
+        np.testing.assert_array_equal(a, b)
+    # a tensor still goes to torch, and an explicit choice is kept whatever the variable says
+    calls.clear()
+    greedy_match(torch.from_numpy(E), offsets, weights, [[0, 1]])
+    greedy_match(E, offsets, weights, [[0, 1]], implementation="native")
+    assert calls == []

@@ -1,12 +1,41 @@
-"""The C++ span alignment against brute-force optimal matching (hypothesis) and its input checks."""
+"""The span alignment against brute-force optimal matching (hypothesis) and its input checks.
+
+Every test runs twice (the ``kernel_implementation`` fixture of conftest.py): on the C++ kernel
+and on its pure-Python twin (rapidscore.kernels.alignment_py). Besides, every hypothesis case
+checks that the twin returns exactly the C++ kernel's arrays (the same pairs, ties included)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rapidscore import _core
+from rapidscore.kernels import _native, alignment_py
+from rapidscore.kernels.alignment import align_spans_batch
 from rapidscore.ner.alignment import PackedSpans, align_batch, align_spans
+
+pytestmark = pytest.mark.usefixtures("kernel_implementation")
+
+
+def assert_twins_agree(gold, pred, gold_labels=None, pred_labels=None, **options):
+    """The Python twin and the C++ kernel return the same arrays (dtypes included) for these
+    records (lists of (start, end) per record), for every method unless one is given."""
+    g, p = PackedSpans.from_records(gold), PackedSpans.from_records(pred)
+    native = _native.core().alignment.align_spans_batch
+    methods = [options.pop("method")] if "method" in options else ["auto", "dp", "assignment"]
+    for method in methods:
+        args = (g.offsets, g.starts, g.ends, p.offsets, p.starts, p.ends)
+        kwargs = dict(gold_labels=gold_labels, pred_labels=pred_labels, method=method, **options)
+        try:
+            want = native(*args, **kwargs)
+        except ValueError as error:
+            with pytest.raises(ValueError) as raised:
+                alignment_py.align_spans_batch(*args, **kwargs)
+            assert str(raised.value) == str(error)
+            continue
+        got = alignment_py.align_spans_batch(*args, **kwargs)
+        for a, b in zip(got, want):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
 
 
 def jaccard(a, b):
@@ -69,6 +98,7 @@ def check_matching(gold, pred, pairs):
 @settings(max_examples=300, deadline=None)
 @given(flat_spans(), flat_spans())
 def test_dp_equals_brute_force_on_flat_spans(gold, pred):
+    assert_twins_agree([gold], [pred])
     best = brute_force_best(len(gold), len(pred), lambda i, j: jaccard(gold[i], pred[j]))
     for method in ("dp", "auto", "assignment"):
         pairs = align_spans(gold, pred, method=method)
@@ -78,6 +108,8 @@ def test_dp_equals_brute_force_on_flat_spans(gold, pred):
 @settings(max_examples=300, deadline=None)
 @given(any_spans(), any_spans())
 def test_assignment_equals_brute_force_on_overlapping_spans(gold, pred):
+    assert_twins_agree([gold], [pred])
+    assert_twins_agree([gold], [pred], min_jaccard=0.25)
     best = brute_force_best(len(gold), len(pred), lambda i, j: jaccard(gold[i], pred[j]))
     for method in ("assignment", "auto"):
         pairs = align_spans(gold, pred, method=method)
@@ -112,6 +144,9 @@ def test_semeval_schemes_maximise_correct_then_matched_then_jaccard(gold, pred, 
         return (big_a if correct(i, j) else 0.0) + big_b + jaccard(gold[i], pred[j])
 
     best = brute_force_best(len(gold), len(pred), weight)
+    for min_overlap_percent in (1.0, 50.0):
+        assert_twins_agree([gold], [pred], np.array(glab, dtype=np.int64), np.array(plab, dtype=np.int64),
+                           scheme=scheme, min_overlap_percent=min_overlap_percent)
     g = PackedSpans.from_records([gold]); g.labels = np.array(glab, dtype=np.int64)
     p = PackedSpans.from_records([pred]); p.labels = np.array(plab, dtype=np.int64)
     out = align_batch(g, p, scheme=scheme, num_threads=1)
@@ -142,6 +177,7 @@ def test_optimal_beats_first_overlap():
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.tuples(flat_spans(4), any_spans(4)), min_size=1, max_size=40))
 def test_batch_threads_equal_single_record_calls(records):
+    assert_twins_agree([a for a, _ in records], [b for _, b in records])
     g = PackedSpans.from_records([a for a, _ in records])
     p = PackedSpans.from_records([b for _, b in records])
     out = align_batch(g, p, num_threads=4)
@@ -155,7 +191,7 @@ def test_batch_threads_equal_single_record_calls(records):
 
 def test_dp_refuses_overlapping_spans_naming_the_record():
     with pytest.raises(ValueError, match="record 1: the dynamic programme needs sorted, non-overlapping"):
-        _core.alignment.align_spans_batch([0, 1, 3], [0, 0, 2], [1, 5, 6], [0, 0, 1], [0], [3], method="dp")
+        align_spans_batch([0, 1, 3], [0, 0, 2], [1, 5, 6], [0, 0, 1], [0], [3], method="dp")
 
 
 @pytest.mark.parametrize(
@@ -172,20 +208,76 @@ def test_dp_refuses_overlapping_spans_naming_the_record():
 )
 def test_kernel_rejects_bad_layout(args, message):
     with pytest.raises(ValueError, match=message):
-        _core.alignment.align_spans_batch(*args)
+        align_spans_batch(*args)
 
 
 def test_kernel_rejects_bad_options():
     base = ([0, 1], [0], [2], [0, 1], [0], [2])
     with pytest.raises(ValueError, match="scheme must be"):
-        _core.alignment.align_spans_batch(*base, scheme="fuzzy")
+        align_spans_batch(*base, scheme="fuzzy")
     with pytest.raises(ValueError, match="method must be"):
-        _core.alignment.align_spans_batch(*base, method="greedy")
+        align_spans_batch(*base, method="greedy")
     with pytest.raises(ValueError, match="needs gold_labels and pred_labels"):
-        _core.alignment.align_spans_batch(*base, scheme="strict")
+        align_spans_batch(*base, scheme="strict")
     with pytest.raises(ValueError, match="min_jaccard"):
-        _core.alignment.align_spans_batch(*base, min_jaccard=1.5)
+        align_spans_batch(*base, min_jaccard=1.5)
     with pytest.raises(ValueError, match="gold_labels and gold_starts differ"):
-        _core.alignment.align_spans_batch(*base, scheme="strict", gold_labels=[0, 1], pred_labels=[0])
+        align_spans_batch(*base, scheme="strict", gold_labels=[0, 1], pred_labels=[0])
     with pytest.raises(ValueError, match="one-dimensional"):
-        _core.alignment.align_spans_batch([[0, 1]], [0], [2], [0, 1], [0], [2])
+        align_spans_batch([[0, 1]], [0], [2], [0, 1], [0], [2])
+
+
+@st.composite
+def crowded_records(draw):
+    """Records of up to 25 spans per side on a coarse grid: many equal weights (ties), nested and
+    duplicated spans, long chains, empty spans, and labels for the SemEval schemes."""
+    def side(flat):
+        size = draw(st.integers(0, 25))
+        if flat:
+            spans, at = [], 0
+            for _ in range(size):
+                at += draw(st.integers(0, 2))
+                length = draw(st.integers(0, 3))
+                spans.append((at, at + length))
+                at += length
+            return spans
+        starts = draw(st.lists(st.integers(0, 12), min_size=size, max_size=size))
+        spans = [(2 * s, 2 * s + 2 * draw(st.integers(0, 3))) for s in starts]
+        return spans if draw(st.booleans()) else sorted(spans)
+
+    records = [(side(draw(st.booleans())), side(draw(st.booleans()))) for _ in range(draw(st.integers(1, 4)))]
+    gold, pred = [g for g, _ in records], [p for _, p in records]
+    n_gold, n_pred = sum(map(len, gold)), sum(map(len, pred))
+    labels = st.integers(0, 1)
+    gold_labels = np.array(draw(st.lists(labels, min_size=n_gold, max_size=n_gold)), dtype=np.int64)
+    pred_labels = np.array(draw(st.lists(labels, min_size=n_pred, max_size=n_pred)), dtype=np.int64)
+    return gold, pred, gold_labels, pred_labels
+
+
+@settings(max_examples=150, deadline=None)
+@given(crowded_records(), st.sampled_from(["jaccard", "strict", "exact", "partial", "type"]),
+       st.sampled_from([0.0, 0.3]), st.sampled_from([1.0, 40.0, 100.0]))
+def test_twin_equals_kernel_on_crowded_records(case, scheme, min_jaccard, min_overlap_percent):
+    gold, pred, gold_labels, pred_labels = case
+    assert_twins_agree(gold, pred, gold_labels, pred_labels, scheme=scheme, min_jaccard=min_jaccard,
+                       min_overlap_percent=min_overlap_percent)
+
+
+@pytest.mark.parametrize("scheme", ["jaccard", "strict"])
+def test_twin_equals_kernel_on_a_flat_chain_too_long_for_the_block_tables(scheme):
+    # 3,000 gold and 3,000 predicted spans, each overlapping two of the other side: one block of
+    # more than 2**23 cells, so both take the sparse chain programme (which breaks ties its own way)
+    n = 3000
+    starts = 2 * np.arange(n)
+    gold, pred = [list(zip(starts, starts + 2))], [list(zip(starts + 1, starts + 3))]
+    labels = np.zeros(n, dtype=np.int64)
+    assert_twins_agree(gold, pred, labels, labels, scheme=scheme, method="auto")
+    out = align_batch(PackedSpans.from_records(gold), PackedSpans.from_records(pred))
+    assert len(out.gold_index) == n - 1 or len(out.gold_index) == n
+
+
+def test_a_cluster_too_large_for_the_assignment_solver_is_refused_alike():
+    spans = [(0, 10)] * 2049  # 2049 x 2049 overlapping pairs > 4,194,304
+    with pytest.raises(ValueError, match="record 0: a cluster of 2049 gold x 2049 predicted overlapping spans"):
+        align_spans(spans, spans)
+    assert_twins_agree([spans], [spans], method="auto")

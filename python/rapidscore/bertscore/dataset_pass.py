@@ -23,7 +23,7 @@ def count_documents(references: list, options: dict) -> Any:
     of the scorer that ``options`` (BERTScore's build options) build. A bad cell raises
     TypeError / ValueError naming it as "item N" (its position in ``references``)."""
     from rapidscore.bertscore import BERTScore
-    from rapidscore.bertscore.streaming import document_frequencies
+    from rapidscore.bertscore.idf_pass import document_frequencies
     from rapidscore.common.metric import check_pairs
 
     scorer = BERTScore(**{k: v for k, v in options.items() if k not in _NOT_MODEL_OPTIONS})

@@ -159,7 +159,7 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
     """``BERTScore.finish(plan, encode(plan))`` computed on the model's device, chunk by chunk."""
     import torch
 
-    from rapidscore.encoder.runtime.torch import exact_fp32
+    from rapidscore.common.tf32 import exact_fp32
     from rapidscore.kernels.matching_torch import match_rows
 
     encoder = scorer.encoder

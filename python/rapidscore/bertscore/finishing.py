@@ -134,7 +134,7 @@ def match_store(store: TokenStore, weights: np.ndarray, pairs: np.ndarray, optio
         return one_layer(store.embeddings)
 
     if not store.on_host:
-        from rapidscore.encoder.runtime.torch import exact_fp32
+        from rapidscore.common.tf32 import exact_fp32
 
         with exact_fp32(store.device):
             return all_of_them()
@@ -145,16 +145,14 @@ def _match_with_floors(embeddings, offsets: np.ndarray, weights: np.ndarray, pai
                        floors: np.ndarray, num_threads: int | None):
     """``greedy_match`` of one layer with bert-score's padding given per pair (the kernels' own
     ``floors``) instead of computed from a batch size over these pairs alone."""
-    if is_torch_tensor(embeddings):
+    if is_torch_tensor(embeddings):  # the store's rows, trusted: no checks that sync the device
         from rapidscore.kernels.matching_torch import match_rows
 
         P, R, F = match_rows(embeddings.unsqueeze(0), offsets, weights, pairs[:, 0], pairs[:, 1], floors)
         return P[0], R[0], F[0]
-    from rapidscore import _core
-    from rapidscore.threads import check_num_threads, lease
+    from rapidscore.kernels.matching import greedy_match
 
-    with lease(check_num_threads(num_threads)) as threads:
-        return _core.matching.greedy_match(embeddings, offsets, weights, pairs, threads, floors)
+    return greedy_match(embeddings, offsets, weights, pairs, num_threads=num_threads, floors=floors)
 
 
 def _scale_to_unit_rows(embeddings) -> None:

@@ -109,7 +109,7 @@ class BERTScoreMetric(Metric):
         (``DocumentFrequencies``), an idf file path or a dict, for the whole input; ``True`` only
         with ``idf_sents`` (idf over a dataset needs a pass over all its references first)."""
         from rapidscore.bertscore import BERTScore
-        from rapidscore.bertscore.streaming import resolve_idf
+        from rapidscore.bertscore.idf_pass import resolve_idf
 
         if idf is False:
             idf = None

@@ -331,7 +331,7 @@ class BERTScore:
         """Document counts of the references of a stream of ``(candidate, reference)`` pairs:
         the idf first pass, streamed. ``.save(path)`` writes an idf file for ``score_iter(idf=)``
         and the CLI's ``--idf-file``."""
-        from rapidscore.bertscore.streaming import document_frequencies
+        from rapidscore.bertscore.idf_pass import document_frequencies
 
         return document_frequencies(self, pairs)
 

@@ -18,7 +18,6 @@ read ahead and tokenised (no model) for the batch it ends in.
 from __future__ import annotations
 
 import itertools
-import os
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
@@ -26,9 +25,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rapidscore.bertscore.idf import DocumentFrequencies
+from rapidscore.bertscore.idf_pass import document_frequencies, resolve_idf
 from rapidscore.bertscore.result import BERTScoreResult
-from rapidscore.common.stream import BoundedCache, chunks, is_one_shot, iter_pairs
+from rapidscore.common.stream import BoundedCache, iter_pairs
 from rapidscore.encoder.store import TokenStore, row_ranges
 from rapidscore.errors import TruncationWarning, check_positive_int
 
@@ -62,42 +61,6 @@ def _estimate_tokens(text: str, max_length: int) -> int:
     # English WordPiece / BPE average 4-5 characters per token; a third of the characters
     # overestimates, and the exact count after tokenising splits a chunk that is still too big.
     return min(max_length, len(text) // 3 + 2)
-
-
-def document_frequencies(scorer: BERTScore, pairs: Iterable, *, chunk_size: int = 4096) -> DocumentFrequencies:
-    """The first idf pass: document counts over the references of ``pairs`` (every reference of
-    every pair is a document, duplicates counted, as ``BERTScore.score`` computes idf)."""
-    counts = DocumentFrequencies(tokenizer=scorer.model_name)
-    for chunk in chunks(iter_pairs(pairs), check_positive_int(chunk_size, "chunk_size")):
-        counts.add(scorer.encoder.tokenizer.encode([r.strip() for _cand, refs in chunk for r in refs])[0])
-    return counts
-
-
-def resolve_idf(scorer: BERTScore, pairs: Iterable, idf) -> dict | None:
-    """The idf weights a stream scores with: ``idf`` (a DocumentFrequencies, a dict token id ->
-    weight, or the path of an idf file), else the scorer's own (a dict, ``idf_sents``), else,
-    for ``idf=True``, a first pass over the stream's references (which needs a re-iterable
-    input: a list, a tuple, a file reader that can start again)."""
-    if scorer.idf is False:
-        if idf is not None:
-            raise ValueError("idf= was given but the scorer was created with idf=False")
-        return None
-    if idf is not None:
-        if isinstance(idf, (str, os.PathLike)):
-            idf = DocumentFrequencies.load(idf)
-        if isinstance(idf, DocumentFrequencies):
-            idf.check_model(scorer.model_name)  # any name of the model: "all-MiniLM-L6-v2" = its hub id
-            return idf.idf()
-        if isinstance(idf, dict):
-            return idf
-        raise TypeError(f"idf must be a DocumentFrequencies, a dict or an idf file path, got {type(idf).__name__}")
-    if scorer.idf_dict is not None:
-        return scorer.idf_dict
-    if is_one_shot(pairs):
-        raise ValueError("idf=True over a one-shot iterator needs a first pass over the references: pass a "
-                         "re-iterable input (a list, or a DocumentFrequencies / idf file from "
-                         "rapidscore.bertscore.document_frequencies)")
-    return document_frequencies(scorer, pairs).idf()
 
 
 class _CachedText(NamedTuple):
@@ -492,9 +455,9 @@ def pair_scores(scorer: BERTScore, pairs: Iterable, *, progress: bool = False, *
     if not progress:
         yield from flatten(chunk_results(scorer, pairs, **options))
         return
-    from tqdm.auto import tqdm
+    from rapidscore.common.progress import progress_bar
 
-    bar = tqdm(total=len(pairs) if isinstance(pairs, Sized) else None, unit="pair", desc="BERTScore")
+    bar = progress_bar(total=len(pairs) if isinstance(pairs, Sized) else None, unit="pair", desc="BERTScore")
     moved = ChunkProgress(bar)
     try:
         yield from flatten(chunk_results(scorer, pairs, progress=moved.within, **options), moved)

@@ -1,4 +1,5 @@
-"""One model cache per process, with a concurrency contract.
+"""The in-memory cache of loaded models: one per process, with a concurrency contract. (The graphs
+exported to disk, and their int8 copies, are the disk cache: ``encoder/disk_cache.py``.)
 
 Two levels:
 
@@ -12,7 +13,8 @@ Two levels:
 
 Both are thread-safe: a lock per key makes concurrent first requests load once while other keys
 load in parallel. Least recently used entries beyond ``MAX_MODELS`` are dropped from the cache
-(objects still referenced elsewhere live on).
+(objects still referenced elsewhere live on). What a backend loads (the exported graph or the
+model) and when its runner is made come from its capability table (``rapidscore.encoder.runtime``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, Callable
 
-from rapidscore.encoder.runtime import Runner, make_runner
+from rapidscore.encoder.runtime import Runner, capabilities, check_unpadded, make_runner
 from rapidscore.encoder.tokenization import TokenizerSpec, load_spec
 from rapidscore.errors import RapidscoreWarning
 
@@ -144,8 +146,8 @@ def load_model(model_dir: Path, layer: int | str, backend: str, device: str, pre
                add_prefix_space: bool | None = None, unpadded: bool = False) -> tuple[LoadedModel, bool]:
     """The loaded model for these settings, loading it on first request (thread-safe), and
     whether this call loaded it. ``unpadded``: the ONNX graph over real tokens only (onnx backend)."""
-    if unpadded and backend != "onnx":
-        raise ValueError(f"the unpadded graph runs on backend='onnx', got {backend!r}")
+    if unpadded:
+        check_unpadded(backend)
     if unpadded and precision == "int8":
         raise ValueError("the unpadded graph runs in fp32; precision='int8' runs the padded graph")
     key = (str(model_dir), layer, backend, device, precision, num_threads,
@@ -156,7 +158,7 @@ def load_model(model_dir: Path, layer: int | str, backend: str, device: str, pre
 
 def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, add_prefix_space,
           unpadded) -> LoadedModel:
-    if backend in ("onnx", "openvino"):
+    if capabilities(backend).onnx_graph:
         from rapidscore.encoder.onnx_export import ExportMismatchError, cached_export
 
         # One fp32 graph serves every precision: the runtime decides how to execute it.
@@ -175,7 +177,8 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
             warnings.warn(f"{exc}; running this model with backend='torch' instead of {backend!r} "
                           "(the reference's numbers, without the ONNX speed-up)", RapidscoreWarning, stacklevel=6)
             backend = "torch"
-    if backend in ("onnx", "openvino"):
+    caps = capabilities(backend)
+    if caps.onnx_graph:
         spec = load_spec(entry / "tokenizer_spec.json")
         graph = entry / "model.onnx"
         if precision == "int8":  # the int8 graph of this export, built on first use (errors belong here)
@@ -190,13 +193,13 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
                                num_threads=num_threads, compile_cache=entry.parent.parent / "openvino")
 
         sensitive = bool(json.loads((entry / "meta.json").read_text(encoding="utf-8")).get("padding_sensitive"))
-        if backend == "onnx" and device == "cpu":
+        if device in caps.lazy_devices:
             return LoadedModel(None, spec, _tokenizer_file(entry), entry, exported, make_runner=new_runner,
                                backend=backend, padding_sensitive=sensitive)
         # Others now: their errors (a missing CUDA provider, say) belong to construction.
         return LoadedModel(new_runner(), spec, _tokenizer_file(entry), entry, exported, backend=backend,
                            padding_sensitive=sensitive)
-    from rapidscore.encoder.onnx_export import require_torch_stack
+    from rapidscore.encoder.runtime.torch import require_torch_stack
 
     require_torch_stack("backend='torch'")
     from rapidscore.encoder.torch_model import load_tokenizer, tokenizer_spec

@@ -1,7 +1,11 @@
-"""The shared encoder: contextual token embeddings and sentence embeddings of BERT-family models.
+"""The shared encoder: contextual token embeddings (and, through ``Encoder.sentence``, sentence
+embeddings) of BERT-family models.
 
-Models run as ONNX graphs in ONNX Runtime (exported once, cached) or, with ``backend="torch"``,
-as the Hugging Face torch model. Tokenisation uses the Rust ``tokenizers`` library.
+Models run as ONNX graphs in ONNX Runtime or OpenVINO (exported once, cached), or, with
+``backend="torch"``, as the Hugging Face torch model: each runtime declares what it supports in
+its capability table (``rapidscore.encoder.runtime``). Tokenisation uses the Rust ``tokenizers``
+library (``rapidscore.encoder.tokenization``); the model runs batch by batch in
+``rapidscore.encoder.forward``.
 """
 
 from __future__ import annotations
@@ -10,22 +14,16 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rapidscore.common.choices import BACKENDS, DEVICES, PRECISIONS
-from rapidscore.common.inputs import check_encodable
-from rapidscore.encoder.batching import (
-    default_batch_tokens,
-    equal_length_batches,
-    pad_batch,
-    plan_batches,
-    unpadded_inputs,
-)
+from rapidscore.common.inputs import as_texts
+from rapidscore.encoder.batching import default_batch_tokens, equal_length_batches, pad_batch, plan_batches
 from rapidscore.encoder.cache import load_model
+from rapidscore.encoder.forward import lock_of, run_batches, run_unpadded
 from rapidscore.encoder.int8 import Int8Error
 from rapidscore.encoder.model_source import (
     DEFAULT_MODEL,
@@ -37,15 +35,9 @@ from rapidscore.encoder.model_source import (
     unpadded_supported,
 )
 from rapidscore.encoder.precision import FAST, resolve_precision
-from rapidscore.encoder.runtime import Runner
-from rapidscore.encoder.sentence_pipeline import (
-    SentencePipeline,
-    check_mode,
-    load_pipeline,
-    lowercase_tokenizer_json,
-    prompt_token_count,
-)
-from rapidscore.encoder.store import TokenStore, row_ranges
+from rapidscore.encoder.runtime import Runner, backend_for, check_options
+from rapidscore.encoder.sentence import SentenceEncoder, SentencePipeline
+from rapidscore.encoder.store import TokenStore
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
 from rapidscore.encoder.windows import check_long_texts, check_window_texts, split_windows
 from rapidscore.errors import TruncationWarning, check_positive_int
@@ -58,25 +50,17 @@ logger = logging.getLogger("rapidscore")
 
 def default_backend(backend: str | None, precision: str) -> str:
     """The backend for ``precision`` when none is named: OpenVINO for bf16, torch for fp16 (a
-    GPU mode), ONNX Runtime else (int8 included)."""
+    GPU mode), ONNX Runtime else (int8 included); the first capability table that runs it."""
     if backend is None:
-        return {"bf16": "openvino", "fp16": "torch"}.get(precision, "onnx")
+        return backend_for(precision)
     return backend
 
 
 def check_texts(texts, name: str = "texts") -> list[str]:
-    """Validate a list of strings; raise TypeError naming the first offending item, ValueError
-    for a string the tokenizer cannot take (a lone surrogate)."""
-    if (isinstance(texts, (str, bytes, bytearray, Mapping, Set))
-            or (not isinstance(texts, Sequence) and not hasattr(texts, "__iter__"))):
-        # a dict would encode its keys, a set in no fixed order
-        raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}")
-    texts = list(texts)
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"{name}[{index}] must be a str, got {type(text).__name__}: {text!r}")
-    check_encodable(texts, name)
-    return texts
+    """``texts`` as a list of str, by the container rules every metric follows
+    (``rapidscore.common.inputs.as_texts``: a TypeError naming the first offending item, a
+    ValueError for a string the tokenizer cannot take); the name callers of the encoder use."""
+    return as_texts(texts, name)
 
 
 def _usable_positions(config: dict) -> int | None:
@@ -150,24 +134,7 @@ class Encoder:
         precision, backend = resolve_precision(precision, device, backend)
         backend = default_backend(backend, precision)
         self.long_texts = check_long_texts(long_texts)
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if device not in DEVICES:
-            raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        if precision == "bf16" and backend not in ("openvino", "torch"):
-            raise ValueError(f"precision='bf16' runs on backend='openvino' (CPU) or backend='torch', "
-                             f"got backend={backend!r}")
-        if precision == "int8" and (backend != "onnx" or device != "cpu"):
-            raise ValueError(f"precision='int8' runs on backend='onnx' with device='cpu' (ONNX Runtime's int8 "
-                             f"kernels), got backend={backend!r}, device={device!r}")
-        if precision == "fp16" and backend != "torch":
-            raise ValueError(f"precision='fp16' runs on backend='torch' with device='cuda', got backend={backend!r}")
-        if backend == "torch" and precision != "fp32":
-            from rapidscore.encoder.runtime.torch import check_torch_precision
-
-            check_torch_precision(precision, device)
+        check_options(backend, device, precision)  # the backends' capability tables (encoder/runtime)
         if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int)
                                        or max_length < 2):
             raise ValueError(f"max_length must be an int >= 2, got {max_length!r}")
@@ -217,7 +184,7 @@ class Encoder:
         self._unpadded_load_args = (load_args if backend == "onnx" and device == "cpu" and precision == "fp32"
                                     and unpadded_supported(config, self.layer) else None)
         self._unpadded_runner: Any = None
-        self._roberta_positions = self.model_type in ROBERTA_LIKE
+        self.roberta_positions = self.model_type in ROBERTA_LIKE
         self.loaded = loaded
         self.backend = loaded.backend or backend  # "torch" where the model has no matching ONNX graph
         # ConvBERT-like models read the padding: their batches hold sentences of one length only.
@@ -232,9 +199,9 @@ class Encoder:
                 raise ValueError(f"long_texts='window' needs room for text in a window: max_length="
                                  f"{self.max_length} holds only the {len(prefix) + len(suffix)} special tokens")
         # Sentence vectors follow the model's sentence-transformers modules, read on first use
-        # (``sentence_pipeline``); max_seq_length applies where no max_length was given.
+        # (``sentence``); max_seq_length applies where no max_length was given.
         self._max_length_given = max_length is not None
-        self._sentence: tuple[SentencePipeline, BatchTokenizer] | None = None
+        self._sentence: SentenceEncoder | None = None
         # The loaded model's runner; a CPU ONNX Runtime session is made on first use (``runner``).
         self._runner: Any = None
         self._runner_lock: threading.Lock | None = None
@@ -273,7 +240,7 @@ class Encoder:
 
     def _use(self, runner) -> None:
         # Serialises calls of a runner that says it is not thread-safe (shared by its encoders).
-        self._runner_lock = None if getattr(runner, "thread_safe", False) else _lock_of(runner)
+        self._runner_lock = None if getattr(runner, "thread_safe", False) else lock_of(runner)
         self._runner = runner
 
     @property
@@ -381,8 +348,7 @@ class Encoder:
         if unpadded and self.unpadded_available and not keep:
             embeddings = self._run_unpadded(inputs, input_lengths, offsets, destinations)
         else:
-            plan = equal_length_batches if self.padding_sensitive else plan_batches
-            batches = plan(input_lengths, self.batch_tokens, self.max_batch_size)
+            batches = self.batch_plan(input_lengths)
             embeddings = self._run_batches(inputs, input_lengths, offsets, batches,
                                            self.progress if progress is None else progress, keep, destinations)
         return TokenStore(ids=flat_ids, offsets=offsets, embeddings=embeddings,
@@ -395,90 +361,41 @@ class Encoder:
         # numpy out.
         return getattr(self._runner, "returns", "numpy") == "torch"
 
-    def _batches(self, ids, batches, progress: bool):
-        """(batch, hidden states) per batch, the inputs padded and, for torch, moved to the device
-        (pinned memory and non-blocking copies on CUDA: the runner's ``to_device``)."""
-        if progress and len(batches) > 1:
-            from tqdm.auto import tqdm
+    def batch_plan(self, lengths: np.ndarray) -> list[np.ndarray]:
+        """Batches (index arrays) of sequences of ``lengths`` under the token budget: length-sorted,
+        or of one length each where the model reads the padding (``padding_sensitive``)."""
+        plan = equal_length_batches if self.padding_sensitive else plan_batches
+        return plan(lengths, self.batch_tokens, self.max_batch_size)
 
-            batches = tqdm(batches, desc="encoding", unit="batch", leave=False)
+    def hidden_batches(self, ids, batches, progress: bool) -> Iterator[tuple[Any, np.ndarray, Any]]:
+        """(batch, attention mask, hidden states) per batch of ``batches`` (``batch_plan``): the
+        model run over the token ids ``ids[k]`` of the batch, right padded (for torch, moved to
+        the device: pinned memory and non-blocking copies on CUDA, the runner's ``to_device``)."""
+        if progress:  # the one policy (rapidscore.common.progress): a bar after a second of work
+            from rapidscore.common.progress import progress_bar
+
+            batches = progress_bar(batches, desc="encoding", unit="batch", leave=False)
         for batch in batches:
             input_ids, attention_mask = pad_batch([ids[k] for k in batch], self.spec.pad_id)
             yield batch, attention_mask, self._call_runner(input_ids, attention_mask)
 
     def _run_batches(self, ids, lengths, offsets, batches, progress: bool, keep_on_device: bool,
                      destinations: list[np.ndarray] | None = None):
-        """Embeddings (offsets[-1] rows) of the model inputs ``ids`` batch by batch: input k fills
-        rows offsets[k]:offsets[k + 1], or, given ``destinations`` (windows), the rows
-        ``destinations[k]`` names (-1: dropped)."""
-        tensors = self.runs_torch
-        out: Any = None  # np.ndarray, or a torch tensor when the runner returns tensors
-        for batch, attention_mask, hidden in self._batches(ids, batches, progress):
-            # Destination rows of the batch's real tokens, row after row. Scattered writes in the
-            # caller's order also fault a fresh buffer in faster than one sequential sweep: on
-            # Linux with transparent huge pages, sequential first touches stalled in compaction
-            # (W1: 0.35 s against 0.05 s).
-            kept = None
-            if destinations is None:
-                rows: Any = row_ranges(offsets[batch], lengths[batch])
-            else:
-                rows, kept = _kept_rows(destinations, batch)
-            if out is None:
-                out = _empty_like(hidden, hidden.shape[:-3] + (int(offsets[-1]), hidden.shape[-1]))
-            if tensors:
-                # An index gather, not a boolean mask: a mask's size is data-dependent, so on a GPU
-                # it would wait for the device on every batch.
-                real = np.flatnonzero(attention_mask.ravel())
-                real = self._to_device(real if kept is None else real[kept])
-                flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
-                out[..., self._to_device(rows), :] = flat.index_select(-2, real)
-            elif kept is None:
-                out[..., rows, :] = hidden[..., attention_mask.astype(bool), :]
-            else:  # windows: the kept positions only, gathered in one indexing
-                flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
-                out[..., rows, :] = flat[..., np.flatnonzero(attention_mask.ravel())[kept], :]
-        if out is None:  # no texts
-            out = np.zeros((0, self.hidden_size), dtype=np.float32)
-            if keep_on_device:
-                import torch
-
-                out = torch.from_numpy(out).to(self.device)
-        elif tensors and not keep_on_device:
-            out = out.cpu().numpy()  # the CPU kernels take host arrays (no copy on the CPU)
-        return out
+        return run_batches(self, ids, lengths, offsets, batches, progress, keep_on_device, destinations)
 
     def _run_unpadded(self, ids, lengths: np.ndarray, offsets: np.ndarray,
                       destinations: list[np.ndarray] | None = None) -> np.ndarray:
-        """Embeddings (total tokens, dim) through the unpadded graph: length-sorted chunks of up
-        to ``batch_tokens`` real tokens (attention, the padded part, stays small), one call each.
-        ``destinations``: as in ``_run_batches``."""
         runner = self._unpadded_runner
         if runner is None:
             assert self._unpadded_load_args is not None  # unpadded_available
             model_dir, layer, backend, device, precision, num_threads, cache_dir, prefix = self._unpadded_load_args
             runner = self._unpadded_runner = load_model(model_dir, layer, backend, device, precision, num_threads,
                                                         cache_dir, prefix, unpadded=True)[0].runner
-        out = np.empty((int(offsets[-1]), self.hidden_size), dtype=np.float32)
-        order = [int(k) for k in np.argsort(-lengths, kind="stable") if lengths[k] > 0]  # "" has no row
-        start = 0
-        while start < len(order):
-            end, tokens = start + 1, int(lengths[order[start]])
-            while end < len(order) and end - start < self.max_batch_size and \
-                    tokens + int(lengths[order[end]]) <= self.batch_tokens:
-                tokens += int(lengths[order[end]])
-                end += 1
-            chunk = np.asarray(order[start:end], dtype=np.int64)
-            feed = unpadded_inputs([ids[k] for k in chunk], self.spec.pad_id, self._roberta_positions)
-            if destinations is None:
-                out[row_ranges(offsets[chunk], lengths[chunk])] = runner.run_feed(feed)
-            else:
-                rows, kept = _kept_rows(destinations, chunk)
-                hidden = runner.run_feed(feed)
-                out[rows] = hidden if kept is None else hidden[kept]
-            start = end
-        return out
+        return run_unpadded(self, runner, ids, lengths, offsets, destinations)
 
-    def _to_device(self, array: np.ndarray):
+    def to_device(self, array: np.ndarray) -> Any:
+        """A host array as a torch tensor on the model's device (the runner's own copy, where it
+        has one)."""
         to_device = getattr(self.runner, "to_device", None)
         if to_device is not None:
             return to_device(array)
@@ -503,11 +420,26 @@ class Encoder:
         store = self.encode(texts).to_host()
         return [store.token_embeddings(k) for k in range(len(store))]
 
+    # -- sentence vectors: ``sentence`` (a SentenceEncoder); the methods below delegate to it -----
+
+    @property
+    def sentence(self) -> SentenceEncoder:
+        """Sentence vectors of this encoder's model (``rapidscore.encoder.sentence``): its
+        sentence-transformers modules, or mean pooling and unit length without a modules.json,
+        texts truncated at ``sentence_max_length``. Made on first use; a module, mode or setting
+        rapidscore does not implement is a ValueError naming it and its file."""
+        sentence = self._sentence
+        if sentence is None:  # two threads may both read the directory: same result, harmless
+            sentence = self._sentence = SentenceEncoder.load(
+                self, max_length=self.max_length if self._max_length_given else None,
+                positions=_usable_positions(read_config(self.model_dir)))
+        return sentence
+
     def sentence_embeddings(self, texts: Sequence[str], pooling: str | None = None, normalize: bool | None = None,
                             *, prompt_name: str | None = None, prompt: str | None = None,
                             progress: bool | None = None) -> np.ndarray:
         """One vector per text, (n, dim) float32, as the model's sentence-transformers pipeline
-        makes it (``SentenceTransformer.encode``; ``sentence_pipeline``): its Pooling (cls, max, mean,
+        makes it (``SentenceTransformer.encode``; ``sentence.embed``): its Pooling (cls, max, mean,
         mean_sqrt_len_tokens, weightedmean, lasttoken, concatenated), Dense and Normalize modules,
         its max_seq_length and do_lower_case. A model directory without modules.json: mean pooling,
         unit length. A module rapidscore does not implement is a ValueError naming it.
@@ -520,149 +452,38 @@ class Encoder:
         (default): the model's own. With the torch backend the vectors are made on the model's
         device, batch by batch: only the (n, dim) vectors cross to the host.
         """
-        self._check_pooling(pooling)
-        texts = check_texts(texts)
-        index: dict[str, int] = {}
-        inverse = np.fromiter((index.setdefault(text, len(index)) for text in texts), dtype=np.int64,
-                              count=len(texts))
-        return self.sentence_vectors_unique(list(index), pooling, normalize, prompt_name=prompt_name, prompt=prompt,
-                                            progress=progress)[inverse]
+        return self.sentence.embed(texts, pooling, normalize, prompt_name=prompt_name, prompt=prompt,
+                                   progress=progress, stacklevel=3)
 
     def sentence_vectors_unique(self, texts: list[str], pooling: str | None = None, normalize: bool | None = None,
                                 *, prompt_name: str | None = None, prompt: str | None = None,
                                 progress: bool | None = None, unpadded: bool | None = None) -> np.ndarray:
-        """``sentence_embeddings`` of validated, distinct texts (a scorer's plan): (n, dim) float32.
-        ``unpadded``: as in ``embed_ids`` (the numpy path)."""
-        self._check_pooling(pooling)
-        pipeline = self.sentence_pipeline.override(pooling, normalize)
-        inputs, prompt_length = self.sentence_inputs(texts, prompt_name=prompt_name, prompt=prompt)
-        tokenizer = self._sentence_setup()[1]
-        ids, truncated = tokenizer.encode(inputs)
-        if truncated:
-            warnings.warn(f"{truncated} of {len(texts)} distinct texts were longer than {tokenizer.max_length} "
-                          f"tokens and were truncated", TruncationWarning, stacklevel=3)
-        progress = self.progress if progress is None else progress
-        if not self.runs_torch:
-            store = self.embed_ids(ids, truncated=truncated, progress=progress, unpadded=unpadded)
-            return self._pool_store(store, pipeline, prompt_length)
-        return self._pool_batches(ids, pipeline, prompt_length, progress)
+        """``sentence.embed_unique``: ``sentence_embeddings`` of validated, distinct texts."""
+        return self.sentence.embed_unique(texts, pooling, normalize, prompt_name=prompt_name, prompt=prompt,
+                                          progress=progress, unpadded=unpadded, stacklevel=4)
 
     @property
     def sentence_pipeline(self) -> SentencePipeline:
-        """How this model makes sentence vectors (``rapidscore.encoder.sentence_pipeline``): its
-        sentence-transformers modules, or mean pooling and unit length without a modules.json.
-        Read on first use; a module, mode or setting rapidscore does not implement is a
-        ValueError naming it and its file."""
-        return self._sentence_setup()[0]
+        """``sentence.pipeline``: how this model makes sentence vectors."""
+        return self.sentence.pipeline
 
     @property
     def sentence_max_length(self) -> int:
-        """Truncation length of sentence vectors: ``max_length`` when the encoder was given one,
-        else the model's sentence-transformers max_seq_length (all-MiniLM-L6-v2: 256, where its
-        tokenizer says 512), else ``max_length``."""
-        return self._sentence_setup()[1].max_length
+        """Truncation length of sentence vectors (``sentence.max_length``): ``max_length`` when the
+        encoder was given one, else the model's sentence-transformers max_seq_length
+        (all-MiniLM-L6-v2: 256, where its tokenizer says 512), else ``max_length``."""
+        return self.sentence.max_length
 
     def sentence_inputs(self, texts: list[str], *, prompt_name: str | None = None,
                         prompt: str | None = None) -> tuple[list[str], int]:
-        """The texts as the model's pipeline tokenises them (the prompt put before each) and the
-        prompt's length in tokens as sentence-transformers counts it (the prompt tokenised alone,
-        less a trailing special token; 0 without a prompt): ``pool(store, prompt_length=...)`` of
-        their encoding leaves that many leading tokens out where the Pooling excludes the prompt.
-        Lowercasing (do_lower_case) happens in the sentence tokenizer, not here."""
-        pipeline, tokenizer = self._sentence_setup()
-        text = pipeline.resolve_prompt(prompt, prompt_name)
-        if not text:  # "" is no prompt, as in sentence-transformers
-            return list(texts), 0
-        ids, _ = tokenizer.encode([text])
-        return [text + t for t in texts], prompt_token_count(ids[0], self.spec.special_ids)
-
-    def _sentence_setup(self) -> tuple[SentencePipeline, BatchTokenizer]:
-        setup = self._sentence
-        if setup is None:  # two threads may both read the directory: same result, harmless
-            pipeline = load_pipeline(self.model_dir)
-            pipeline.output_dim(self.hidden_size)  # a module expecting other sizes fails here, named
-            max_length = self.max_length
-            if not self._max_length_given and pipeline.max_seq_length is not None:
-                positions = _usable_positions(read_config(self.model_dir))
-                max_length = (pipeline.max_seq_length if positions is None
-                              else min(pipeline.max_seq_length, positions))
-            tokenizer = self.tokenizer
-            if pipeline.do_lower_case or max_length != self.max_length or not getattr(tokenizer, "truncate", True):
-                # sentence-transformers truncates at max_seq_length and lowercases in the tokenizer
-                source = self.loaded.tokenizer_source
-                text = source.read_text(encoding="utf-8") if isinstance(source, Path) else source
-                if pipeline.do_lower_case:
-                    text = lowercase_tokenizer_json(text)
-                tokenizer = BatchTokenizer(text, self.spec, max_length)
-            setup = self._sentence = (pipeline, tokenizer)
-        return setup
-
-    def _pool_batches(self, ids: list[np.ndarray], pipeline: SentencePipeline, prompt_length: int,
-                      progress: bool) -> np.ndarray:
-        """Sentence vectors made per batch on the model's device (memory: one batch of hidden
-        states plus the (n, dim) result); one copy to the host at the end."""
-        import torch
-
-        lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
-        plan = equal_length_batches if self.padding_sensitive else plan_batches
-        batches = plan(lengths, self.batch_tokens, self.max_batch_size)
-        out = None
-        for batch, attention_mask, hidden in self._batches(ids, batches, progress):
-            vectors = pipeline.apply_padded(hidden, attention_mask, prompt_length, self._to_device)
-            if out is None:
-                out = torch.zeros((len(ids), vectors.shape[-1]), dtype=torch.float32, device=hidden.device)
-            out[self._to_device(np.ascontiguousarray(batch))] = vectors
-        if out is None:
-            return np.zeros((0, pipeline.output_dim(self.hidden_size)), dtype=np.float32)
-        return out.cpu().numpy()
-
-    def _check_pooling(self, pooling: str | None) -> None:
-        if pooling is not None:
-            check_mode(pooling)
-        if self.layer == "all":
-            raise ValueError("sentence embeddings need a single layer, not layer='all'")
+        """``sentence.prompt_inputs``: the texts with the prompt put before each, and its length."""
+        return self.sentence.prompt_inputs(texts, prompt_name=prompt_name, prompt=prompt)
 
     def pool(self, store: TokenStore, pooling: str | None = None, normalize: bool | None = None, *,
              prompt_length: int = 0) -> np.ndarray:
-        """Sentence vectors (n, dim) float32 of an encoded store, text k in row k (``store.order``),
-        by the model's pipeline (``pooling`` / ``normalize`` as in ``sentence_embeddings``): for
-        callers that encoded deduplicated texts themselves. Texts for a model with prompts or
-        do_lower_case must have gone through ``sentence_inputs`` and the sentence tokenizer first;
-        ``prompt_length``: what ``sentence_inputs`` returned."""
-        self._check_pooling(pooling)
-        return self._pool_store(store, self.sentence_pipeline.override(pooling, normalize), prompt_length)
-
-    def _pool_store(self, store: TokenStore, pipeline: SentencePipeline, prompt_length: int) -> np.ndarray:
-        store = store.to_host()  # the device path pools per batch instead (sentence_vectors_unique)
-        if len(store) == 0:
-            return np.zeros((0, pipeline.output_dim(self.hidden_size)), dtype=np.float32)
-        vectors = pipeline.apply_flat(store.embeddings, store.offsets, prompt_length)
-        return vectors[store.order]
+        """``sentence.pool``: sentence vectors (n, dim) of an encoded store, text k in row k."""
+        return self.sentence.pool(store, pooling, normalize, prompt_length=prompt_length)
 
 
-_RUNNER_LOCKS: dict[int, threading.Lock] = {}
-_RUNNER_LOCKS_GUARD = threading.Lock()
-
-
-def _lock_of(runner) -> threading.Lock:
-    """One lock per runner object, shared by every encoder that uses it."""
-    with _RUNNER_LOCKS_GUARD:
-        return _RUNNER_LOCKS.setdefault(id(runner), threading.Lock())
-
-
-def _kept_rows(destinations: list[np.ndarray], batch) -> tuple[np.ndarray, np.ndarray | None]:
-    """Store rows of a batch's kept positions (inputs in batch order, positions row after row)
-    and which positions those are (None: all)."""
-    rows = np.concatenate([destinations[k] for k in batch])
-    kept = rows >= 0
-    if kept.all():
-        return rows, None
-    return rows[kept], np.flatnonzero(kept)
-
-
-def _empty_like(hidden, shape):
-    if isinstance(hidden, np.ndarray):
-        return np.empty(shape, dtype=np.float32)
-    import torch
-
-    return torch.empty(shape, dtype=torch.float32, device=hidden.device)
+# id(runner) -> its lock, while the runner lives (the entry goes with it: an id is reused only
+# after its object is gone). Keyed by identity, not equality: a runner need not be hashable.

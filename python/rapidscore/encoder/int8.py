@@ -1,61 +1,19 @@
 """``precision="int8"``: the exported graph with every weight matrix in int8, run by ONNX Runtime.
 
-Why this scheme (bench/RESULTS.md, "int8 schemes"): trained BERT models have activation outliers,
-so one int8 pass over the activations (per tensor, per token, or after SmoothQuant) misses the
-fast-mode bound on the real all-MiniLM-L6-v2 by 2-20x (mean |dF| 1e-3 to 1e-2). About 12 bits of
-activation precision are needed; two int8 passes give them. Each weighted matrix product
-``y = x @ W (+ b)`` becomes, with b bits per pass (8, or 7 on x86 CPUs without VNNI; L = 2^b - 2):
+Each weighted MatMul / Gemm ``y = x @ W (+ b)`` becomes two int8 passes, over the activation ``x``
+and over its rounding residual (:func:`activation_bits` bits each: 8, or 7 on x86 CPUs without
+VNNI), against weights in int8 per output column, asymmetric, rounded by GPTQ (:func:`gptq_int8`)
+on the second moments of the inputs measured on the shipped calibration corpus
+(``int8_calibration.txt``), after the weight rows are equalised (``EQUALISE``). The graph is built
+on first use (:func:`cached_int8`) and kept in the disk cache beside the fp32 export
+(``<cache>/onnx/<fp32 key>.int8-<hash>``; ``encoder/disk_cache.py``: one build per machine,
+checked on load); a model whose int8 graph does not reproduce its fp32 embeddings
+(``VALIDATION_BOUND``), or that has no weight matrices, is refused with :class:`Int8Error`. It
+runs in the same thread-safe ``OnnxRunner`` as fp32.
 
-    q1 = quantise(x, s, z)                   one scale s and zero point z per tensor (8 bits: one
-                                             DynamicQuantizeLinear, s = range / 255; 7: s = range / 126)
-    r  = x - s (q1 - z)                      the rounding residual, within [-s/2, s/2]
-    q2 = quantise(r, s / L, L / 2)           b bits again: about 2b bits of x in all
-    y  = MatMulIntegerToFloat(q1, Wq, s, ws, z, wz) + MatMulIntegerToFloat(q2, Wq, s / L, ws, L / 2, wz) (+ bias)
-
-with ``Wq`` the weights in int8 per output column, asymmetric (the column's range [min(w, 0),
-max(w, 0)] in 255 steps of ``ws``, zero at the code ``wz``: up to twice as fine as max |w| / 127
-where a column's largest weights lie on one side), rounded by GPTQ (each rounding error spread
-over the inputs not yet rounded, weighted by the inputs' second moments X^T X measured on a
-calibration corpus, ``int8_calibration.txt``). Before rounding, the weight rows (input channels)
-are equalised: row j is multiplied by t_j = (max_k |W_jk| / median)^-1/4 and the activation's
-channel j divided by it (one Mul), which narrows the per-column weight range at the cost of a
-wider activation range that the two passes absorb (all-MiniLM-L6-v2, 400 W1 pairs, symmetric
-weights: mean |dF| 5.3e-4 without, 3.9e-4 with; exponents 1/2 and 1 are worse).
-
-Bits per pass (:func:`activation_bits`): x86 CPUs without VNNI multiply u8 x s8 with
-``vpmaddubsw``, which adds two products in 16 bits and saturates when both are large
-(255 * 127 * 2 > 32767); with activations below 128 no sum can saturate (127 * 128 * 2 = 32512),
-so there the passes have 7 bits and the integer products stay exact. With VNNI (``vpdpbusd``
-sums in 32 bits) and on ARM the products are exact at 8 bits. The two graphs are separate cache
-entries; the 7-bit one is slightly less accurate (measured on the VNNI machine, where both run
-exactly: W1 mean |dF| 3.3e-4 against 3.2e-4, sentence cosines 1.0e-3 against 9.3e-4).
-
-What it costs (bench/RESULTS.md, "Issue 26, session 13"): on the real all-MiniLM-L6-v2 with 8-bit
-passes, mean |dF| 3.2e-4, Kendall tau 0.998 against the exact scores on W1's pairs (the fast-mode
-bound is 5e-4 / 0.995), unrelated real questions 6.6e-4 / 0.996, sentence cosines of unrelated
-sentences mean |d cos| 9.3e-4 to 1.0e-3 (bound 1e-3): all of it from the int8 weights (int8
-weights with exact activations give the same numbers). Speed on a 2-core AVX512-VNNI CPU: 1.3-1.4x the exact
-fp32 on W1, W2 and sentence embeddings, 1.15x in the service at 32 clients, no faster for one
-short pair: each pass multiplies at about 3.7x the fp32 rate, so the two passes alone cost about
-half of fp32's products, and the quantisation, the residual and the sums add the rest; without
-VNNI an int8 pass runs at most about 1.6x the fp32 rate, so int8 is no faster than fp32 there.
-Activation scales are per tensor, so a text's scores depend slightly on the other texts of its
-batch (bf16 is not bit-stable across batchings either).
-
-Thread safety: the int8 graph runs in the same thread-safe ``OnnxRunner`` as fp32, batched under
-the same token budget (``batch_tokens``); building the entry is serialised by a file lock (one
-build per machine) and the model cache's per-key lock (one per process). Building holds the
-model's graph about three times over plus at most ``HESSIAN_BUDGET`` of second moments.
-
-The quantised graph is cached beside the fp32 export (``<cache>/onnx/<fp32 key>.int8-<hash>``:
-``model.onnx`` and ``meta.json`` with the scheme, the calibration corpus hash, the validation
-against fp32 and the size and sha256 of every other file, all checked on load as the export's are:
-``onnx_export.entry_damage``), built once as the export is (``onnx_export.build_entry``: file lock,
-staging, refusal record). A model whose int8 graph does not reproduce its fp32 embeddings
-(``VALIDATION_BOUND``), or that has no weight matrices to quantise, is refused with
-:class:`Int8Error`.
+Why this scheme, what it costs and how it was chosen: docs/encoder.md, "The int8 graph"; the
+measurements: bench/RESULTS.md ("int8 schemes", "Issue 26").
 """
-
 from __future__ import annotations
 
 import functools
@@ -432,7 +390,8 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
     """The int8 cache entry of the fp32 export ``fp32_entry`` (built on first use: calibration,
     GPTQ, rewriting, validation; seconds for all-MiniLM-L6-v2, minutes for large models) and
     whether this call built it. ``tokenizer``: a ``BatchTokenizer`` of the model."""
-    from rapidscore.encoder.onnx_export import build_entry, entry_damage, refusal_reason, write_entry_meta
+    from rapidscore.encoder.disk_cache import build_entry, entry_damage, refusal_reason, write_entry_meta
+    from rapidscore.encoder.onnx_export import EXPORTER_VERSION
 
     fp32_entry = Path(fp32_entry)
     root = fp32_entry.parent
@@ -453,14 +412,15 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
         write_entry_meta(staging, meta)  # every file recorded, checked whenever the entry is loaded
         logger.info("quantised %s to int8 in %.1f s", fp32_entry, time.perf_counter() - started)
 
-    return build_entry(root, key, quantise, refusal=refused, refused_by=Int8Error)
+    return build_entry(root, key, quantise, refusal=refused, refused_by=Int8Error,
+                       refusal_record={"exporter_version": EXPORTER_VERSION})
 
 
 def _quantize_into(target: Path, fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | None,
                    bits: int) -> dict[str, Any]:
     import onnx
 
-    from rapidscore.encoder.onnx_export import file_record
+    from rapidscore.encoder.disk_cache import file_record
 
     source = fp32_entry / "model.onnx"
     model = onnx.load(str(source))

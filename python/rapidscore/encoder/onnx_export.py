@@ -1,24 +1,13 @@
-"""Export of truncated encoders to ONNX, cached on disk.
+"""Export of truncated encoders to ONNX, kept in the disk cache (``encoder/disk_cache.py``).
 
 A cache entry is a directory ``<cache>/onnx/<key>/`` holding ``model.onnx``, ``tokenizer.json``,
 ``tokenizer_spec.json`` and ``meta.json``. The key hashes the model files' fingerprint, the layer,
 precision, opset, tokenizer options and the exporter version, and is computed without torch, so a
-process that finds the entry never imports torch or transformers.
-
-Entries are written into a temporary directory and renamed into place under an exclusive file lock:
-two processes exporting the same model at once produce one entry, and a crash never leaves a
-half-written entry behind.
-
-meta.json records the size and sha256 of every other file of the entry, and loading an entry
-checks all of them: a file damaged later (a truncated copy, a full disk, an edit), missing, or
-present but not recorded (added later, or an older exporter's entry that recorded fewer files) is
-damage, found before ONNX Runtime or tokenizers read it: the entry is exported again with a
-warning, or, where exporting is impossible (no torch), a :class:`DamagedCacheError` names the file
-and says what to do. Hashing every file costs about 0.5 s per GB (48 ms for all-MiniLM-L6-v2's
-90 MB graph), so an entry that passed is stamped (``<key>.verified.json`` beside it: each file's
-size, mtime, ctime and inode); later loads hash again only when the files' identities differ from
-the stamp (any write or utime call moves ctime, which no file API sets back), and cost a few
-stat calls.
+process that finds the entry never imports torch or transformers. The disk cache builds each entry
+once across processes (file lock, staging directory, refusal record) and checks its files against
+the sizes and hashes meta.json records whenever it is loaded: a damaged entry is exported again,
+with a warning, or, where exporting is impossible (no torch), a :class:`DamagedCacheError` names
+the file and says what to do.
 
 An export announces itself on the ``rapidscore`` logger (INFO): silent in a library unless the
 application enables logging; the command line shows it on stderr (``-q`` hides it).
@@ -26,23 +15,27 @@ application enables logging; the command line shows it on stderr (``-q`` hides i
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import logging
-import os
-import shutil
-import tempfile
-import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rapidscore.common.outputs import file_sha256
+from rapidscore.encoder.disk_cache import (
+    build_entry,
+    cache_root,
+    entry_damage,
+    entry_key,
+    refusal_reason,
+    write_entry_meta,
+)
 from rapidscore.encoder.model_source import fingerprint, weightless_record
+from rapidscore.encoder.runtime.torch import TORCH_MODULES, require_torch_stack
 from rapidscore.errors import ModelNotFoundError, RapidscoreError, RapidscoreWarning
+
+__all__ = ["cached_export", "cache_key", "ExportMismatchError", "DamagedCacheError", "EXPORT_MODULES",
+           "EXPORTER_VERSION", "OPSET", "require_torch_stack"]
 
 # 2: special_ids of tokenizer_spec.json are the framing tokens only (no [UNK]); bert-score's
 # layer truncation for every family. 3: meta.json records each file's size and sha256 (entries of
@@ -58,9 +51,8 @@ PROBE_TEXTS = (
 EXPORT_TOLERANCE = 1e-4
 
 
-# What exporting needs, and what the torch backend needs: the [export] extra provides both.
-EXPORT_MODULES = ("torch", "transformers", "onnx", "onnxscript")
-TORCH_MODULES = ("torch", "transformers")
+# What exporting needs: the torch backend's modules, and onnx and onnxscript (the [export] extra).
+EXPORT_MODULES = (*TORCH_MODULES, "onnx", "onnxscript")
 
 
 def _verification_batches() -> list[tuple[str, ...]]:
@@ -68,20 +60,6 @@ def _verification_batches() -> list[tuple[str, ...]]:
     alone, and one as long as the model takes (truncated there, at most 512 tokens)."""
     longer = " ".join(PROBE_TEXTS)
     return [PROBE_TEXTS, (longer * 2,), (PROBE_TEXTS[0], longer * 40)]
-
-
-def require_torch_stack(purpose: str, modules: tuple[str, ...] = TORCH_MODULES) -> None:
-    """Raise an ImportError naming the extra to install when one of ``modules`` is missing.
-
-    Checked before any work starts: without it a missing onnxscript surfaced deep inside
-    torch.onnx.export as "No module named 'onnxscript'", with no hint of the extra.
-    """
-    import importlib.util
-
-    missing = [name for name in modules if importlib.util.find_spec(name) is None]
-    if missing:
-        raise ImportError(f"{purpose} needs {', '.join(missing)}, part of the [export] extra: "
-                          "pip install 'rapidscore[export]'", name=missing[0])
 
 
 class ExportMismatchError(RapidscoreError, RuntimeError):
@@ -98,12 +76,6 @@ class DamagedCacheError(RapidscoreError, ValueError):
 logger = logging.getLogger(__name__)
 
 
-def cache_root() -> Path:
-    root = os.environ.get("RAPIDSCORE_CACHE")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "rapidscore"
-    return base / "onnx"
-
-
 def cache_key(model_dir: Path, layer: int | str, precision: str, add_prefix_space: bool | None,
               unpadded: bool = False) -> str:
     description = {
@@ -112,22 +84,7 @@ def cache_key(model_dir: Path, layer: int | str, precision: str, add_prefix_spac
     }
     if unpadded:  # absent otherwise: the padded graphs' keys stay as they were
         description["unpadded"] = True
-    return hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()[:32]
-
-
-@contextlib.contextmanager
-def exclusive_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on the file ``path`` (created if needed) for the ``with`` block: one
-    writer of a cache entry across processes (the export, the int8 graph)."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return entry_key(description)
 
 
 def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_space: bool | None,
@@ -167,158 +124,8 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
         _export_into(staging, model_dir, layer, precision, add_prefix_space, unpadded)
         logger.info("exported %s in %.1f s", what, time.perf_counter() - started)
 
-    return build_entry(root, key, export, refusal=refused, refused_by=ExportMismatchError)
-
-
-def build_entry(root: Path, key: str, build: Callable[[Path], None], *, refusal: Path,
-                refused_by: type[Exception]) -> tuple[Path, bool]:
-    """Build the cache entry ``root / key`` once across processes (the export, the int8 graph):
-    under the entry's file lock, ``build(staging)`` writes its files into a staging directory of
-    this process (stale ones of dead processes are removed first), which replaces the entry in one
-    rename (a damaged entry is moved aside first); on any error the staging is removed, and an
-    error of type ``refused_by`` is recorded in ``refusal``, so later calls refuse without building.
-    Returns (entry, whether this call built it)."""
-    entry = root / key
-    with exclusive_lock(root / f"{key}.lock"):
-        if entry.exists() and entry_damage(entry) is None:  # another process finished it while we waited
-            return entry, False
-        if not entry.exists() and refusal.is_file():  # or refused it
-            raise refused_by(refusal_reason(refusal))
-        root.mkdir(parents=True, exist_ok=True)
-        remove_stale_staging(root)
-        staging = Path(tempfile.mkdtemp(prefix=f".{key}-{_staging_owner()}-", dir=root))
-        try:
-            build(staging)
-            verified_stamp(entry).unlink(missing_ok=True)  # it vouched for the files being replaced
-            if entry.exists():  # damaged (the callers check first): moved aside, then removed
-                damaged = root / f".{key}-{_staging_owner()}-damaged"
-                os.replace(entry, damaged)
-                shutil.rmtree(damaged, ignore_errors=True)
-            os.replace(staging, entry)
-        except BaseException as exc:
-            shutil.rmtree(staging, ignore_errors=True)
-            if isinstance(exc, refused_by):
-                _write_refusal(refusal, str(exc))
-            raise
-    return entry, True
-
-
-def file_record(path: Path) -> dict:
-    """Size and sha256 of a file, as meta.json records them (~48 ms for MiniLM's 90 MB graph on a
-    CPU with SHA extensions)."""
-    return {"size": path.stat().st_size, "sha256": file_sha256(path)}
-
-
-def _entry_files(entry: Path) -> list[str]:
-    """Relative paths of every file of an entry, meta.json included, sorted."""
-    return sorted(path.relative_to(entry).as_posix() for path in entry.rglob("*") if path.is_file())
-
-
-def record_files(entry: Path) -> dict[str, dict]:
-    """Size and sha256 of every file of an entry except meta.json, by relative path."""
-    return {name: file_record(entry / name) for name in _entry_files(entry) if name != "meta.json"}
-
-
-def write_entry_meta(entry: Path, meta: dict[str, Any]) -> None:
-    """Write an entry's meta.json with the record of every other file (``entry_damage`` checks
-    them all): the last file a build writes, so its presence marks a complete entry."""
-    meta = dict(meta, files=record_files(entry))
-    with open(entry / "meta.json", "w", encoding="utf-8") as handle:
-        json.dump(meta, handle, indent=1)
-
-
-# A stamp is written only when every file is older than this: a write within the same tick of the
-# file system's clock as the stamp could leave a file's times as the stamp recorded them.
-STAMP_MIN_AGE_SECONDS = 2.0
-
-
-def verified_stamp(entry: Path) -> Path:
-    """Where the stamp of a verified entry lives: beside it, so the entry holds only recorded files."""
-    return entry.with_name(f"{entry.name}.verified.json")
-
-
-def _identities(entry: Path) -> dict[str, list[int]] | None:
-    """Size, mtime, ctime, inode and device of every file of an entry (None when one vanished)."""
-    identities = {}
-    try:
-        for name in _entry_files(entry):
-            st = (entry / name).stat()
-            identities[name] = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
-    except OSError:
-        return None
-    return identities
-
-
-def _read_stamp(entry: Path) -> Any:
-    try:
-        return json.loads(verified_stamp(entry).read_text(encoding="utf-8")).get("files")
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-        return None  # none, or unreadable: verify in full
-
-
-def _write_stamp(entry: Path, identities: dict[str, list[int]]) -> None:
-    newest = max(max(mtime, ctime) for _, mtime, ctime, _, _ in identities.values())
-    if newest > time.time_ns() - STAMP_MIN_AGE_SECONDS * 1e9:
-        return  # too fresh to trust its times: verified in full until it is older
-    stamp = verified_stamp(entry)
-    staging = stamp.with_name(f".{stamp.name}-{_staging_owner()}-{threading.get_ident()}")
-    try:
-        staging.write_text(json.dumps({"files": identities}), encoding="utf-8")
-        os.replace(staging, stamp)
-    except OSError:  # a read-only cache: every load verifies in full, as without stamps
-        with contextlib.suppress(OSError):
-            staging.unlink()
-
-
-def entry_damage(entry: Path) -> str | None:
-    """What is wrong with a cache entry (a file missing, of another size or hash than its export
-    recorded in meta.json, or not recorded there), or None when every file matches.
-
-    Hashes every file unless the entry's stamp (written after the last check that passed, once
-    its files were a few seconds old) still matches each file's size, mtime, ctime and inode."""
-    before = _identities(entry)
-    if before is not None and _read_stamp(entry) == before:
-        return None
-    damage = _damage_by_hash(entry)
-    if damage is None and before is not None and _identities(entry) == before:  # unchanged while hashed
-        _write_stamp(entry, before)
-    return damage
-
-
-def _damage_by_hash(entry: Path) -> str | None:
-    """The full check: meta.json's records against every file of the entry, each one hashed."""
-    meta_file = entry / "meta.json"
-    try:
-        files = json.loads(meta_file.read_text(encoding="utf-8"))["files"]
-        records = {str(name): (int(rec["size"]), str(rec["sha256"])) for name, rec in files.items()}
-    except FileNotFoundError:
-        return f"{meta_file} is missing"
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        return f"{meta_file} is unreadable ({type(exc).__name__}: {exc})"
-    if "model.onnx" not in records:
-        return f"{meta_file} records no model.onnx"
-    try:
-        present = _entry_files(entry)
-    except OSError as exc:
-        return f"{entry} is unreadable ({exc.strerror or exc})"
-    for name in present:
-        if name != "meta.json" and name not in records:
-            return (f"{entry / name} is not recorded in {meta_file} (its export records every file it writes: "
-                    "a file added later, or an entry of an older rapidscore)")
-    for name, (size, sha256) in records.items():
-        path = entry / name
-        try:
-            actual = path.stat().st_size
-        except OSError:
-            return f"{path} is missing"
-        if actual != size:
-            return f"{path} has {actual} bytes, its export wrote {size} (size mismatch)"
-        try:
-            if file_record(path)["sha256"] != sha256:
-                return f"{path} does not match the sha256 its export recorded"
-        except OSError as exc:
-            return f"{path} is unreadable ({exc.strerror or exc})"
-    return None
+    return build_entry(root, key, export, refusal=refused, refused_by=ExportMismatchError,
+                       refusal_record={"exporter_version": EXPORTER_VERSION})
 
 
 def _check_has_weights(model_dir: Path, layer: int | str, unpadded: bool, entry: Path, damage: str | None) -> None:
@@ -349,66 +156,6 @@ def _check_can_export_again(entry: Path, damage: str, model_dir: Path, layer: in
             f"({', '.join(missing)} not installed). Delete {entry}, then either export it again on a machine with "
             f"the [export] extra (rapidscore export {model_dir} --layer {layer}{cache}) and copy the cache here, or "
             "install the extra here (pip install 'rapidscore[export]')")
-
-
-def _write_refusal(path: Path, reason: str) -> None:
-    staging = path.with_name(f".{path.name}-{_staging_owner()}")
-    staging.write_text(json.dumps({"reason": reason, "exporter_version": EXPORTER_VERSION}), encoding="utf-8")
-    os.replace(staging, path)
-
-
-def refusal_reason(path: Path) -> str:
-    """The reason recorded in a refusal file (``build_entry``)."""
-    try:
-        return str(json.loads(path.read_text(encoding="utf-8"))["reason"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"an earlier attempt refused this model ({path})"
-
-
-# A staging directory is ".{key}-{host}~{pid}-{random}". A process killed during an export (kill -9,
-# out of memory) cannot remove its own, so every export first removes the stale ones: those of a
-# process of this host that is no longer running (and older than a minute, so a directory being
-# created right now is never touched), and any older than a day (another host's, an older
-# naming, a reused pid).
-STALE_OWNER_GONE_SECONDS = 60.0
-STALE_ANY_SECONDS = 24 * 3600.0
-
-
-def _staging_owner() -> str:
-    host = "".join(c if c.isalnum() else "_" for c in os.uname().nodename) if hasattr(os, "uname") else "host"
-    return f"{host}~{os.getpid()}"
-
-
-def _process_running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True  # exists, owned by someone else (or cannot tell: keep the directory)
-    return True
-
-
-def remove_stale_staging(root: Path, now: float | None = None) -> list[Path]:
-    """Delete the staging directories under ``root`` left by exports that died; returns them."""
-    now = time.time() if now is None else now
-    host = _staging_owner().rsplit("~", 1)[0]
-    removed = []
-    for path in root.glob(".*-*"):
-        if not path.is_dir():
-            continue
-        try:
-            age = now - path.stat().st_mtime
-        except FileNotFoundError:
-            continue  # renamed into place or removed meanwhile
-        parts = path.name.rsplit("-", 2)  # ".{key}-{owner}-{suffix}": keys may contain "-" (int8 entries)
-        owner = parts[1] if len(parts) == 3 else ""
-        owner_host, _, pid = owner.rpartition("~")
-        gone = owner_host == host and pid.isdigit() and not _process_running(int(pid))
-        if (gone and age > STALE_OWNER_GONE_SECONDS) or age > STALE_ANY_SECONDS:
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    return removed
 
 
 def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str,

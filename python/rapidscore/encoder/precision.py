@@ -18,7 +18,9 @@ becomes, in order:
   on ARM it has not been measured. ``precision="int8"`` still runs there when asked for by name.
 
 The mode actually used is the encoder's ``precision`` and is what every signature records
-(``precision:bf16``, never ``precision:fast``). Imports nothing heavy until a CPU is asked about.
+(``precision:bf16``, never ``precision:fast``). Each backend's fast mode on each device is its
+capability table's ``fast`` (``rapidscore.encoder.runtime``); this module adds what the machine
+has. Imports nothing heavy until a CPU is asked about.
 """
 
 from __future__ import annotations
@@ -26,29 +28,22 @@ from __future__ import annotations
 import functools
 import platform
 
+from rapidscore.encoder.runtime import RUNTIMES
+
 __all__ = ["FAST", "resolve_precision", "cpu_has_bf16", "cpu_has_vnni", "is_x86"]
 
 #: the precision name that asks for the machine's fast mode
 FAST = "fast"
-
-
-@functools.cache
-def _openvino_cpu_bf16() -> bool:
-    try:
-        import openvino
-    except ImportError:
-        return False
-    return "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+#: the backends whose fast modes "fast" tries on each device when no backend is named, in order
+#: (torch's CPU bf16 is left to OpenVINO's, which runs the same mode faster)
+UNNAMED_BACKENDS = {"cuda": ("torch",), "cpu": ("openvino", "onnx")}
 
 
 def cpu_has_bf16(backend: str = "openvino") -> bool:
-    """Whether ``backend`` runs bf16 natively on this CPU (OpenVINO: its CPU plugin's capability,
-    False when OpenVINO is not installed; torch: torch's own dispatch check)."""
-    if backend == "torch":
-        from rapidscore.encoder.runtime.torch import bf16_supported
-
-        return bf16_supported("cpu")
-    return backend == "openvino" and _openvino_cpu_bf16()
+    """Whether ``backend`` runs bf16 natively on this CPU (its table's ``native_bf16``: OpenVINO's
+    CPU plugin, False when OpenVINO is not installed; torch's own dispatch check)."""
+    caps = RUNTIMES.get(backend)
+    return bool(caps is not None and caps.native_bf16 is not None and caps.native_bf16("cpu"))
 
 
 def is_x86() -> bool:
@@ -75,17 +70,26 @@ def cpu_has_vnni() -> bool:
     return is_x86() and bool(_linux_cpu_flags() & {"avx512_vnni", "avx_vnni"})
 
 
+def _machine_has(precision: str, backend: str) -> bool:
+    """Whether this machine runs a fast mode at its full speed: bf16 natively, int8 with VNNI (fp16
+    is a GPU's mode: it does not depend on the CPU)."""
+    if precision == "bf16":
+        return cpu_has_bf16(backend)
+    if precision == "int8":
+        return cpu_has_vnni()
+    return True
+
+
 def resolve_precision(precision: str, device: str = "cpu", backend: str | None = None) -> tuple[str, str | None]:
-    """``(precision, backend)`` with ``"fast"`` replaced by the mode it means here (see the module);
-    any other precision, and the backend, are returned unchanged."""
+    """``(precision, backend)`` with ``"fast"`` replaced by the mode it means here (see the module):
+    the fast mode of the backend's table on ``device`` (``UNNAMED_BACKENDS`` in turn when none is
+    named) where this machine has it, else fp32. Any other precision, and the backend, are returned
+    unchanged."""
     if precision != FAST:
         return precision, backend
-    if device == "cuda":
-        return ("fp16", "torch") if backend in (None, "torch") else ("fp32", backend)
-    if backend in (None, "openvino") and cpu_has_bf16("openvino"):
-        return "bf16", "openvino"
-    if backend == "torch" and cpu_has_bf16("torch"):
-        return "bf16", "torch"
-    if backend in (None, "onnx") and cpu_has_vnni():
-        return "int8", "onnx"
+    for name in (backend,) if backend is not None else UNNAMED_BACKENDS.get(device, ()):
+        caps = RUNTIMES.get(name)
+        mode = caps.fast.get(device) if caps is not None else None
+        if mode is not None and _machine_has(mode, name):
+            return mode, name
     return "fp32", backend

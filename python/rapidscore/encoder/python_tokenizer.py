@@ -64,6 +64,8 @@ class PythonTokenizer:
         self._max_length = None
 
     def encode(self, text: str, add_special_tokens: bool = True) -> Encoding:
+        """One text's token ids (truncated as set) and what truncation cut off. Named and called
+        as ``tokenizers.Tokenizer.encode`` (``BatchTokenizer`` calls either): tokenisation only."""
         with self._lock:
             content = list(self._tokenizer.encode(text, add_special_tokens=False))
             limit = None
@@ -76,6 +78,7 @@ class PythonTokenizer:
         return Encoding([int(i) for i in ids], overflowing)
 
     def encode_batch(self, texts: list[str], add_special_tokens: bool = True) -> list[Encoding]:
+        """``encode`` of each text, as ``tokenizers.Tokenizer.encode_batch``."""
         return [self.encode(text, add_special_tokens) for text in texts]
 
     def content_ids(self, text: str) -> list[int]:

@@ -1,10 +1,12 @@
-"""Batch tokenisation with the Rust ``tokenizers`` library, with counted truncation."""
+"""Batch tokenisation with the Rust ``tokenizers`` library, with counted truncation; and the
+tokenizer settings of sentence-transformers models (``prompt_token_count``,
+``lowercase_tokenizer_json``)."""
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,7 +91,7 @@ class BatchTokenizer:
         self._pieces: tuple[PieceTokenizer | None, str] | None = None  # made on the first long text
         self._pieces_lock = threading.Lock()
 
-    def encode(self, texts: list[str]) -> tuple[list[np.ndarray], int]:
+    def tokenize_ids(self, texts: list[str]) -> tuple[list[np.ndarray], int]:
         """Token ids per text and the number of texts that were truncated."""
         if not self.truncate:  # windows embed every token: a bounded length
             check_window_texts(texts)
@@ -108,12 +110,15 @@ class BatchTokenizer:
         ids = [np.asarray(enc.ids, dtype=np.int64) for enc in encodings]
         truncated = sum(1 for enc in encodings if enc.overflowing)
         for k in long:  # in input order, so each goes back to its place
-            text_ids, cut = self._encode_long(texts[k], k)
+            text_ids, cut = self._tokenize_long(texts[k], k)
             ids.insert(k, text_ids)
             truncated += cut
         return ids, truncated
 
-    def _encode_long(self, text: str, index: int) -> tuple[np.ndarray, bool]:
+    # The name the metrics' tokenising calls still use: ``tokenize_ids`` (it runs no model).
+    encode = tokenize_ids
+
+    def _tokenize_long(self, text: str, index: int) -> tuple[np.ndarray, bool]:
         """(ids, truncated) of a text over ``piece_chars`` characters: in bounded pieces where the
         tokenizer can be cut, else whole up to ``MAX_UNCUT_CHARS``."""
         pieces, reason = self.piece_tokenizer()
@@ -208,3 +213,35 @@ def _content_ids_of(tokenizer) -> Callable[[str], list[int]]:
 def load_spec(path: Path) -> TokenizerSpec:
     with open(path, encoding="utf-8") as handle:
         return TokenizerSpec.from_json(json.load(handle))
+
+
+def prompt_token_count(ids: Sequence[int] | np.ndarray, special_ids: Sequence[int]) -> int:
+    """sentence-transformers' prompt length from the prompt tokenised alone (special tokens
+    included): its tokens, less a trailing special token (EOS, SEP)."""
+    count = len(ids)
+    if count and int(ids[-1]) in set(special_ids):
+        count -= 1
+    return count
+
+
+def lowercase_tokenizer_json(tokenizer_json: str) -> str:
+    """A tokenizer.json text that lowercases first, as sentence-transformers' do_lower_case does
+    (a Lowercase normalizer put before the tokenizer's own, unless that one has a Lowercase)."""
+    data = json.loads(tokenizer_json)
+    normalizer = data.get("normalizer")
+    if _has_lowercase(normalizer):
+        return tokenizer_json
+    sequence = [{"type": "Lowercase"}]
+    if normalizer is not None:
+        sequence += list(normalizer["normalizers"]) if normalizer.get("type") == "Sequence" else [normalizer]
+    data["normalizer"] = {"type": "Sequence", "normalizers": sequence}
+    return json.dumps(data)
+
+
+def _has_lowercase(normalizer: dict | None) -> bool:
+    if not normalizer:
+        return False
+    if normalizer.get("type") == "Lowercase":
+        return True
+    return normalizer.get("type") == "Sequence" and any(
+        n.get("type") == "Lowercase" for n in normalizer.get("normalizers", []))

@@ -154,6 +154,16 @@ def as_indices(indices: np.ndarray) -> np.ndarray:
     return indices
 
 
+def floors_array(floors, m: int) -> np.ndarray:
+    """Checked ``floors`` of ``greedy_match``: a bool array shaped (m, 2) like the m pairs."""
+    array = _require_array(floors, "floors")
+    if array.dtype.kind != "b":
+        raise TypeError(f"floors must be a boolean array, got dtype {array.dtype}")
+    if array.shape != (m, 2):
+        raise ValueError("floors must have shape (m, 2) like pairs")
+    return np.ascontiguousarray(array)
+
+
 def pair_inputs(offsets, weights, pairs, n_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Checked (offsets, weights, pairs) of ``greedy_match``."""
     offsets, weights = store(offsets, weights, n_tokens)

@@ -1,4 +1,6 @@
-"""Wrapper of the native span alignment (``rapidscore._core.alignment``, csrc/core/align_spans.hpp).
+"""Wrapper of the span alignment: the native kernel (``rapidscore._core.alignment``,
+csrc/core/align_spans.hpp) or its pure-Python twin (:mod:`rapidscore.kernels.alignment_py`), as
+``RAPIDSCORE_IMPLEMENTATION`` chooses (:mod:`rapidscore.kernels._native`); both give the same pairs.
 
 :mod:`rapidscore.ner.alignment` builds its records API (``PackedSpans``, ``align_batch``,
 ``align_spans``) on this function.
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rapidscore import _core
+from rapidscore.kernels import _native
 from rapidscore.threads import lease, num_threads_or_alias
 
 __all__ = ["align_spans_batch"]
@@ -43,8 +45,14 @@ def align_spans_batch(
     ``used_dp[r]`` tells whether the dynamic programme ran.
     """
     wanted = num_threads_or_alias(num_threads, n_threads, where="align_spans_batch")
+    if _native.implementation() == "native":
+        kernel = _native.core().alignment.align_spans_batch
+    else:
+        from rapidscore.kernels import alignment_py
+
+        kernel = alignment_py.align_spans_batch
     with lease(wanted) as granted:
-        return _core.alignment.align_spans_batch(
+        return kernel(
             gold_offsets, gold_starts, gold_ends, pred_offsets, pred_starts, pred_ends,
             gold_labels=gold_labels, pred_labels=pred_labels, scheme=scheme, method=method,
             min_jaccard=float(min_jaccard), min_overlap_percent=float(min_overlap_percent), n_threads=granted,

@@ -26,9 +26,12 @@ Three implementations share this contract (``implementation=``):
 - ``"torch"``: :mod:`rapidscore.kernels.matching_torch`, for embeddings held as a
   ``torch.Tensor`` on any device;
 - ``"reference"``: :mod:`rapidscore.kernels.matching_ref`, the plain numpy specification
-  (slow; for tests).
+  (slow; the pure-Python twin of the native kernel).
 
-``"auto"`` (default) picks ``"torch"`` for a ``torch.Tensor`` and ``"native"`` otherwise.
+``"auto"`` (default) picks ``"torch"`` for a ``torch.Tensor``, otherwise ``"native"``, or
+``"reference"`` where ``RAPIDSCORE_IMPLEMENTATION`` selects the Python twins or the extension
+cannot be imported (:mod:`rapidscore.kernels._native`). An explicit ``"native"`` always runs
+the C++ kernel (ImportError without it).
 """
 
 from __future__ import annotations
@@ -37,10 +40,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rapidscore import _core
 from rapidscore.common.arrays import host_array, is_torch_tensor
 from rapidscore.errors import check_positive_int
-from rapidscore.kernels import _checks
+from rapidscore.kernels import _checks, _native
 from rapidscore.kernels._checks import Scores
 from rapidscore.kernels.padding import padding_floors
 from rapidscore.threads import check_num_threads, lease
@@ -51,13 +53,14 @@ __all__ = ["greedy_match", "pairwise_match", "flatten_sentences", "IMPLEMENTATIO
 IMPLEMENTATIONS = ("auto", "native", "torch", "reference")
 
 
-
 def _implementation(embeddings, implementation: str) -> str:
     if implementation not in IMPLEMENTATIONS:
         choices = ", ".join(map(repr, IMPLEMENTATIONS))
         raise ValueError(f"implementation must be one of {choices}, got {implementation!r}")
     if implementation == "auto":
-        return "torch" if is_torch_tensor(embeddings) else "native"
+        if is_torch_tensor(embeddings):
+            return "torch"
+        return "native" if _native.implementation() == "native" else "reference"
     return implementation
 
 
@@ -82,6 +85,7 @@ def greedy_match(
     num_threads: int | None = None,
     bert_score_batch_size: int | None = None,
     *,
+    floors=None,
     implementation: str = "auto",
 ) -> Scores:
     """BERTScore P, R, F of (candidate, reference) sentence pairs.
@@ -110,6 +114,12 @@ def greedy_match(
             padded in that batch (shorter than the batch's longest sentence on that side).
             It matters only where token similarities are negative (e.g. the last layer of
             all-MiniLM-L6-v2 on unrelated sentences); it makes scores depend on batching.
+        floors: None, or bert-score's padding given per pair instead of computed from a batch
+            size: a numpy bool array (m, 2) like ``pairs``, ``floors[k, 0]`` raising pair k's
+            candidate-token maxima (precision) to at least 0 (its reference was padded),
+            ``floors[k, 1]`` its reference-token maxima (recall): what
+            :func:`rapidscore.kernels.padding.padding_floors` computes. Not with
+            ``bert_score_batch_size``.
         implementation: "auto", "native", "torch" or "reference" (see the module docstring).
 
     Returns:
@@ -121,11 +131,16 @@ def greedy_match(
         IndexError: a pair index outside [0, n).
     """
     num_threads = check_num_threads(num_threads)
+    if floors is not None and bert_score_batch_size is not None:
+        raise ValueError("give floors or bert_score_batch_size, not both (floors are the padding of a batch size)")
+    if floors is not None:
+        floors = host_array(floors)
     chosen = _implementation(embeddings, implementation)
     if chosen == "torch":
         from rapidscore.kernels import matching_torch
 
-        return matching_torch.greedy_match(embeddings, offsets, weights, pairs, bert_score_batch_size)
+        return matching_torch.greedy_match(embeddings, offsets, weights, pairs, bert_score_batch_size,
+                                           floors=floors)
     array, layered = _layers(embeddings)
     pairs = _checks.as_pairs(host_array(pairs))
     offsets = host_array(offsets)
@@ -135,16 +150,18 @@ def greedy_match(
 
         layers = _checks.embeddings(array)
         offsets, weights, pairs = _checks.pair_inputs(offsets, weights, pairs, layers.shape[1])
+        if floors is not None:
+            floors = _checks.floors_array(floors, len(pairs))
         if bert_score_batch_size is not None:
             bert_score_batch_size = check_positive_int(bert_score_batch_size, "bert_score_batch_size")
         return matching_ref.greedy_match(layers if layered else layers[0], offsets, weights, pairs,
-                                         bert_score_batch_size)
+                                         bert_score_batch_size, floors=floors)
 
-    floors = None
+    core = _native.core()
     if bert_score_batch_size is not None:
         floors = padding_floors(offsets, pairs, bert_score_batch_size)
     return _native_per_layer(
-        lambda layer, threads: _core.matching.greedy_match(layer, offsets, weights, pairs, threads, floors),
+        lambda layer, threads: core.matching.greedy_match(layer, offsets, weights, pairs, threads, floors),
         array, layered, num_threads, m_shape=(pairs.shape[0],) if pairs.ndim == 2 else (0,),
     )
 
@@ -192,9 +209,10 @@ def pairwise_match(
         return matching_ref.pairwise_match(layers if layered else layers[0], offsets, weights, candidates,
                                            references)
 
+    core = _native.core()
     return _native_per_layer(
-        lambda layer, threads: _core.matching.pairwise_match(layer, offsets, weights, candidates, references,
-                                                             threads),
+        lambda layer, threads: core.matching.pairwise_match(layer, offsets, weights, candidates, references,
+                                                            threads),
         array, layered, num_threads, m_shape=(candidates.shape[0], references.shape[0]),
     )
 

@@ -19,7 +19,12 @@ Padding mode (``bert_score_batch_size=B``): bert-score scores the pairs in batch
 order, padding every candidate to the longest candidate of its batch and every reference to the
 longest reference with zero vectors. A zero vector has similarity 0 with everything, so it takes
 part in the maxima: a token whose best real similarity is negative scores 0 when the other side
-of its pair was padded. This module reproduces that literally, by appending the zero rows.
+of its pair was padded. This module reproduces that literally, by appending the zero rows
+(one row where the padding is given per pair as ``floors``).
+
+This module is also the pure-Python twin of the native kernel: ``greedy_match`` and
+``pairwise_match`` of :mod:`rapidscore.kernels.matching` run it when ``RAPIDSCORE_IMPLEMENTATION``
+selects the Python twins or the extension cannot be imported.
 
 Precision: inputs are rounded to float32 first (every implementation receives float32 data),
 then everything is computed in float64. The implementations compute dot products in float32 and
@@ -76,9 +81,13 @@ def _score_pair(
 
 
 def greedy_match(
-    embeddings, offsets, weights, pairs, bert_score_batch_size: int | None = None
+    embeddings, offsets, weights, pairs, bert_score_batch_size: int | None = None, *, floors=None
 ) -> Scores:
-    """P, R, F of each (candidate, reference) pair: float64 arrays (m,), or (L, m) for (L, T, D)."""
+    """P, R, F of each (candidate, reference) pair: float64 arrays (m,), or (L, m) for (L, T, D).
+
+    ``floors``: bert-score's padding given per pair ((m, 2) bool, as
+    :func:`rapidscore.kernels.padding.padding_floors` computes it) instead of from a batch size:
+    ``floors[k, 0]`` pads pair k's reference with one zero row, ``floors[k, 1]`` its candidate."""
     layers, layered = _layers_float64(embeddings)
     offsets = np.asarray(offsets, dtype=np.int64)
     weights = np.asarray(weights, dtype=np.float32).astype(np.float64)
@@ -88,7 +97,9 @@ def greedy_match(
     out = np.zeros((3, layers.shape[0], len(pairs)))
     for k, (c, r) in enumerate(pairs):
         cand_padding = ref_padding = 0
-        if bert_score_batch_size is not None:
+        if floors is not None:
+            ref_padding, cand_padding = int(floors[k, 0]), int(floors[k, 1])
+        elif bert_score_batch_size is not None:
             first = k - k % bert_score_batch_size  # the pairs are batched in order
             batch = pairs[first : first + bert_score_batch_size]
             cand_padding = lengths[batch[:, 0]].max() - lengths[c]

@@ -186,15 +186,17 @@ def _padded_rows(starts, lengths, longest: int):
     return rows, valid
 
 
-def greedy_match(embeddings, offsets, weights, pairs, bert_score_batch_size: int | None = None) -> Scores:
+def greedy_match(embeddings, offsets, weights, pairs, bert_score_batch_size: int | None = None, *,
+                 floors=None) -> Scores:
     """P, R, F of (candidate, reference) pairs: float64 numpy arrays (m,), or (L, m) for (L, T, D)
     embeddings. Arguments as in :func:`rapidscore.kernels.matching.greedy_match`."""
     layers, layered = _embedding_layers(embeddings)
     offsets, weights, pairs = _checks.pair_inputs(
         host_array(offsets), host_array(weights), _checks.as_pairs(host_array(pairs)), layers.shape[1]
     )
-    floors = None
-    if bert_score_batch_size is not None:
+    if floors is not None:
+        floors = _checks.floors_array(host_array(floors), len(pairs))
+    elif bert_score_batch_size is not None:
         floors = padding_floors(offsets, pairs, check_positive_int(bert_score_batch_size, "bert_score_batch_size"))
     P, R, F = match_rows(layers, offsets, weights, pairs[:, 0], pairs[:, 1], floors)
     return (P, R, F) if layered else (P[0], R[0], F[0])

@@ -9,6 +9,9 @@ straight into a torch tensor on the GPU (no copy to the host), so the encoder's 
 on the device like the torch backend's. On the CPU the plain ``InferenceSession.run`` is the
 default (measured as fast as IOBinding there, docs/gpu.md); ``io_binding=True`` runs the same
 binding path on the CPU, which is how the tests exercise it without a GPU.
+
+``CAPABILITIES`` (the end of the module): fp32 on the CPU and CUDA, int8 on the CPU; the unpadded
+graph; the CPU session made on the first call (it holds a copy of the weights).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from rapidscore.encoder.runtime.capabilities import Capabilities
 from rapidscore.threads import thread_budget
 
 CPU_PACKAGE, GPU_PACKAGE = "onnxruntime", "onnxruntime-gpu"
@@ -171,3 +175,16 @@ def _torch_with_cuda() -> Any:
     import torch
 
     return torch if torch.cuda.is_available() else None
+
+
+def make(source: Path, *, layer: int | str | None, device: str, precision: str, num_threads: int | None,
+         compile_cache: Path | None) -> OnnxRunner:
+    """The runner of the graph ``source`` (int8 is a graph of its own: no precision to set here)."""
+    return OnnxRunner(source, device, num_threads)
+
+
+CAPABILITIES = Capabilities(
+    backend="onnx", devices=("cpu", "cuda"), precisions={"fp32": ("cpu", "cuda"), "int8": ("cpu",)},
+    thread_safe=OnnxRunner.thread_safe, returns=OnnxRunner.returns, needs=("cpu", "gpu"), onnx_graph=True,
+    make=make, fast={"cpu": "int8"}, notes={"int8": "ONNX Runtime's int8 kernels"}, unpadded=True,
+    lazy_devices=("cpu",))

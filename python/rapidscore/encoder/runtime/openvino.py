@@ -1,14 +1,40 @@
-"""OpenVINO: the exported ONNX graph compiled for the CPU (faster fp32, and the bf16 fast mode)."""
+"""OpenVINO: the exported ONNX graph compiled for the CPU (faster fp32, and the bf16 fast mode).
+
+``CAPABILITIES`` (the end of the module): fp32 and bf16 on the CPU; bf16 is the fast mode where the
+CPU has bf16 instructions.
+"""
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from rapidscore.encoder.runtime.capabilities import Capabilities
 from rapidscore.threads import thread_budget
+
+
+def _has_bf16(core: Any) -> bool:
+    return "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+@functools.cache
+def _cpu_bf16() -> bool:
+    try:
+        import openvino
+    except ImportError:
+        return False
+    return _has_bf16(openvino.Core())
+
+
+def native_bf16(device: str) -> bool:
+    """Whether OpenVINO runs bf16 natively on ``device``: its CPU plugin's capability (AVX512_BF16
+    or AMX); False when OpenVINO is not installed."""
+    return device == "cpu" and _cpu_bf16()
 
 
 class OpenVinoRunner:
@@ -38,10 +64,9 @@ class OpenVinoRunner:
             import openvino as ov
         except ImportError as exc:
             raise ImportError("backend='openvino' needs OpenVINO: pip install 'rapidscore[openvino]'") from exc
-        if device != "cpu":
-            raise ValueError(f"backend='openvino' runs on device='cpu', got device={device!r}")
+        CAPABILITIES.check_device(device)
         core = ov.Core()
-        if precision == "bf16" and "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        if precision == "bf16" and not _has_bf16(core):
             raise ValueError("precision='bf16' needs a CPU with bf16 instructions (AVX512_BF16 or AMX); "
                              "this CPU has none, use precision='fp32'")
         config: dict = {
@@ -88,3 +113,16 @@ class OpenVinoRunner:
             return np.array(result[0], dtype=np.float32, copy=True)  # the request reuses its buffers
         finally:
             self._idle.put(request)
+
+
+def make(source: Path, *, layer: int | str | None, device: str, precision: str, num_threads: int | None,
+         compile_cache: Path | None) -> OpenVinoRunner:
+    """The runner of the graph ``source``, compiled for ``precision`` (models compiled before are
+    found in ``compile_cache``)."""
+    return OpenVinoRunner(source, device, precision, num_threads, compile_cache=compile_cache)
+
+
+CAPABILITIES = Capabilities(
+    backend="openvino", devices=("cpu",), precisions={"fp32": ("cpu",), "bf16": ("cpu",)},
+    thread_safe=OpenVinoRunner.thread_safe, returns=OpenVinoRunner.returns, needs=("openvino",), onnx_graph=True,
+    make=make, fast={"cpu": "bf16"}, native_bf16=native_bf16, notes={"bf16": "CPU"})

@@ -8,18 +8,37 @@ float32 in every mode, so similarities and sums downstream are computed in float
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rapidscore.common.tf32 import exact_fp32
+from rapidscore.encoder.runtime.capabilities import Capabilities
+
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TorchRunner", "bf16_supported", "check_torch_precision", "exact_fp32"]
+__all__ = ["TorchRunner", "bf16_supported", "check_torch_precision", "exact_fp32", "require_torch_stack",
+           "CAPABILITIES"]
+
+
+#: what the torch backend needs (exporting a graph needs onnx and onnxscript besides)
+TORCH_MODULES = ("torch", "transformers")
+
+
+def require_torch_stack(purpose: str, modules: tuple[str, ...] = TORCH_MODULES) -> None:
+    """Raise an ImportError naming the extra to install when one of ``modules`` is missing.
+
+    Checked before any work starts: without it a missing onnxscript surfaced deep inside
+    torch.onnx.export as "No module named 'onnxscript'", with no hint of the extra.
+    """
+    import importlib.util
+
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ImportError(f"{purpose} needs {', '.join(missing)}, part of the [export] extra: "
+                          "pip install 'rapidscore[export]'", name=missing[0])
 
 
 def check_torch_precision(precision: str, device: str) -> None:
@@ -55,42 +74,6 @@ def bf16_supported(device: str) -> bool:
     return any(bool(check()) for check in checks if check is not None)
 
 
-_TF32_LOCK = threading.Lock()
-_TF32_USERS = 0
-_TF32_SAVED: tuple[bool, bool] | None = None
-
-
-@contextlib.contextmanager
-def exact_fp32(device) -> Iterator[None]:
-    """Turn TF32 off for CUDA matrix products (and cuDNN) while the block runs; a no-op off CUDA.
-
-    torch's TF32 switches are process-wide. This counts the threads inside such blocks: the first
-    one in saves the process's setting and turns TF32 off, the last one out restores it. While
-    any thread is inside, other CUDA work of the process also runs without TF32: that is the
-    documented cost; the setting never stays changed after the blocks end.
-    """
-    global _TF32_USERS, _TF32_SAVED
-    if str(device).split(":")[0] != "cuda":
-        yield
-        return
-    import torch
-
-    with _TF32_LOCK:
-        if _TF32_USERS == 0:
-            _TF32_SAVED = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-            torch.backends.cuda.matmul.allow_tf32 = False
-            torch.backends.cudnn.allow_tf32 = False
-        _TF32_USERS += 1
-    try:
-        yield
-    finally:
-        with _TF32_LOCK:
-            _TF32_USERS -= 1
-            if _TF32_USERS == 0 and _TF32_SAVED is not None:
-                torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = _TF32_SAVED
-                _TF32_SAVED = None
-
-
 class TorchRunner:
     """The truncated torch model in inference mode. Returns float32 tensors on its device.
 
@@ -107,8 +90,6 @@ class TorchRunner:
 
     def __init__(self, model_dir: Path, layer: int | str, device: str, num_threads: int | None,
                  precision: str = "fp32"):
-        from rapidscore.encoder.onnx_export import require_torch_stack
-
         require_torch_stack("backend='torch'")
         import torch
 
@@ -153,3 +134,18 @@ class TorchRunner:
         with torch.inference_mode(), exact_fp32(self.device if self.precision == "fp32" else "cpu"):
             hidden = self._forward(self.model, input_ids, attention_mask, self.layer)
             return hidden.float()
+
+
+def make(source: Path, *, layer: int | str | None, device: str, precision: str, num_threads: int | None,
+         compile_cache: Path | None) -> TorchRunner:
+    """The runner of the model directory ``source`` cut at ``layer``."""
+    assert layer is not None
+    return TorchRunner(source, layer, device, num_threads, precision)
+
+
+# The capability table (``rapidscore.encoder.runtime``): fp16 on CUDA, bf16 where it is native.
+CAPABILITIES = Capabilities(
+    backend="torch", devices=("cpu", "cuda"), precisions={"fp32": ("cpu", "cuda"), "bf16": ("cpu", "cuda"),
+                                                          "fp16": ("cuda",)},
+    thread_safe=TorchRunner.thread_safe, returns=TorchRunner.returns, needs=("export",), onnx_graph=False,
+    make=make, fast={"cuda": "fp16", "cpu": "bf16"}, native_bf16=bf16_supported, check=check_torch_precision)

@@ -1,0 +1,122 @@
+"""The model run over token ids, batch by batch (``Encoder.embed_ids``): the padded path
+(``run_batches``: each batch's real tokens gathered and scattered to their texts' rows in one
+vectorised copy, on the host or the device) and the unpadded path (``run_unpadded``: length-sorted
+chunks of real tokens through the unpadded graph), windows' kept rows included; and the one lock
+per runner object that serialises calls of runners that are not thread-safe."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+from rapidscore.encoder.batching import unpadded_inputs
+from rapidscore.encoder.store import row_ranges
+
+__all__ = ["run_batches", "run_unpadded", "lock_of"]
+
+_RUNNER_LOCKS: dict[int, threading.Lock] = {}
+_RUNNER_LOCKS_GUARD = threading.Lock()
+_PINNED_RUNNERS: list = []  # runners without weak references: kept alive, so their ids stay theirs
+
+
+def lock_of(runner) -> threading.Lock:
+    """One lock per runner object, shared by every encoder that uses it."""
+    key = id(runner)
+    with _RUNNER_LOCKS_GUARD:
+        lock = _RUNNER_LOCKS.get(key)
+        if lock is None:
+            lock = _RUNNER_LOCKS[key] = threading.Lock()
+            try:  # dict.pop: atomic, no guard, so the finaliser may run at any moment
+                weakref.finalize(runner, _RUNNER_LOCKS.pop, key, None)
+            except TypeError:
+                _PINNED_RUNNERS.append(runner)
+        return lock
+
+
+def run_batches(encoder: Any, ids, lengths, offsets, batches, progress: bool, keep_on_device: bool,
+                destinations: list[np.ndarray] | None = None) -> Any:
+    """Embeddings (offsets[-1] rows) of the model inputs ``ids`` batch by batch: input k fills
+    rows offsets[k]:offsets[k + 1], or, given ``destinations`` (windows), the rows
+    ``destinations[k]`` names (-1: dropped)."""
+    tensors = encoder.runs_torch
+    out: Any = None  # np.ndarray, or a torch tensor when the runner returns tensors
+    for batch, attention_mask, hidden in encoder.hidden_batches(ids, batches, progress):
+        # Destination rows of the batch's real tokens, row after row. Scattered writes in the
+        # caller's order also fault a fresh buffer in faster than one sequential sweep: on
+        # Linux with transparent huge pages, sequential first touches stalled in compaction
+        # (W1: 0.35 s against 0.05 s).
+        kept = None
+        if destinations is None:
+            rows: Any = row_ranges(offsets[batch], lengths[batch])
+        else:
+            rows, kept = _kept_rows(destinations, batch)
+        if out is None:
+            out = _empty_like(hidden, hidden.shape[:-3] + (int(offsets[-1]), hidden.shape[-1]))
+        if tensors:
+            # An index gather, not a boolean mask: a mask's size is data-dependent, so on a GPU
+            # it would wait for the device on every batch.
+            real = np.flatnonzero(attention_mask.ravel())
+            real = encoder.to_device(real if kept is None else real[kept])
+            flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
+            out[..., encoder.to_device(rows), :] = flat.index_select(-2, real)
+        elif kept is None:
+            out[..., rows, :] = hidden[..., attention_mask.astype(bool), :]
+        else:  # windows: the kept positions only, gathered in one indexing
+            flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
+            out[..., rows, :] = flat[..., np.flatnonzero(attention_mask.ravel())[kept], :]
+    if out is None:  # no texts
+        out = np.zeros((0, encoder.hidden_size), dtype=np.float32)
+        if keep_on_device:
+            import torch
+
+            out = torch.from_numpy(out).to(encoder.device)
+    elif tensors and not keep_on_device:
+        out = out.cpu().numpy()  # the CPU kernels take host arrays (no copy on the CPU)
+    return out
+
+
+def run_unpadded(encoder: Any, runner: Any, ids, lengths: np.ndarray, offsets: np.ndarray,
+             destinations: list[np.ndarray] | None = None) -> np.ndarray:
+    """Embeddings (total tokens, dim) through the unpadded graph: length-sorted chunks of up
+    to ``batch_tokens`` real tokens (attention, the padded part, stays small), one call each.
+    ``destinations``: as in ``run_batches``."""
+    out = np.empty((int(offsets[-1]), encoder.hidden_size), dtype=np.float32)
+    order = [int(k) for k in np.argsort(-lengths, kind="stable") if lengths[k] > 0]  # "" has no row
+    start = 0
+    while start < len(order):
+        end, tokens = start + 1, int(lengths[order[start]])
+        while end < len(order) and end - start < encoder.max_batch_size and \
+                tokens + int(lengths[order[end]]) <= encoder.batch_tokens:
+            tokens += int(lengths[order[end]])
+            end += 1
+        chunk = np.asarray(order[start:end], dtype=np.int64)
+        feed = unpadded_inputs([ids[k] for k in chunk], encoder.spec.pad_id, encoder.roberta_positions)
+        if destinations is None:
+            out[row_ranges(offsets[chunk], lengths[chunk])] = runner.run_feed(feed)
+        else:
+            rows, kept = _kept_rows(destinations, chunk)
+            hidden = runner.run_feed(feed)
+            out[rows] = hidden if kept is None else hidden[kept]
+        start = end
+    return out
+
+
+def _kept_rows(destinations: list[np.ndarray], batch) -> tuple[np.ndarray, np.ndarray | None]:
+    """Store rows of a batch's kept positions (inputs in batch order, positions row after row)
+    and which positions those are (None: all)."""
+    rows = np.concatenate([destinations[k] for k in batch])
+    kept = rows >= 0
+    if kept.all():
+        return rows, None
+    return rows[kept], np.flatnonzero(kept)
+
+
+def _empty_like(hidden, shape):
+    if isinstance(hidden, np.ndarray):
+        return np.empty(shape, dtype=np.float32)
+    import torch
+
+    return torch.empty(shape, dtype=torch.float32, device=hidden.device)

@@ -1,0 +1,82 @@
+"""The runner contract and the capability table each runtime module declares (``CAPABILITIES``).
+
+``rapidscore.encoder.runtime`` collects the tables; the encoder's option checks, ``make_runner``,
+``precision="fast"`` and the model cache read them, so a backend is described in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = ["Capabilities", "Runner", "either"]
+
+
+class Runner(Protocol):
+    provider: str
+    returns: str
+    thread_safe: bool
+
+    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> Any: ...
+
+
+def either(option: str, values: tuple[str, ...]) -> str:
+    """``device='cpu'``, or ``device='cpu' or device='cuda'``: the values an option may take."""
+    return " or ".join(f"{option}={value!r}" for value in values)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What one backend runs.
+
+    - ``backend``: its name (``Encoder(backend=...)``; also in ``common.choices.BACKENDS``, which
+      the command-line parsers read without loading the encoder).
+    - ``devices``: the devices it runs on.
+    - ``precisions``: each precision it runs, with the devices it runs it on.
+    - ``thread_safe``, ``returns``: its runner's contract (``rapidscore.encoder.runtime``).
+    - ``needs``: the extras that install it, any one of them (``pip install 'rapidscore[EXTRA]'``).
+    - ``onnx_graph``: it runs the exported ONNX graph (``onnx_export``), else the Hugging Face model.
+    - ``make``: its runner, ``make(source, layer=, device=, precision=, num_threads=,
+      compile_cache=)``; ``source`` is the graph file, or the model directory.
+    - ``fast``: what ``precision="fast"`` is on each device, where the machine has it
+      (``encoder/precision.py``).
+    - ``native_bf16``: ``native_bf16(device)``, whether the device runs its bf16 natively.
+    - ``notes``: a few words on where a precision runs, for the errors that name it.
+    - ``check``: ``check(precision, device)``, its own checks beyond the table (a ValueError).
+    - ``unpadded``: it runs the unpadded graph (``Encoder.embed_ids(unpadded=True)``).
+    - ``lazy_devices``: devices where its runner is made on the first call, not with the model.
+    """
+
+    backend: str
+    devices: tuple[str, ...]
+    precisions: Mapping[str, tuple[str, ...]]
+    thread_safe: bool
+    returns: str
+    needs: tuple[str, ...]
+    onnx_graph: bool
+    make: Callable[..., Runner]
+    fast: Mapping[str, str] = field(default_factory=dict)
+    native_bf16: Callable[[str], bool] | None = None
+    notes: Mapping[str, str] = field(default_factory=dict)
+    check: Callable[[str, str], None] | None = None
+    unpadded: bool = False
+    lazy_devices: tuple[str, ...] = ()
+
+    def where(self, precision: str) -> str:
+        """Where this backend runs ``precision``, as errors say it: ``backend='onnx' with
+        device='cpu' (ONNX Runtime's int8 kernels)``."""
+        devices = self.precisions[precision]
+        text = f"backend={self.backend!r}"
+        if devices != self.devices:
+            text += " with " + either("device", devices)
+        note = self.notes.get(precision)
+        return f"{text} ({note})" if note else text
+
+    def check_device(self, device: str) -> None:
+        """A ValueError naming the devices of this backend when ``device`` is not one of them."""
+        if device not in self.devices:
+            raise ValueError(f"backend={self.backend!r} runs on {either('device', self.devices)}, "
+                             f"got device={device!r}")
