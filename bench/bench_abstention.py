@@ -30,14 +30,11 @@ import random
 import statistics
 import sys
 import time
-from pathlib import Path
 
+import common
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common
-
-from rapidscore.abstention import _text, metrics
+from rapidscore.abstention import _text, rates
 from rapidscore.abstention import reference as R
 from rapidscore.abstention.detectors import SelectDetector
 from rapidscore.abstention.pipeline import evaluate, find_experiments
@@ -112,8 +109,8 @@ def rapidscore_tables(experiments, files_of, recompute: bool, workers: int) -> t
     for exp in experiments:
         taxonomy = Taxonomy.load(exp.taxonomy) if exp.taxonomy and "select" in exp.name else None
         result = evaluate(files_of(exp), detector, recompute=recompute, workers=workers)
-        scores = metrics.concept_scores_from_counts(result.counts, taxonomy=taxonomy)
-        tables[exp.name] = {key: metrics.aggregate(values.values()) for key, values in scores.items()}
+        scores = rates.concept_scores_from_counts(result.counts, taxonomy=taxonomy)
+        tables[exp.name] = {key: rates.aggregate(values.values()) for key, values in scores.items()}
         stats[exp.name] = result.stats.as_dict()
     return tables, stats
 

@@ -42,13 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
-
-BERT_TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
-MODEL_SEED = 0
-MODEL_RECIPE = "bench-models-v1"  # bump when the builders below change
-
+import common  # light: the --child process below imports nothing of rapidscore before its clock starts
 
 # ------------------------------------------------------------------------------------------------
 # End-to-end child process (kept free of heavy imports before the clock starts)
@@ -82,99 +76,6 @@ def run_child(spec_path: str) -> None:
     done = time.perf_counter()
     print(json.dumps({"import_s": imported - start, "score_s": done - imported, "total_s": done - start,
                       "peak_rss_mib": common.peak_rss_mib(), "f1": f1}))
-
-
-# ------------------------------------------------------------------------------------------------
-# Synthetic models
-# ------------------------------------------------------------------------------------------------
-
-def _stamp_ok(directory: Path, stamp: str) -> bool:
-    path = directory / "bench_stamp.txt"
-    return path.is_file() and path.read_text().strip() == stamp
-
-
-def _build(directory: Path, stamp: str, builder) -> Path:
-    if _stamp_ok(directory, stamp):
-        return directory
-    tmp = Path(tempfile.mkdtemp(prefix=directory.name + "-", dir=directory.parent))
-    try:
-        builder(tmp)
-        (tmp / "bench_stamp.txt").write_text(stamp + "\n")
-        if directory.exists():
-            shutil.rmtree(directory)
-        os.replace(tmp, directory)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return directory
-
-
-def _save_random_model(config, out: Path) -> None:
-    import torch
-    import transformers
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(MODEL_SEED)
-        model = transformers.AutoModel.from_config(config)
-    model.eval()
-    model.save_pretrained(out, safe_serialization=True)
-
-
-def bert_base_dir(root: Path, minilm_dir: Path) -> Path:
-    """bert-base configuration (12 layers, 768 hidden), random weights, MiniLM's uncased WordPiece."""
-
-    def build(out: Path) -> None:
-        import transformers
-
-        for name in BERT_TOKENIZER_FILES:
-            if (minilm_dir / name).is_file():
-                shutil.copy(minilm_dir / name, out / name)
-        config = transformers.BertConfig(vocab_size=30522, hidden_size=768, num_hidden_layers=12,
-                                         num_attention_heads=12, intermediate_size=3072,
-                                         max_position_embeddings=512)
-        _save_random_model(config, out)
-
-    return _build(root / "bert-base-random", f"{MODEL_RECIPE}|bert-base", build)
-
-
-def roberta_large_17_dir(root: Path) -> Path:
-    """``roberta_large_dir`` cut to its first 17 layers: saving only 17 layers keeps the files and
-    memory at what a layer-17 model needs; both libraries then run the same 17 layers."""
-    return roberta_large_dir(root, 17)
-
-
-def roberta_large_dir(root: Path, num_layers: int = 24) -> Path:
-    """roberta-large configuration with ``num_layers`` layers (24: the full model), random
-    weights, and a byte-level BPE tokenizer (RoBERTa's ids for <s> <pad> </s> <unk> <mask>)
-    trained on synthetic English with rapidscore.testing.tiny_models' deterministic BPE trainer,
-    so common words are single tokens as with the real vocabulary."""
-
-    def build(out: Path) -> None:
-        import transformers
-        from tokenizers import pre_tokenizers
-
-        from rapidscore.testing import tiny_models
-
-        corpus = common.english_sentences(4000, 5, 40, seed=99)
-        counts = tiny_models.pre_tokenized_counts(corpus, None, pre_tokenizers.ByteLevel(add_prefix_space=False))
-        word_freqs = {tuple(word): n for word, n in counts.items()}
-        specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-        alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-        merges = tiny_models.learn_bpe(word_freqs, 6000, lambda a, b: a + b)
-        tokens = specials + alphabet
-        for a, b in merges:
-            if a + b not in tokens:
-                tokens.append(a + b)
-        vocab = {token: index for index, token in enumerate(tokens)}
-        tokenizer = transformers.RobertaTokenizer(vocab=vocab, merges=merges, add_prefix_space=False,
-                                                  model_max_length=512)
-        tokenizer.save_pretrained(out)
-        config = transformers.RobertaConfig(vocab_size=50265, hidden_size=1024, num_hidden_layers=num_layers,
-                                            num_attention_heads=16, intermediate_size=4096,
-                                            max_position_embeddings=514, type_vocab_size=1, pad_token_id=1,
-                                            bos_token_id=0, eos_token_id=2)
-        _save_random_model(config, out)
-
-    return _build(root / f"roberta-large-{num_layers}-random", f"{MODEL_RECIPE}|roberta-large-{num_layers}", build)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -618,7 +519,7 @@ def render(data: dict) -> str:
         f"{data['probe_range_gflops'][2]:.0f} GFLOP/s (min / median / max); fp32 peak used below = the "
         f"best probe of the run, {data['peak_fp32_gflops']:.0f} GFLOP/s.",
         "",
-        "Inputs: deterministic synthetic English (bench/common.py). Synthetic models: random weights "
+        "Inputs: deterministic synthetic English (rapidscore.testing.corpora). Synthetic models: random weights "
         "(seed 0) from transformers configs; speed does not depend on the weights. Every comparison: "
         f"same process, same inputs, {data['reps']} interleaved repetitions (order rotated), after one "
         "warm-up call each; speed-up = median of per-repetition ratios. dF = F1 difference to the "
@@ -828,6 +729,8 @@ def main(argv=None) -> int:
 
     from rapidscore import encoder as encoder_module
     from rapidscore.encoder.model_source import embedded_model_dir
+    from rapidscore.testing import corpora
+    from rapidscore.testing.bench_models import bert_base_dir, roberta_large_17_dir
 
     warnings.filterwarnings("ignore", category=FutureWarning)
     transformers.logging.set_verbosity_error()
@@ -852,7 +755,7 @@ def main(argv=None) -> int:
     minilm = Path(embedded_model_dir())
 
     if "W1" in workloads:
-        cands, refs = common.sentence_pairs(args.w1_pairs, 10, 40, seed=1)
+        cands, refs = corpora.sentence_pairs(args.w1_pairs, 10, 40, seed=1)
         print("[W1] export time", file=sys.stderr, flush=True)
         data["export"] = export_time(minilm, 6)
         w = steady_state("W1", minilm, 6, cands, refs, args.reps, precisions, inst, breakdown=True)
@@ -865,7 +768,7 @@ def main(argv=None) -> int:
     if "W2" in workloads:
         print("[W2] building roberta-large-17 (random weights)", file=sys.stderr, flush=True)
         model = roberta_large_17_dir(cache / "models")
-        cands, refs = common.sentence_pairs(args.w2_pairs, 10, 40, seed=2)
+        cands, refs = corpora.sentence_pairs(args.w2_pairs, 10, 40, seed=2)
         w = steady_state("W2", model, 17, cands, refs, args.reps, precisions, inst, breakdown=True)
         w["label"] = "roberta-large config (random), 17"
         w["size_note"] = f"{args.w2_pairs:,} pairs of 10-40 words (issue: 500)"
@@ -873,14 +776,14 @@ def main(argv=None) -> int:
     if "W3" in workloads:
         print("[W3] building bert-base (random weights)", file=sys.stderr, flush=True)
         model = bert_base_dir(cache / "models", minilm)
-        cands, refs = common.long_text_pairs(args.w3_pairs, 150, 400, seed=3)
+        cands, refs = corpora.long_text_pairs(args.w3_pairs, 150, 400, seed=3)
         w = steady_state("W3", model, 9, cands, refs, args.reps, [], inst, breakdown=True)
         w["label"] = "bert-base config (random), 9"
         w["size_note"] = f"{args.w3_pairs:,} pairs of 150-400 words (issue: 1,000)"
         data["workloads"]["W3"] = w
     if "W4" in workloads:
         print("[W4] single-pair latency", file=sys.stderr, flush=True)
-        cands, refs = common.sentence_pairs(50, 10, 16, seed=4)
+        cands, refs = corpora.sentence_pairs(50, 10, 16, seed=4)
         data["latency"] = latency(minilm, 6, cands[0], refs[0], args.w4_calls, precisions)
     # fp32 peak = the best matrix-multiply rate seen in any probe of this run.
     probes = [data["gemm"]["peak_fp32_gflops"]] + [g for w in data["workloads"].values()

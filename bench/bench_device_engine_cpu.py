@@ -15,14 +15,13 @@ measurement of the code path, not a GPU result.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from common import interleaved, machine_info, machine_line, median
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import interleaved, machine_info, machine_line, median, sentence_pairs  # noqa: E402
+from rapidscore.testing.corpora import sentence_pairs
 
 
 def main() -> None:

@@ -44,8 +44,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common
+
+from rapidscore.testing import corpora
 
 RESULTS_PATH = common.BENCH_DIR / "RESULTS_GPU.md"
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -77,12 +78,12 @@ def log(message: str) -> None:
 def held_pairs(n: int, seed: int = 12) -> tuple[list[str], list[str]]:
     """``n`` (candidate, reference) pairs of RAG-answer length, every text distinct.
 
-    A reference joins one to three synthetic sentences of 8-28 words (bench/common.py's grammar;
+    A reference joins one to three synthetic sentences of 8-28 words (rapidscore.testing.corpora's grammar;
     ~45 tokens on average); its candidate paraphrases each sentence (words replaced, dropped,
     inserted, swapped), or, for a fifth of the pairs, is an unrelated text of the same shape.
     """
     rng = random.Random(seed)
-    pool = common.english_sentences(6 * n + 16, 8, 28, seed=seed)
+    pool = corpora.english_sentences(6 * n + 16, 8, 28, seed=seed)
     cursor = 0
     refs: list[str] = []
     cands: list[str] = []
@@ -98,7 +99,7 @@ def held_pairs(n: int, seed: int = 12) -> tuple[list[str], list[str]]:
         sentences = take(rng.randint(1, 3))
         ref = " ".join(sentences)
         cand = " ".join(take(rng.randint(1, 3))) if rng.random() < 0.2 else " ".join(
-            common._paraphrase(rng, sentence) for sentence in sentences)
+            corpora.paraphrase(rng, sentence) for sentence in sentences)
         if ref in seen or cand in seen or cand == ref:
             continue  # a paraphrase that changed nothing, or a repeat: draw again
         seen.update((ref, cand))
@@ -270,10 +271,10 @@ def large_model_dir(cache: Path, smoke: bool) -> tuple[Path, int, str]:
         layers = tiny_models.NUM_LAYERS
         return (tiny_models.tiny_model_dir("roberta", cache / "models" / "tiny"), min(17, layers),
                 f"tiny random RoBERTa ({layers} layers, smoke)")
-    import bench_bertscore
+    from rapidscore.testing.bench_models import roberta_large_dir
 
     log("building the roberta-large-shaped model (24 layers, random weights; cached after the first run)")
-    return (bench_bertscore.roberta_large_dir(cache / "models", 24), 17,
+    return (roberta_large_dir(cache / "models", 24), 17,
             "roberta-large shape (24 layers, 1024 wide, 16 heads, random weights)")
 
 

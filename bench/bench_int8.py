@@ -21,7 +21,7 @@ Finally two accuracy-only rows: weights rounded to int8 per group of 32 or 16 in
 fp32 (no int8 kernel runs them), the accuracy bound of group-wise int8 weights.
 
 Calibrated schemes (W1 only: they need real weights; W2's are random), all ONNX Runtime int8 GEMMs.
-Calibration: the tokenised texts of ``common.sentence_pairs(128, 10, 40, seed=101)`` (not the
+Calibration: the tokenised texts of ``corpora.sentence_pairs(128, 10, 40, seed=101)`` (not the
 evaluated pairs), valid tokens only, give each MatMul input's per-channel max |x| and X^T X.
 
 * ``smoothquant-0.65-dynamic-per-channel``: SmoothQuant migration before ``quantize_dynamic``
@@ -61,10 +61,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common
 
 from rapidscore.encoder.int8 import gptq_int8
+from rapidscore.testing import corpora
+from rapidscore.testing.bench_models import roberta_large_17_dir
 
 # issue 26's bound (issue 4 asked for 2e-3 and 0.99)
 ACCURACY_BOUND = {"mean_abs_dF": 5e-4, "kendall_tau": 0.995}
@@ -137,7 +138,7 @@ def calibration_stats(scorer, model_dir: Path, layer: int, source: Path) -> dict
     from rapidscore.bertscore import BERTScore
     from rapidscore.encoder import Encoder
 
-    cands, refs = common.sentence_pairs(CALIBRATION["pairs"], 10, 40, seed=CALIBRATION["seed"])
+    cands, refs = corpora.sentence_pairs(CALIBRATION["pairs"], 10, 40, seed=CALIBRATION["seed"])
     encoder = Encoder(str(model_dir), layer=layer)
     recorder = _Recorder(scorer.encoder.runner)
     encoder.runner = recorder
@@ -457,7 +458,7 @@ def other_texts(pairs: int) -> dict:
     from rapidscore.bertscore import BERTScore
     from rapidscore.encoder.precision import cpu_has_bf16
 
-    sets = {"W1 pairs (seed 7)": common.sentence_pairs(pairs, 10, 40, seed=7)}
+    sets = {"W1 pairs (seed 7)": corpora.sentence_pairs(pairs, 10, 40, seed=7)}
     sample = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "select" / "data.sample.json"
     if sample.is_file():
         concepts = json.loads(sample.read_text(encoding="utf-8")).values()
@@ -467,7 +468,7 @@ def other_texts(pairs: int) -> dict:
         chosen = ordered[:pairs]
         sets["unrelated real questions (SELECT sample)"] = ([a for a, _ in chosen], [b for _, b in chosen])
     rng = random.Random(3)
-    words = [w for s in common.english_sentences(50, 10, 40, seed=99) for w in s.rstrip(".").lower().split()]
+    words = [w for s in corpora.english_sentences(50, 10, 40, seed=99) for w in s.rstrip(".").lower().split()]
     salad = [" ".join(rng.choice(words) for _ in range(rng.randint(6, 30))).capitalize() + "."
              for _ in range(2 * pairs)]
     sets["random word sequences"] = (salad[:pairs], salad[pairs:])
@@ -507,7 +508,6 @@ def main(argv=None) -> int:
             parser.error(f"unknown schemes {unknown}; choose from {', '.join(SCHEMES)}")
         SCHEMES = tuple(chosen)
 
-    from bench_bertscore import roberta_large_17_dir
 
     from rapidscore.encoder.model_source import embedded_model_dir
 
@@ -516,12 +516,12 @@ def main(argv=None) -> int:
     workloads = [w.strip().upper() for w in args.workloads.split(",") if w.strip()]
     with tempfile.TemporaryDirectory(prefix="rapidscore-int8-") as workdir:
         if "W1" in workloads:
-            cands, refs = common.sentence_pairs(args.w1_pairs, 10, 40, seed=1)
+            cands, refs = corpora.sentence_pairs(args.w1_pairs, 10, 40, seed=1)
             data["workloads"]["W1"] = measure("W1", Path(embedded_model_dir()), 6, cands, refs, args.reps,
                                               Path(workdir), calibrated=True)
             data["workloads"]["W1"]["label"] = "all-MiniLM-L6-v2, layer 6"
         if "W2" in workloads:
-            cands, refs = common.sentence_pairs(args.w2_pairs, 10, 40, seed=2)
+            cands, refs = corpora.sentence_pairs(args.w2_pairs, 10, 40, seed=2)
             model = roberta_large_17_dir(cache / "models")
             data["workloads"]["W2"] = measure("W2", model, 17, cands, refs, args.reps, Path(workdir))
             data["workloads"]["W2"]["label"] = "roberta-large config (random), 17"

@@ -30,9 +30,10 @@ import time
 import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common
-from bench_bertscore import bert_base_dir
+
+from rapidscore.testing import corpora
+from rapidscore.testing.bench_models import bert_base_dir
 
 LAYER = 9
 MIN_WORDS, MAX_WORDS = 900, 2700  # about 1,000-3,000 WordPiece tokens of the synthetic English
@@ -52,7 +53,7 @@ def run(args) -> dict:
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(common.available_cpus())
     model = bert_base_dir(common.offline_cache(args.cache_dir) / "models", Path(embedded_model_dir()))
-    cands, refs = common.long_text_pairs(args.pairs, MIN_WORDS, MAX_WORDS, seed=25)
+    cands, refs = corpora.long_text_pairs(args.pairs, MIN_WORDS, MAX_WORDS, seed=25)
 
     reference = bert_score.BERTScorer(model_type=str(model), num_layers=LAYER)
     truncate = BERTScore(str(model), LAYER)

@@ -17,14 +17,11 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
+import common  # bench/common.py: machine facts shared by every benchmark
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402  (bench/common.py: machine facts shared by every benchmark)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 64  # bert_score.score's default batch_size

@@ -26,12 +26,9 @@ import random
 import statistics
 import time
 from pathlib import Path
-import sys
 
+import common  # bench/common.py: machine facts shared by every benchmark
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402  (bench/common.py: machine facts shared by every benchmark)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LABELS = ["person", "address", "phone number", "email", "driver licence", "ssn", "credit card", "date of birth"]

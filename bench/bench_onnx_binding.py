@@ -13,11 +13,10 @@ repetitions, median of the per-repetition ratios; the outputs are compared bit f
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common
+
+from rapidscore.testing import corpora
 
 
 def recorded_batches(encoder, texts: list[str]) -> list[tuple]:
@@ -52,7 +51,7 @@ def main(argv=None) -> int:
     from rapidscore.encoder.model_source import embedded_model_dir
     from rapidscore.encoder.runtime.onnx import OnnxRunner
 
-    cands, refs = common.sentence_pairs(args.texts // 2)
+    cands, refs = corpora.sentence_pairs(args.texts // 2)
     encoder = Encoder(str(embedded_model_dir()), layer=args.layer)
     batches = recorded_batches(encoder, cands + refs)
     path = encoder.cache_entry / "model.onnx"

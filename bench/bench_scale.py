@@ -3,7 +3,7 @@ stream as it grows tenfold, and Ray Data with 1 vs 2 workers.
 
 Every measurement runs in a fresh child process (peak RSS is per process: /proc/self/VmHWM), on
 all-MiniLM-L6-v2 (embedded, ONNX Runtime, CPU, fp32). Inputs are generated lazily from a seed
-(bench/common.py's synthetic English): texts of one to three sentences of 6-16 words each
+(rapidscore.testing.corpora's synthetic English): texts of one to three sentences of 6-16 words each
 (``--profile sentences``), or one sentence of 4-10 words (``short``) or of 2-5 words (``tiny``,
 used for the 200,000-pair RSS run to keep it near ~8 minutes on 2 shared cores).
 
@@ -22,13 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import (  # noqa: E402
-    _paraphrase,
-    _sentence,
+from common import (
     command_line,
     git_commit,
     machine_info,
@@ -40,6 +35,8 @@ from common import (  # noqa: E402
     write_results,
 )
 
+from rapidscore.testing.corpora import paraphrase, sentence
+
 PROFILES = {"sentences": (1, 3, 6, 16), "short": (1, 1, 4, 10), "tiny": (1, 1, 2, 5)}  # sentences min/max, words min/max
 
 
@@ -48,11 +45,11 @@ def lazy_pairs(n: int, profile: str, seed: int = 0):
     min_s, max_s, min_w, max_w = PROFILES[profile]
     rng = random.Random(seed)
     for _ in range(n):
-        ref = [_sentence(rng, rng.randint(min_w, max_w)) for _ in range(rng.randint(min_s, max_s))]
+        ref = [sentence(rng, rng.randint(min_w, max_w)) for _ in range(rng.randint(min_s, max_s))]
         if rng.random() < 0.2:  # an unrelated candidate
-            cand = [_sentence(rng, rng.randint(min_w, max_w)) for _ in range(rng.randint(min_s, max_s))]
+            cand = [sentence(rng, rng.randint(min_w, max_w)) for _ in range(rng.randint(min_s, max_s))]
         else:
-            cand = [_paraphrase(rng, s) for s in ref]
+            cand = [paraphrase(rng, s) for s in ref]
         yield " ".join(cand), " ".join(ref)
 
 

@@ -24,8 +24,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common
+
+from rapidscore.testing import corpora
 
 TARGET = 1.5  # issue 5: >= 1.5x sentence-transformers' encode on CPU
 
@@ -50,7 +51,7 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(common.available_cpus())
     model_dir = str(embedded_model_dir())
-    texts = common.english_sentences(args.sentences, 10, 40, seed=5)
+    texts = corpora.english_sentences(args.sentences, 10, 40, seed=5)
 
     start = time.perf_counter()
     st_model = SentenceTransformer(model_dir, device="cpu")

@@ -16,28 +16,33 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_serving  # noqa: E402
-import common  # noqa: E402
+import bench_serving
+import common
 
-# Runs the previous tree's `rapidscore serve`: its source first on sys.path, this environment's
-# editable finder (which points `rapidscore` at this checkout) removed.
+from rapidscore.testing import corpora
+
+# Runs the previous tree's `rapidscore serve`: its source first on PYTHONPATH (see start), this
+# environment's editable finder (which points `rapidscore` at this checkout) removed.
 _PREVIOUS = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower() "
-             "and 'skbc' not in repr(f).lower()]; sys.path.insert(0, {path!r}); "
+             "and 'skbc' not in repr(f).lower()]; "
              "import rapidscore.cli; sys.exit(rapidscore.cli.main(sys.argv[1:]))")
 
 
 def start(kind: str, port: int, previous: str | None) -> subprocess.Popen:
+    env = dict(os.environ)
     if kind == "previous":
-        command = [sys.executable, "-c", _PREVIOUS.format(path=str(Path(previous) / "python")), "serve"]
+        command = [sys.executable, "-c", _PREVIOUS, "serve"]
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(Path(previous) / "python"), env.get("PYTHONPATH"))))
     else:
         command = [sys.executable, "-m", "rapidscore", "serve"]
-    return subprocess.Popen([*command, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen([*command, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env)
 
 
 def main() -> None:
@@ -54,7 +59,7 @@ def main() -> None:
     args = parser.parse_args()
     common.offline_cache(args.cache_dir)
 
-    cands, refs = common.sentence_pairs(args.pairs, min_words=5, max_words=12, seed=13)
+    cands, refs = corpora.sentence_pairs(args.pairs, min_words=5, max_words=12, seed=13)
     k = args.pairs_per_request
     requests = [(cands[i:i + k], refs[i:i + k]) for i in range(0, len(cands) - k + 1, k)]
     root = Path(args.cache_dir).expanduser()

@@ -32,8 +32,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common
+
+from rapidscore.testing import corpora
 
 SERVERS = ("batching", "batching-1w", "naive-rs", "naive-bs")
 DEFAULT_SERVERS = ("batching", "naive-rs", "naive-bs")
@@ -307,7 +308,7 @@ def main() -> None:
 
     from rapidscore.bertscore import BERTScore
 
-    cands, refs = common.sentence_pairs(args.pairs, min_words=5, max_words=12, seed=13)
+    cands, refs = corpora.sentence_pairs(args.pairs, min_words=5, max_words=12, seed=13)
     bodies_path = Path(args.cache_dir).expanduser() / "serving_bodies.jsonl"
     bodies_path.write_text("\n".join(json.dumps({"candidates": [c], "references": [r]}) for c, r in zip(cands, refs)))
     scorer = BERTScore()

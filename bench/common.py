@@ -1,5 +1,10 @@
 """Shared helpers of the benchmark scripts: machine and version info, interleaved timing,
-peak memory, a matrix-multiply peak probe, deterministic synthetic English, result files.
+peak memory, a matrix-multiply peak probe, result files.
+
+A script run as ``python bench/x.py`` has bench/ as its sys.path[0], so it imports this module as
+``common``. The data the benchmarks share with the test suite (the synthetic English of W1-W4,
+the random-weight bert-base and roberta-large models) is in ``rapidscore.testing``
+(``corpora``, ``bench_models``), not here.
 
 Nothing here imports torch or transformers at import time (the GEMM probe imports torch lazily),
 so a child process that measures import time can use it.
@@ -12,7 +17,6 @@ import json
 import math
 import os
 import platform
-import random
 import resource
 import statistics
 import subprocess
@@ -297,174 +301,6 @@ def _onnxruntime_matmul_rate(a, b, flops: float, repeats: int, threads: int | No
         session.run(None, feed)
         best = min(best, time.perf_counter() - start)
     return flops / best / 1e9
-
-
-# ------------------------------------------------------------------------------------------------
-# Deterministic synthetic English
-# ------------------------------------------------------------------------------------------------
-
-_NAMES = ("Anna", "Ben", "Clara", "David", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Keira",
-          "Luis", "Maya", "Nikolai", "Olivia", "Priya", "Quentin", "Rosa", "Samir", "Tara", "Umar", "Vera",
-          "William", "Xenia", "Yusuf", "Zoe")
-_PLACES = ("Paris", "the old harbour", "Lisbon", "the mountains", "a small village", "the city centre",
-           "Nairobi", "the university", "the factory", "Toronto", "the coast", "the hospital", "Kyoto",
-           "the market", "the train station", "Buenos Aires", "the library", "the north of Scotland",
-           "the research lab", "the stadium", "Berlin", "the suburbs", "the island", "Mumbai")
-_DETERMINERS = ("the", "a", "this", "that", "every", "one", "another", "our", "their", "his", "her",
-                "some", "each", "no")
-_ADJECTIVES = ("small", "large", "old", "new", "quiet", "noisy", "bright", "dark", "careful", "quick",
-               "slow", "famous", "local", "foreign", "expensive", "cheap", "modern", "ancient", "busy",
-               "empty", "strange", "simple", "complex", "useful", "broken", "heavy", "light", "warm",
-               "cold", "green", "blue", "red", "golden", "wooden", "public", "private", "official",
-               "popular", "rare", "common", "important", "serious", "friendly", "angry", "tired",
-               "curious", "brave", "nervous", "happy", "sad", "young", "elderly", "political",
-               "economic", "digital", "medical", "scientific", "rural", "urban", "annual", "recent")
-_NOUNS = ("teacher", "student", "doctor", "engineer", "farmer", "artist", "writer", "company",
-          "government", "committee", "report", "book", "letter", "machine", "computer", "phone", "car",
-          "train", "bridge", "river", "forest", "garden", "house", "window", "door", "table", "kitchen",
-          "meeting", "decision", "problem", "solution", "question", "answer", "idea", "plan", "project",
-          "market", "price", "budget", "law", "court", "judge", "patient", "nurse", "child", "family",
-          "neighbour", "friend", "manager", "team", "game", "match", "season", "storm", "winter",
-          "summer", "festival", "concert", "painting", "museum", "song", "film", "camera", "picture",
-          "map", "road", "journey", "ticket", "passenger", "pilot", "plane", "ship", "island", "village",
-          "city", "country", "language", "history", "experiment", "theory", "result", "method", "model",
-          "network", "system", "service", "product", "customer", "worker", "union", "policy", "election",
-          "vote", "speech", "newspaper", "article", "story", "memory", "dream", "voice", "crowd",
-          "hospital", "school", "university", "library", "restaurant", "coffee", "bread", "dinner",
-          "recipe", "animal", "horse", "dog", "bird", "tree", "flower", "mountain", "ocean", "beach")
-_VERBS = ("found", "wrote", "opened", "closed", "built", "repaired", "described", "ignored",
-          "discovered", "explained", "ordered", "visited", "cleaned", "borrowed", "answered", "studied",
-          "approved", "rejected", "announced", "delayed", "cancelled", "supported", "criticised",
-          "designed", "tested", "measured", "published", "reviewed", "painted", "sold", "bought",
-          "carried", "followed", "questioned", "praised", "remembered", "forgot", "changed", "improved",
-          "damaged", "protected", "replaced", "moved", "shared", "reported", "recorded", "organised",
-          "prepared", "finished", "started", "watched", "heard", "noticed", "planned", "checked")
-_ADVERBS = ("quickly", "slowly", "carefully", "suddenly", "finally", "quietly", "openly", "rarely",
-            "often", "already", "recently", "eventually", "clearly", "partly", "mostly", "nearly")
-_PREPOSITIONS = ("in", "near", "behind", "after", "before", "during", "without", "with", "under",
-                 "across", "beyond", "inside", "outside", "around", "towards")
-_CONNECTIVES = ("and", "but", "because", "although", "while", "so", "after", "before", "when",
-                "since", "until")
-_TIMES = ("on Monday", "last week", "in 2019", "yesterday", "at midnight", "this morning", "in March",
-          "two years ago", "at 7:30", "every Friday", "in the spring", "after lunch", "on 12 June",
-          "over the weekend", "in the 1990s", "at dawn")
-_NUMBERS = ("two", "three", "five", "twelve", "forty", "a hundred", "several", "many", "few", "3.5%",
-            "17", "250", "1,200", "half of the")
-
-
-def _noun_phrase(rng: random.Random) -> list[str]:
-    roll = rng.random()
-    if roll < 0.12:
-        return [rng.choice(_NAMES)]
-    if roll < 0.2:
-        return [rng.choice(_NUMBERS), rng.choice(_NOUNS) + "s"]
-    words = [rng.choice(_DETERMINERS)]
-    if rng.random() < 0.55:
-        words.append(rng.choice(_ADJECTIVES))
-    words.append(rng.choice(_NOUNS))
-    return words
-
-
-def _clause(rng: random.Random) -> list[str]:
-    words = _noun_phrase(rng)
-    if rng.random() < 0.25:
-        words.append(rng.choice(_ADVERBS))
-    words.append(rng.choice(_VERBS))
-    words += _noun_phrase(rng)
-    extra = rng.random()
-    if extra < 0.35:
-        words += [rng.choice(_PREPOSITIONS)] + _noun_phrase(rng)
-    elif extra < 0.6:
-        words += [rng.choice(("in", "near", "at", "from", "to"))] + rng.choice(_PLACES).split()
-    if rng.random() < 0.3:
-        words += rng.choice(_TIMES).split()
-    return words
-
-
-def _sentence(rng: random.Random, n_words: int) -> str:
-    words = _clause(rng)
-    while len(words) < n_words:
-        words += [rng.choice(_CONNECTIVES)] + _clause(rng)
-        if len(words) < n_words and rng.random() < 0.3:
-            words[-1] += rng.choice((",", ";"))
-    words = words[:n_words]
-    words[-1] = words[-1].rstrip(",;")
-    text = " ".join(words)
-    return text[0].upper() + text[1:] + rng.choice(".....!?")
-
-
-def english_sentences(n: int, min_words: int = 10, max_words: int = 40, seed: int = 0) -> list[str]:
-    """``n`` distinct synthetic English sentences of ``min_words``-``max_words`` words (deterministic)."""
-    rng = random.Random(seed)
-    seen: set[str] = set()
-    out: list[str] = []
-    while len(out) < n:
-        text = _sentence(rng, rng.randint(min_words, max_words))
-        if text not in seen:
-            seen.add(text)
-            out.append(text)
-    return out
-
-
-def _paraphrase(rng: random.Random, text: str) -> str:
-    """A candidate for reference ``text``: some words replaced, dropped, inserted or swapped."""
-    words = text[:-1].split()
-    pool = _NOUNS + _ADJECTIVES + _VERBS + _ADVERBS
-    out: list[str] = []
-    for word in words:
-        roll = rng.random()
-        if roll < 0.12:
-            out.append(rng.choice(pool))
-        elif roll < 0.18:
-            continue
-        elif roll < 0.22:
-            out += [word, rng.choice(pool)]
-        else:
-            out.append(word)
-    for _ in range(rng.randint(0, 2)):
-        if len(out) > 2:
-            i = rng.randrange(len(out) - 1)
-            out[i], out[i + 1] = out[i + 1], out[i]
-    if not out:
-        out = words
-    sentence = " ".join(out)
-    return sentence[0].upper() + sentence[1:] + text[-1]
-
-
-def sentence_pairs(n: int, min_words: int = 10, max_words: int = 40, seed: int = 0) -> tuple[list[str], list[str]]:
-    """(candidates, references): ``n`` pairs of short related sentences (deterministic).
-
-    References are synthetic sentences of ``min_words``-``max_words`` words; each candidate is a
-    perturbed copy (word substitutions, drops, insertions, swaps), like a system output next to
-    its reference. A fifth of the candidates are unrelated sentences instead.
-    """
-    rng = random.Random(seed + 1)
-    refs = english_sentences(n, min_words, max_words, seed)
-    unrelated = english_sentences(n, min_words, max_words, seed + 1000)
-    cands = [unrelated[i] if rng.random() < 0.2 else _paraphrase(rng, ref) for i, ref in enumerate(refs)]
-    return cands, refs
-
-
-def long_text_pairs(n: int, min_words: int = 150, max_words: int = 400, seed: int = 0) -> tuple[list[str], list[str]]:
-    """(candidates, references): ``n`` pairs of paragraphs of ``min_words``-``max_words`` words."""
-    rng = random.Random(seed)
-    pool = english_sentences(60 * n + 200, 8, 30, seed + 7)
-    cursor = 0
-
-    def paragraph(target: int) -> list[str]:
-        nonlocal cursor
-        sentences, count = [], 0
-        while count < target:
-            sentence = pool[cursor % len(pool)]
-            cursor += 1
-            sentences.append(sentence)
-            count += len(sentence.split())
-        return sentences
-
-    ref_sentences = [paragraph(rng.randint(min_words, max_words)) for _ in range(n)]
-    refs = [" ".join(sentences) for sentences in ref_sentences]
-    cands = [" ".join(_paraphrase(rng, s) for s in sentences) for sentences in ref_sentences]
-    return cands, refs
 
 
 # ------------------------------------------------------------------------------------------------

@@ -19,33 +19,37 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common
+
+from rapidscore.testing import corpora
 
 RESULTS = common.REPO_ROOT / "bench" / "results"
 
-# Runs in a child process: argv = [site dir or "", w1 pairs]; prints one JSON line.
+# Runs in a child process: argv = ["base" or "", inputs JSON]; prints one JSON line. For the base
+# build, run_child puts its site dir first on PYTHONPATH, and the child drops the editable
+# install's finder so that the build wins. The texts come from this tree
+# (rapidscore.testing.corpora), so both builds score the same inputs.
 CHILD = r"""
 import hashlib, json, statistics, sys, time
-site, pairs = sys.argv[1], int(sys.argv[2])
-if site:  # the base build: drop the editable install's finder, import from the build
+base, inputs = sys.argv[1], sys.argv[2]
+if base:  # the base build: drop the editable install's finder, import from the build
     sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in type(f).__module__.lower()]
-    sys.path.insert(0, site)
-sys.path.insert(0, "bench")
-import common
+with open(inputs, encoding="utf-8") as handle:
+    texts = json.load(handle)
 import rapidscore
 from rapidscore.bertscore import BERTScore
 try:
     from rapidscore.encoder.model_source import embedded_model_dir
 except ImportError:  # revisions before the encoder/ layout
     from rapidscore.model_source import embedded_model_dir
-cands, refs = common.sentence_pairs(pairs, 10, 40, seed=1)
+cands, refs = texts["w1"]
 scorer = BERTScore(str(embedded_model_dir()), 6)
 scorer.score(cands[:64], refs[:64], reference_batch_size=64)
 w1 = []
@@ -53,7 +57,7 @@ for _ in range(3):
     start = time.perf_counter()
     result = scorer.score(cands, refs, reference_batch_size=64)
     w1.append(time.perf_counter() - start)
-short_c, short_r = common.sentence_pairs(50, 10, 16, seed=4)
+short_c, short_r = texts["w4"]
 for _ in range(20):
     scorer.score([short_c[0]], [short_r[0]])
 w4 = []
@@ -87,9 +91,12 @@ def build(revision: str, into: Path) -> Path:
     return site
 
 
-def run_child(site: str, pairs: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, site, str(pairs)], cwd=common.REPO_ROOT, check=True,
-                         capture_output=True, text=True)
+def run_child(site: str, inputs: Path) -> dict:
+    env = dict(os.environ)
+    if site:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (site, env.get("PYTHONPATH"))))
+    out = subprocess.run([sys.executable, "-c", CHILD, "base" if site else "", str(inputs)], cwd=common.REPO_ROOT,
+                         env=env, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -102,12 +109,15 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="rapidscore-base-") as tmp:
         site = str(build(args.base, Path(tmp)))
+        inputs = Path(tmp) / "inputs.json"
+        inputs.write_text(json.dumps({"w1": corpora.w1_pairs(args.w1_pairs, seed=1),
+                                      "w4": corpora.sentence_pairs(50, 10, 16, seed=4)}), encoding="utf-8")
         runs: dict[str, list[dict]] = {"base": [], "tree": []}
         for round_ in range(args.rounds):
             order = [("base", site), ("tree", "")] if round_ % 2 == 0 else [("tree", ""), ("base", site)]
             for name, where in order:
                 print(f"[round {round_ + 1}/{args.rounds}] {name}", file=sys.stderr, flush=True)
-                runs[name].append(run_child(where, args.w1_pairs))
+                runs[name].append(run_child(where, inputs))
     assert all(r["file"].startswith(site) for r in runs["base"]), "the base process imported the wrong build"
     digests = {key: sorted({r[key] for r in runs["base"] + runs["tree"]}) for key in ("w1_scores_sha256",
                                                                                        "similarity_sha256")}

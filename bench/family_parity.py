@@ -1,9 +1,9 @@
 """Fidelity per model family: max |dP|, |dR|, |dF| of rapidscore against bert-score 0.3.13.
 
 Tiny random models of every family (rapidscore.testing.tiny_models), the inputs of the parity
-suite (tests/bertscore/test_families.py), layers 0 to the model's depth with idf and several
-references, and all_layers; both backends. Prints the markdown table of docs/bertscore.md
-("Supported model families"):
+suite (rapidscore.testing.corpora.family_parity_pairs, as tests/bertscore/test_families.py),
+layers 0 to the model's depth with idf and several references, and all_layers; both backends.
+Prints the markdown table of docs/bertscore.md ("Supported model families"):
 
     python bench/family_parity.py [--families t5,bart] [--models-dir DIR]
 
@@ -39,9 +39,12 @@ def main() -> None:
     import rapidscore
     from rapidscore.encoder import get_encoder
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "bertscore"))
-    # the parity suite's inputs and its two special cases
-    from test_families import CANDS, CUT_ONLY_BY_RAPIDSCORE, PADDING_SENSITIVE, REFS, SINGLE_REFS
+    # the parity suite's inputs (tests/bertscore/test_families.py) and its two special cases
+    from rapidscore.testing.corpora import family_parity_pairs
+    from rapidscore.testing.tiny_models import CUT_ONLY_BY_RAPIDSCORE, PADDING_SENSITIVE
+
+    cands, ref_groups = family_parity_pairs()
+    single_refs = [group[0] for group in ref_groups]
 
     depth = tiny_models.NUM_LAYERS
     print("| family | model type | ONNX graph | max abs dP | max abs dR | max abs dF |")
@@ -55,7 +58,7 @@ def main() -> None:
 
         def compare(expected, kwargs, refs, model=model, batch=batch, worst=worst):
             for backend in ("onnx", "torch"):
-                got = rapidscore.bert_score.score(CANDS, refs, model_type=model, idf=True, backend=backend,
+                got = rapidscore.bert_score.score(cands, refs, model_type=model, idf=True, backend=backend,
                                                   **kwargs, **batch)
                 for k in range(3):
                     worst[k] = max(worst[k], float(np.abs(got[k].numpy().astype(np.float64)
@@ -63,16 +66,16 @@ def main() -> None:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            every = bert_score.score(CANDS, SINGLE_REFS, model_type=model, idf=True, num_layers=depth,
+            every = bert_score.score(cands, single_refs, model_type=model, idf=True, num_layers=depth,
                                      all_layers=True, **batch)
-            compare(every, dict(num_layers=depth, all_layers=True), SINGLE_REFS)
+            compare(every, dict(num_layers=depth, all_layers=True), single_refs)
             for n in range(0 if family != "deberta-v2" else 1, depth + 1):
                 if family in CUT_ONLY_BY_RAPIDSCORE:
                     # bert-score cannot cut SqueezeBERT's layers: its all_layers row n is layer n
-                    compare([scores[n].numpy() for scores in every], dict(num_layers=n), SINGLE_REFS)
+                    compare([scores[n].numpy() for scores in every], dict(num_layers=n), single_refs)
                 else:
-                    expected = bert_score.score(CANDS, REFS, model_type=model, idf=True, num_layers=n, **batch)
-                    compare([scores.numpy() for scores in expected], dict(num_layers=n), REFS)
+                    expected = bert_score.score(cands, ref_groups, model_type=model, idf=True, num_layers=n, **batch)
+                    compare([scores.numpy() for scores in expected], dict(num_layers=n), ref_groups)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             graph = "yes" if get_encoder(model, layer=depth).backend == "onnx" else "no: torch, with a warning"

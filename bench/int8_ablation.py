@@ -3,7 +3,7 @@
     python bench/int8_ablation.py [--variants shipped,7-bit,weights-only] [--pairs 400] [--sentences 1000]
 
 Each variant builds its int8 graph in a cache directory of its own (the fp32 export too) and is
-scored against rapidscore's exact fp32 on three sets: W1-like related pairs (bench/common.py,
+scored against rapidscore's exact fp32 on three sets: W1-like related pairs (rapidscore.testing.corpora,
 seed 7), unrelated real questions (the SELECT sample in ../shared/data, all ordered pairs
 shuffled with seed 0) and the sentence cosines of unrelated sentences (english_sentences seed 5,
 first half against second half, as bench_sentence.py). Variants:
@@ -38,10 +38,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import common
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common
+from rapidscore.testing import corpora
 
 VARIANTS = ("shipped", "7-bit", "8-bit", "weights-only", "symmetric-weights", "one-pass")
 
@@ -125,7 +125,7 @@ def variant(name: str) -> Iterator[None]:
 
 
 def text_sets(pairs: int) -> dict:
-    sets = {"W1 pairs (seed 7)": common.sentence_pairs(pairs, 10, 40, seed=7)}
+    sets = {"W1 pairs (seed 7)": corpora.sentence_pairs(pairs, 10, 40, seed=7)}
     sample = common.REPO_ROOT.parent / "shared" / "data" / "select" / "data.sample.json"
     if sample.is_file():
         concepts = json.loads(sample.read_text(encoding="utf-8")).values()
@@ -159,7 +159,7 @@ def main(argv=None) -> int:
 
     model_dir = str(embedded_model_dir())
     sets = text_sets(args.pairs)
-    texts = common.english_sentences(args.sentences, 10, 40, seed=5)
+    texts = corpora.english_sentences(args.sentences, 10, 40, seed=5)
     half = len(texts) // 2
     exact = BERTScore(model_dir, 6)
     exact_f = {name: np.asarray(exact.score(c, r).f1, np.float64) for name, (c, r) in sets.items()}

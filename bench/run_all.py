@@ -22,8 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+import common
 
 # Section order in RESULTS.md; scripts not listed run and merge after these, alphabetically.
 ORDER = ("bertscore", "sentence", "matching", "ner", "abstention")

@@ -3,10 +3,11 @@
 Nothing in the test suite may reach the network: the hub is switched off below, before anything
 imports huggingface_hub or transformers, and every model a test uses is either the embedded
 all-MiniLM-L6-v2 (``minilm_path``) or a tiny random model built locally (``tiny_model``,
-``tiny_model_path``; see rapidscore/testing/tiny_models.py).
+``tiny_model_path``, ``tiny_bert``; see rapidscore/testing/tiny_models.py). Shared test data and
+models come from here, built by ``rapidscore.testing`` (tests/README.md, "Shared data").
 
 Set RAPIDSCORE_TEST_MODELS=/some/dir to keep the tiny models between runs (they are rebuilt
-automatically when rapidscore/testing/tiny_models.py or the transformers/tokenizers versions change).
+automatically when their recipe in rapidscore/testing/ or the transformers/tokenizers versions change).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ os.environ["LANGCHAIN_TRACING_V2"] = "false"
 
 import pytest  # noqa: E402
 
-from rapidscore.testing import tiny_models  # noqa: E402
+from rapidscore.testing import corpora, tiny_models  # noqa: E402
 
 _saved_cache_env: dict[str, str | None] = {}
 _session_cache_dir: Path | None = None
@@ -126,17 +127,24 @@ def minilm_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def w1_pairs():
-    """``w1_pairs(n, seed)``: related sentence pairs like the benchmark's W1 (bench/common.py's
-    ``sentence_pairs`` with 10-40 words), for accuracy bounds measured on W1."""
-    import sys
+def tiny_bert(tiny_model_path) -> str:
+    """Directory (a str) of the tiny random BERT: the one tiny model of tests that need just one."""
+    return str(tiny_model_path("bert"))
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    try:
-        import common
-    finally:
-        sys.path.pop(0)
-    return lambda n, seed: common.sentence_pairs(n, 10, 40, seed=seed)
+
+@pytest.fixture(scope="module")
+def similarity_model(minilm_path):
+    """``rapidscore.nrr.SentenceSimilarity`` on the embedded MiniLM, one per test module (slow tier)."""
+    from rapidscore.nrr import SentenceSimilarity
+
+    return SentenceSimilarity(str(minilm_path))
+
+
+@pytest.fixture(scope="session")
+def w1_pairs():
+    """``w1_pairs(n, seed)``: related sentence pairs like the benchmark's W1 (10-40 words;
+    ``rapidscore.testing.corpora.w1_pairs``), for accuracy bounds measured on W1."""
+    return corpora.w1_pairs
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +27,7 @@ WEIGHTS, HALF = "model.safetensors", "model.fp16.safetensors"
 def pack(target: Path) -> None:
     from safetensors.numpy import load_file, save_file
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
-    from rapidscore.encoder.model_source import embedded_model_dir
+    from rapidscore.encoder.model_source import embedded_model_dir  # the environment of prepare.sh
 
     source = embedded_model_dir()
     if source is None:

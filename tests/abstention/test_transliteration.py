@@ -2,7 +2,6 @@
 cases (combining marks, CJK, Cyrillic, Greek, fullwidth forms, emoji, typographic quotes), the same
 strings on the scripts the built-in tables cover, and the path without unidecode installed."""
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -14,18 +13,9 @@ import pytest
 from rapidscore.abstention import _text
 from rapidscore.abstention import detectors as D
 from rapidscore.abstention import reference as R
+from rapidscore.testing.corpora import transliteration_texts as corpus
 
 unidecode = pytest.importorskip("unidecode", reason="unidecode (GPL) is in the test extra only").unidecode
-
-def _load_corpus():
-    spec = importlib.util.spec_from_file_location("transliteration_corpus", os.path.join(HERE, "transliteration_corpus.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.corpus
-
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-corpus = _load_corpus()
 
 
 def decisions(transliterate, texts, monkeypatch):
@@ -97,15 +87,14 @@ def test_without_unidecode_installed(how, monkeypatch):
         + ("sys.modules['unidecode'] = None\n" if how == "blocked" else "")
         + "from rapidscore.abstention import _text\n"
         "from rapidscore.abstention.detectors import SelectDetector\n"
-        "sys.path.insert(0, sys.argv[1])\n"
-        "from transliteration_corpus import corpus\n"
+        "from rapidscore.testing.corpora import transliteration_texts as corpus\n"
         "texts = corpus()\n"
         "print(json.dumps([_text.TRANSLITERATION, SelectDetector('heuristic')(texts).tolist()]))\n"
     )
     env = dict(os.environ)
     if how == "env":
         env["RAPIDSCORE_TRANSLITERATION"] = "builtin"
-    out = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=True).stdout
     import json
 

@@ -17,12 +17,27 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "bench" / "bench_gpu.py"
 
 
-def _load_bench_gpu():
-    spec = importlib.util.spec_from_file_location("bench_gpu_under_test", SCRIPT)
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _load_bench_gpu():
+    """bench_gpu.py as a module. Run as a script, its folder is its sys.path[0] and it imports its
+    sibling bench/common.py as ``common``: loaded here first and named so only while the script's
+    top runs (sys.path stays as it is)."""
+    saved = sys.modules.get("common")
+    sys.modules["common"] = _load("common", SCRIPT.parent / "common.py")
+    try:
+        return _load("bench_gpu_under_test", SCRIPT)
+    finally:
+        if saved is None:
+            del sys.modules["common"]
+        else:
+            sys.modules["common"] = saved
 
 
 bench_gpu = _load_bench_gpu()

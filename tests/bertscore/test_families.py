@@ -20,6 +20,7 @@ from rapidscore.encoder import Encoder
 from rapidscore.encoder.model_source import num_layers as config_depth
 from rapidscore.errors import RapidscoreWarning
 from rapidscore.testing import tiny_models
+from rapidscore.testing.corpora import family_parity_pairs
 
 pytestmark = pytest.mark.slow  # runs the bert-score reference on every family
 
@@ -29,18 +30,12 @@ DEPTH = tiny_models.NUM_LAYERS
 # Families whose ONNX graph cannot match the model (the forward pass pads to the attention window
 # in Python): they run in torch with a warning.
 TORCH_ONLY = {"longformer", "led"}
-# bert-score 0.3.13 cuts SqueezeBERT at `encoder.layer`, which it does not have (its list is
-# `encoder.layers`): the reference runs it with all_layers only, whose row N is layer N there.
-CUT_ONLY_BY_RAPIDSCORE = {"squeezebert"}
-# ConvBERT's convolution reads the padding beside a sentence, so bert-score's scores move with its
-# batch composition; rapidscore runs such sentences unpadded: bert-score's batch_size=1 numbers.
-PADDING_SENSITIVE = {"convbert"}
-
-_CORPUS = tiny_models.training_corpus()
-LONG = " ".join(_CORPUS[60:70])  # ~100 tokens: several of Longformer's 16-token windows
-CANDS = [*_CORPUS[:6], "Ω ∑ Ω", "👍", "a", LONG]
-REFS = [[_CORPUS[20 + i], _CORPUS[40 + i]] if i % 2 else [_CORPUS[20 + i]] for i in range(6)] + [
-    ["hello Ω"], ["👍"], ["a cat"], [_CORPUS[30]]]
+# SqueezeBERT (bert-score cuts it only with all_layers) and ConvBERT (bert-score's scores move with
+# its batch composition): the two special cases, documented in rapidscore.testing.tiny_configs.
+CUT_ONLY_BY_RAPIDSCORE = tiny_models.CUT_ONLY_BY_RAPIDSCORE
+PADDING_SENSITIVE = tiny_models.PADDING_SENSITIVE
+# The inputs, shared with bench/family_parity.py.
+CANDS, REFS = family_parity_pairs()
 SINGLE_REFS = [group[0] for group in REFS]
 
 

@@ -27,11 +27,6 @@ CANDS = ["the cat sat on the mat", "", "a quick brown fox", "same words here"]
 REFS = [["the cat is on the mat", "a cat sat"], ["something"], ["a fast brown fox jumps", ""], ["same words here"]]
 
 
-@pytest.fixture
-def tiny_bert(tiny_model_path) -> str:
-    return str(tiny_model_path("bert"))
-
-
 def _baseline_file(tmp_path, rows: int):
     path = tmp_path / "baseline.tsv"
     path.write_text("LAYER,P,R,F\n" + "".join(f"{i},0.{3 + i},0.{2 + i},0.{4 + i}\n" for i in range(rows)))

@@ -16,11 +16,6 @@ PAIRS = [{"candidate": "a cat sat on the mat", "reference": "the cat sat"},
          {"candidate": "dogs bark", "reference": "a dog barked loudly"}]
 
 
-@pytest.fixture(scope="module")
-def tiny_bert(tiny_model_path) -> str:
-    return str(tiny_model_path("bert"))
-
-
 def write_lines(path: Path, lines) -> Path:
     path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     return path

@@ -39,11 +39,6 @@ def error_of(capsys) -> str:
     return capsys.readouterr().err.strip().splitlines()[-1]
 
 
-@pytest.fixture(scope="module")
-def tiny_bert(tiny_model_path) -> str:
-    return str(tiny_model_path("bert"))
-
-
 @pytest.mark.parametrize("how", ["path", "symlink", "hardlink"])
 def test_row1_the_generic_command_never_writes_over_its_input(tmp_path, capsys, how):
     source = responses(tmp_path / "r.jsonl")

@@ -71,10 +71,3 @@ def scorer(minilm_path):
     from rapidscore.bertscore import BERTScore
 
     return BERTScore(str(minilm_path))
-
-
-@pytest.fixture(scope="module")
-def similarity_model(minilm_path):
-    from rapidscore.nrr import SentenceSimilarity
-
-    return SentenceSimilarity(str(minilm_path))

@@ -37,11 +37,6 @@ def varied_pairs(n: int, seed: int = 0):
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
-@pytest.fixture(scope="module")
-def similarity_model(minilm_path):
-    return SentenceSimilarity(str(minilm_path))
-
-
 @pytest.mark.slow
 def test_similarities_equal_sentence_transformers_cosine(minilm_path, similarity_model):
     pytest.importorskip("sentence_transformers", reason="sentence-transformers is the parity reference (test extra)")

@@ -42,13 +42,6 @@ def bertscore(minilm_path):
     return BERTScore(str(minilm_path))
 
 
-@pytest.fixture(scope="module")
-def similarity_model(minilm_path):
-    from rapidscore.nrr import SentenceSimilarity
-
-    return SentenceSimilarity(str(minilm_path))
-
-
 def assert_same_bertscore(result, direct) -> None:
     for name in ("precision", "recall", "f1"):
         assert getattr(result, name).tobytes() == getattr(direct, name).tobytes(), name

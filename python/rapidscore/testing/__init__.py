@@ -2,7 +2,14 @@
 synthetic data of real shapes.
 
 - :mod:`.tiny_models`, :mod:`.tiny_sentence_models`: tiny BERT-family models and sentence
-  models (building one needs the ``[export]`` extra: torch, transformers).
+  models (building one needs the ``[export]`` extra: torch, transformers); the family tables and
+  configs are in :mod:`.tiny_configs`, the training corpus and tokenizer trainers in
+  :mod:`.tiny_tokenizers`.
+- :mod:`.bench_models`: full-size shapes with random weights (bert-base, roberta-large) for the
+  benchmarks.
+- :mod:`.corpora`: deterministic synthetic English (the benchmark's W1 pairs and long texts),
+  the transliteration hard cases and the model-family parity inputs, shared by the tests and
+  bench/.
 - :mod:`.select_release`: a synthetic SELECT release (results files of the real one's shape)
   for the abstention metric.
 - :mod:`.approximation`: word-salad texts and a brute-force Kendall tau, for checking a
