@@ -43,6 +43,7 @@ _LAZY_ATTRIBUTES = {
     "SemevalOptionError": "rapidscore.ner.semeval",
     "Int8Error": "rapidscore.encoder.int8",
     "UnsafeWeightsError": "rapidscore.encoder.model_source",
+    "FiguresUnavailable": "rapidscore.report.figures",
 }
 _LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli"}
 

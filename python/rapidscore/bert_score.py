@@ -11,13 +11,20 @@ warning instead of NaN, truncation is warned about, and models stay loaded betwe
 Extra keyword arguments select the engine: ``backend``, ``precision``, ``batch_tokens``,
 ``num_threads``, ``cache_dir``, and ``reference_padding=False`` to take every maximum over real
 tokens only (scores that do not depend on ``batch_size``).
+
+The embedded all-MiniLM-L6-v2 (``model_type="all-MiniLM-L6-v2"``, any spelling) needs no download
+and no ``num_layers`` (its last layer, as ``BERTScore()`` and the CLI use) and has an English
+baseline (``lang="en", rescale_with_baseline=True``). A model that cannot be loaded (``lang="en"``
+picks roberta-large, which offline is only there once downloaded) is one ModelNotFoundError line
+that names the embedded model, without the hub's chained traceback (RAPIDSCORE_DEBUG=1 keeps it).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from rapidscore.bertscore import baselines as _baselines
 from rapidscore.bertscore.model_table import MODEL_FOR_LANGUAGE as lang2model  # bert-score's public name
@@ -25,7 +32,7 @@ from rapidscore.bertscore.model_table import TUNED_LAYER as model2layers  # bert
 from rapidscore.bertscore.model_table import model_for_language, tuned_layer
 from rapidscore.bertscore.scorer import BERTScore, ScoringPlan, reference_hash
 from rapidscore.common.inputs import normalize_inputs
-from rapidscore.errors import check_positive_int
+from rapidscore.errors import ModelNotFoundError, check_positive_int
 
 if TYPE_CHECKING:
     import torch
@@ -64,10 +71,56 @@ def _resolve(model_type, num_layers, lang, all_layers):
         model_type = model_for_language(lang)
     if num_layers is None and not all_layers:
         num_layers = tuned_layer(model_type)
-        if num_layers is None:
+        # The embedded all-MiniLM-L6-v2 (any spelling) is not in the reference's table: its layer
+        # is the one BERTScore() and the CLI use, the last (None: the encoder's last layer).
+        if num_layers is None and not _is_embedded(model_type):
             raise ValueError(f"model {model_type!r} has no default layer in the reference's table; "
                              "pass num_layers")
     return model_type, num_layers
+
+
+def _is_embedded(model_type) -> bool:
+    from rapidscore.encoder.model_source import is_embedded_model
+
+    return isinstance(model_type, (str, os.PathLike)) and is_embedded_model(model_type)
+
+
+EMBEDDED_SHORT_NAME = "all-MiniLM-L6-v2"
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    """``text`` on one line; the hub's error (after " Hub error: ") cut to ``limit`` characters."""
+    text = " ".join(text.split())
+    head, sep, hub = text.partition(" Hub error: ")
+    if sep and len(hub) > limit:
+        hub = hub[:limit].rstrip() + "..."
+    return head + sep + hub
+
+
+def unavailable_model_message(exc: BaseException, model, *, offline_choice: str | None,
+                              picked_by: str | None = None) -> str:
+    """One line for a model that cannot be loaded (``exc``: the loader's ModelNotFoundError), naming
+    the embedded model as the offline choice (``offline_choice``: how the caller asks for it, e.g.
+    ``model_type="all-MiniLM-L6-v2"``; None, or ``model`` the embedded model itself, whose message
+    already says how to install it: no hint). ``picked_by``: what chose the model (``lang='en'``).
+    The drop-in and ``rapidscore bertscore`` say the same."""
+    text = _one_line(str(exc)).rstrip(".")
+    if picked_by is not None:
+        text = f"{picked_by} picks bert-score's model {model}, which cannot be loaded here: {text}"
+    if offline_choice is None or _is_embedded(model):
+        return text
+    return (f"{text}. Offline, use the embedded {EMBEDDED_SHORT_NAME} instead (no download; its English "
+            f"baseline ships with rapidscore): {offline_choice}")
+
+
+def _raise_unavailable(exc: ModelNotFoundError, model, lang, model_given: bool) -> NoReturn:
+    """Re-raise a model that cannot be loaded as one line, without the loader's chained traceback
+    (the hub's errors; RAPIDSCORE_DEBUG=1 keeps them, for a bug report). Same class, so callers
+    catching ModelNotFoundError still do."""
+    error = ModelNotFoundError(unavailable_model_message(
+        exc, model, offline_choice=f'model_type="{EMBEDDED_SHORT_NAME}"',
+        picked_by=None if model_given else f"lang={lang!r}"))
+    raise error from (exc if os.environ.get("RAPIDSCORE_DEBUG") else None)
 
 
 _ENCODER_OPTIONS = ("backend", "precision", "batch_tokens", "num_threads", "cache_dir")
@@ -112,6 +165,7 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
     device = _device(device)
     if rescale_with_baseline and lang is None:
         raise ValueError("Need to specify Language when rescaling with baseline")
+    model_given = model_type is not None
     model_type, num_layers = _resolve(model_type, num_layers, lang, all_layers)
     rescale = rescale_with_baseline
     if rescale_with_baseline:
@@ -122,10 +176,14 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
             print(f"Warning: {message}", file=sys.stderr)
             warnings.warn(message + "; scores are not rescaled", stacklevel=2)
             rescale = False
+    try:
+        encoder = _shared_encoder(model_type, num_layers, all_layers, device, engine_options)
+    except ModelNotFoundError as exc:
+        _raise_unavailable(exc, model_type, lang, model_given)
     engine = BERTScore(model=model_type, layer=num_layers, lang=lang, idf=idf, all_layers=all_layers,
                        rescale_with_baseline=rescale, baseline_path=baseline_path if rescale else None,
                        use_fast_tokenizer=use_fast_tokenizer, progress=verbose, reference_empty_rule=True,
-                       encoder=_shared_encoder(model_type, num_layers, all_layers, device, engine_options))
+                       encoder=encoder)
     out = _as_tensors(engine.score_plan(plan, reference_batch_size=padding_batch))
     if return_hash:
         return out, reference_hash(model_type, engine.layer, bool(idf), rescale_with_baseline,
@@ -145,12 +203,17 @@ class BERTScorer:
             raise ValueError("Need to specify Language when rescaling with baseline")
         check_positive_int(nthreads, "nthreads")
         engine_device = _device(device)
+        model_given = model_type is not None
         model_type, num_layers = _resolve(model_type, num_layers, lang, all_layers)
         self._reference_padding = _padding_batch_size(batch_size, engine_options) is not None
-        self._engine = BERTScore(model=model_type, layer=num_layers, lang=lang, idf=bool(idf), idf_sents=idf_sents,
-                                 rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
-                                 all_layers=all_layers, use_fast_tokenizer=use_fast_tokenizer,
-                                 device=engine_device, reference_empty_rule=True, **engine_options)
+        try:
+            self._engine = BERTScore(model=model_type, layer=num_layers, lang=lang, idf=bool(idf),
+                                     idf_sents=idf_sents, rescale_with_baseline=rescale_with_baseline,
+                                     baseline_path=baseline_path, all_layers=all_layers,
+                                     use_fast_tokenizer=use_fast_tokenizer, device=engine_device,
+                                     reference_empty_rule=True, **engine_options)
+        except ModelNotFoundError as exc:
+            _raise_unavailable(exc, model_type, lang, model_given)
         self.batch_size, self.nthreads, self.all_layers = batch_size, nthreads, all_layers
         self.device = device if device is not None else "cpu"
 

@@ -28,6 +28,7 @@ TOOL_COMMANDS = {
     "rgb": ("rapidscore.abstention.rgb", "RGB negative rejection: the share of no-support questions declined"),
     "serve": ("rapidscore.serve.cli", "HTTP scoring service with micro-batching (the [serve] extra)"),
     "export": ("rapidscore.export_cli", "export a model's ONNX graphs into a cache (build machine; [export])"),
+    "report": ("rapidscore.report.cli", "one self-contained HTML page of an evaluation run's result files"),
 }
 
 

@@ -15,7 +15,7 @@ import pytest
 from rapidscore.abstention import rates, reference
 from rapidscore.abstention.detectors import SelectDetector
 from rapidscore.abstention.pipeline import evaluate, find_experiments
-from rapidscore.abstention.report import Names, display_model, display_technique, load_names
+from rapidscore.abstention.names import Names, display_model, display_technique, load_names
 from rapidscore.abstention.results import ResultsError
 from rapidscore.abstention.taxonomy import Taxonomy
 from rapidscore.cli import main
@@ -264,8 +264,8 @@ def test_names_and_formats(release, tmp_path, capsys):
     assert display_model("google--gemma-2-2b-it") == "Gemma-2-2B-IT"
     assert display_model("meta-llama--Llama-3.1-8B-Instruct") == "Llama-3.1-8B-Instruct"
     assert display_model("mistralai--Mistral-7B-Instruct-v0.3") == "Mistral-7B-Instruct-v0.3"
-    assert display_model("Qwen--Qwen2.5-0.5b-instruct") == "Qwen2.5-0.5B-instruct"
-    assert display_technique("prompt-simple") == "Prompt simple"
+    assert display_model("Qwen--Qwen2.5-0.5b-instruct") == "Qwen2.5-0.5B-Instruct"
+    assert display_technique("prompt-simple") == "Prompt (ZS)"  # SELECT's short name (issue 40)
     assert display_technique("icl_few-shot") == "ICL few shot"
     mapping = tmp_path / "names.json"
     mapping.write_text(json.dumps({"models": {"google--gemma-2-2b-it": "Gemma 2 (2B)"},
@@ -277,7 +277,7 @@ def test_names_and_formats(release, tmp_path, capsys):
     results = str(release / "results" / "expr.abstain.select")
     assert main(["abstention", results, "--format", "markdown", "--names", str(mapping), "--no-progress"]) == 0
     markdown = capsys.readouterr().out
-    assert "| Model | Chain of thought | Prompt simple |" in markdown and "Gemma 2 (2B)" in markdown
+    assert "| Model | Chain of thought | Prompt (ZS) |" in markdown and "Gemma 2 (2B)" in markdown
     assert " ± " in markdown and "**abstention (%)**" in markdown
     assert main(["abstention", results, "--format", "latex", "--no-progress"]) == 0
     latex = capsys.readouterr().out

@@ -230,8 +230,8 @@ def test_bad_configuration_raises_clear_errors(minilm_path, tmp_path):
         rapidscore.bert_score.score(["a"], ["b"])
     with pytest.raises(rapidscore.errors.ModelNotFoundError, match="bert-base-multilingual-cased"):
         rapidscore.bert_score.score(["a"], ["b"], lang="xx")  # the reference's model for other languages
-    with pytest.raises(ValueError, match="no default layer"):
-        rapidscore.bert_score.score(["a"], ["b"], model_type=str(minilm_path))
+    with pytest.raises(ValueError, match="no default layer"):  # the embedded model's layer is known (issue 40)
+        rapidscore.bert_score.score(["a"], ["b"], model_type=str(tmp_path))
     with pytest.raises(TypeError, match="unexpected keyword"):
         rapidscore.bert_score.score(["a"], ["b"], model_type=str(minilm_path), num_layers=2, colour="red")
 

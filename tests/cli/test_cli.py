@@ -105,10 +105,13 @@ def test_common_option_values_and_aliases():
 
     from rapidscore.common.cli_options import encoder_options, show_progress
 
-    assert show_progress(parse(["nrr", "--generated", "g", "--references", "r"])) is True
+    from rapidscore.common.progress import stderr_is_terminal
+
+    # issue 40 item 3: one policy, a bar by default only where stderr is a terminal
+    assert show_progress(parse(["nrr", "--generated", "g", "--references", "r"])) is stderr_is_terminal()
     assert show_progress(parse(["nrr", "--generated", "g", "--references", "r", "-q"])) is False
     assert show_progress(parse(["nrr", "--generated", "g", "--references", "r", "-q", "--progress"])) is True
-    assert show_progress(parse(["ner", "--gold", "g"])) is False  # few labels: no bar unless asked
+    assert show_progress(parse(["ner", "--gold", "g"])) is stderr_is_terminal()  # the same default everywhere
     assert encoder_options(parse(["ner", "--gold", "g", "--threads", "2", "--device", "cuda"])) == {
         "backend": None, "device": "cuda", "precision": "fp32", "num_threads": 2}
 

@@ -92,6 +92,7 @@ RANKS = {
     "rapidscore.bertscore": 2, "rapidscore.bert_score": 2, "rapidscore.nrr": 2, "rapidscore.ner": 2,
     "rapidscore.abstention": 2, "rapidscore.streaming": 2, "rapidscore.metrics": 2, "rapidscore.integrations": 3,
     "rapidscore.serve": 3, "rapidscore.cli": 3, "rapidscore.metric_cli": 3, "rapidscore.__main__": 3, "rapidscore.export_cli": 3,
+    "rapidscore.report": 3,  # the HTML report: reads every metric's outputs, like the CLI
     "rapidscore.testing": 3,  # test and benchmark data generators: they may use any metric, none uses them
     "rapidscore": 0,  # the root __init__ loads only _version and errors; public names resolve lazily
 }

@@ -94,6 +94,22 @@ def _export(tmp: Path, model: str):
     return [str(copy), "--layer", "1", "-q"], {"--cache": tmp / "cache"}
 
 
+def _ner_plots(tmp: Path, model: str):
+    pytest.importorskip("matplotlib", reason="the plots need the [plot] extra")
+    gold, pred = tmp / "gold.jsonl", tmp / "gliner.jsonl"
+    shutil.copy(ROOT / "examples" / "ner" / "gold.jsonl", gold)
+    shutil.copy(ROOT / "examples" / "ner" / "gliner.jsonl", pred)
+    return (["--gold", str(gold), "--pred", f"gliner={pred}", "--label-similarity", "exact", "-q"],
+            {"--plot": tmp / "ner.png", "--plot-by-type": tmp / "ner_by_type.svg"})
+
+
+def _report(tmp: Path, model: str):
+    results = tmp / "system.json"
+    results.write_text(json.dumps({"precision": [0.9, 0.5], "recall": [0.8, 0.6], "f1": [0.85, 0.55],
+                                   "signature": "model:x|rapidscore"}))
+    return [str(results), "-q"], {"--out": tmp / "report.html"}
+
+
 # runnable examples of the commands that have their own module: each returns (argv without its
 # outputs, {output option: where it writes}); together they name every output option
 EXAMPLES = {
@@ -101,6 +117,8 @@ EXAMPLES = {
     "nrr": [_nrr_stream, _nrr_plot],
     "abstention": [_abstention],
     "export": [_export],
+    "ner": [_ner_plots],
+    "report": [_report],
 }
 
 

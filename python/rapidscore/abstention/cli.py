@@ -21,8 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     input_option(parser.add_argument("--taxonomy", action="append", metavar="[EXPERIMENT=]PATH",
                         help="taxonomy.json / edge-list .csv (checks concepts, skips leaves for generalization, "
                         "enables --levels). PATH applies to every experiment, EXPERIMENT=PATH to one (repeat the "
-                        "option); by default each experiment gets the nearest taxonomy.json (in its folder or a "
-                        "parent, or a parent's data/)"),
+                        "option); by default each experiment gets the nearest taxonomy_plus.json, else "
+                        "taxonomy.json (in its folder or a parent, or a parent's data/, data/SELECT/atoms/ or, "
+                        "for a compositions experiment, data/SELECT/compositions/: SELECT's release)"),
                  settings=True, paths=lambda value: [value.partition("=")[2] or value])
     parser.add_argument("--method", default="heuristic",
                         help="refusal detector: heuristic (default), phrase, keyword, phr+kw, arditi, xstest, "
@@ -45,8 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip malformed records / empty seeds (counts are reported) instead of failing")
     parser.add_argument("--workers", type=non_negative_int, default=0,
                         help="processes reading and deciding results files (0 = one per CPU, 1 = none)")
-    output_option(parser.add_argument("--plot-dir", help="write per-level trend and correlation heatmap PNGs here "
-                                                         "([plot] extra)"), directory=True)
+    output_option(parser.add_argument("--plot-dir", help="write the figures here ([plot] extra): rates per model "
+                                                         "and technique, per-level trends, correlation heatmaps"),
+                  directory=True)
+    parser.add_argument("--plot-format", choices=("png", "svg", "pdf"), default="png",
+                        help="with --plot-dir: PNG (default) or vector SVG / PDF")
     # --backend/--device/--precision: the encoder of --method embedding
     add_common_options(parser, json_help="same as --format json")
 
@@ -80,6 +84,12 @@ def _detector(args):
     return args.method, get_detector(args.method, **kwargs)
 
 
+# where find_taxonomy looked (rapidscore.abstention.pipeline.taxonomy_search_places)
+_NO_TAXONOMY = ("none found (looked for taxonomy_plus.json, taxonomy.json, taxonomy.csv in the experiment's folder "
+                "and each parent up to the results folder's parent, and in their data/SELECT/atoms/ (compositions/ "
+                "for a compositions experiment), data/atoms/ and data/; give one with --taxonomy)")
+
+
 def _note(args, message: str) -> None:
     if not args.quiet:
         print(f"rapidscore abstention: {message}", file=sys.stderr)
@@ -100,6 +110,7 @@ def _decision_note(args, name: str, stats, detector_name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
+    from rapidscore.abstention import names as display
     from rapidscore.abstention import rates, report
     from rapidscore.abstention.pipeline import DecisionStats, evaluate, find_experiments
     from rapidscore.abstention.results import load_flat_table
@@ -145,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         evaluated.append((".", taxonomies.get("*"), rates.group_counts(loaded.records, refused), stats, {},
                           loaded.skipped))
 
-    names = report.Names({} if args.names is None else report.load_names(args.names), derive=not args.raw_names)
+    names = display.Names({} if args.names is None else display.load_names(args.names), derive=not args.raw_names)
     experiments, extra_text = [], ""
     for name, taxonomy_path, counts, stats, cell_stats, skipped in evaluated:
         label = "" if name == "." else f"{name}: "
@@ -159,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         elif taxonomy_path:
             taxonomy = Taxonomy.load(taxonomy_path)
         if len(evaluated) > 1 or taxonomy_path:
-            _note(args, f"{label}taxonomy {taxonomy_path or 'none found'}")
+            _note(args, f"{label}taxonomy {taxonomy_path or _NO_TAXONOMY}")
         scores = rates.concept_scores_from_counts(counts, taxonomy=taxonomy)
         summary = rates.summarize_scores(scores)
         source = None if taxonomy is None else os.path.basename(str(taxonomy.source))
@@ -169,9 +180,10 @@ def run(args: argparse.Namespace) -> int:
             name, summary, taxonomy_path, stats.as_dict(),
             {"/".join(k): s.as_dict() for k, s in sorted(cell_stats.items())}, signature))
         if output_format == "text":
-            extra_text += _breakdowns(args, label, scores, taxonomy, names)
+            extra_text += _breakdowns(args, label, scores, taxonomy, names, counts)
         if args.plot_dir:
-            _plots(args.plot_dir, scores, taxonomy, prefix="" if name == "." else name.replace("/", "_") + "_")
+            _plots(args.plot_dir, scores, taxonomy, prefix="" if name == "." else name.replace("/", "_") + "_",
+                   names=names, fmt=args.plot_format)
 
     meta = {"results": args.results, "method": args.method, "recompute": args.recompute}
     signatures = {e.signature for e in experiments}
@@ -186,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _breakdowns(args, label: str, scores, taxonomy, names) -> str:
+def _breakdowns(args, label: str, scores, taxonomy, names, counts=None) -> str:
     from rapidscore.abstention import rates
 
     text = ""
@@ -196,23 +208,69 @@ def _breakdowns(args, label: str, scores, taxonomy, names) -> str:
     if args.levels:
         if taxonomy is None:
             raise ValueError("--levels needs a taxonomy (--taxonomy, or a taxonomy.json beside the results)")
+        responses = _level_responses(counts, scores, taxonomy)
         for (model, technique, eval_type), levels in sorted(rates.by_level_scores(scores, taxonomy).items()):
             text += f"\n{label}{names.model(model)} / {names.technique(technique)} / {eval_type} by depth (%):\n"
-            text += "".join(f"  depth {d}: {agg.as_percent()} (n={agg.n})\n" for d, agg in levels.items())
+            cell = responses.get((model, technique, eval_type), {})
+            text += "".join(_level_line(d, agg, cell.get(d), eval_type) for d, agg in levels.items())
     return text
 
 
-def _plots(plot_dir: str, scores, taxonomy, prefix: str) -> None:
+def _level_responses(counts, scores, taxonomy) -> dict:
+    """{(model, technique, eval_type): {depth: (refused, responses)}} over the concepts the scores
+    keep (generalization skips leaves), from the group counts in one pass; empty without counts."""
+    out: dict = {}
+    depths: dict = {}
+    for (model, technique, eval_type, relation, concept, _seed), (k, n) in (counts or {}).items():
+        key = (model, technique, eval_type)
+        if relation is not None or (None, concept) not in scores.get(key, {}):
+            continue
+        if concept not in depths:
+            depths[concept] = taxonomy.depth(concept)
+        cell = out.setdefault(key, {})
+        refused, total = cell.get(depths[concept], (0, 0))
+        cell[depths[concept]] = (refused + k, total + n)
+    return out
+
+
+def _level_line(depth, agg, responses, eval_type: str) -> str:
+    """``  depth 0: 66.7% [20.8, 93.9] (n=3 concepts; 16 of 24 responses refused)``: the mean over
+    concepts with its 95% Wilson score interval (n = concepts)."""
+    from rapidscore.abstention.plots import rate_interval
+
+    if agg.n == 0:
+        return f"  depth {depth}: - (n=0 concepts)\n"
+    mean, low, high = rate_interval(agg)
+    counted = ""
+    if responses is not None:
+        refused, total = responses
+        counted = (f"; {total - refused} of {total} responses answered" if eval_type == "specificity"
+                   else f"; {refused} of {total} responses refused")
+    return f"  depth {depth}: {mean:.1f}% [{low:.1f}, {high:.1f}] (n={agg.n} concepts{counted})\n"
+
+
+def _plots(plot_dir: str, scores, taxonomy, prefix: str, names=None, fmt: str = "png") -> None:
+    """The figures of one experiment (see docs/abstention.md, "Figures"): ``{prefix}rates``,
+    ``{prefix}{model}_levels`` (with a taxonomy), ``{prefix}{model}_{eval_type}_correlation``."""
     import os
 
     from rapidscore.abstention import plots, rates
 
     os.makedirs(plot_dir, exist_ok=True)
+
+    def target(name: str) -> str:
+        return os.path.join(plot_dir, f"{prefix}{name}.{fmt}")
+
+    shown = names.model if names is not None else (lambda m: m)
+    summary = rates.summarize_scores(scores)
+    if any(metric in cell for cell in summary.values() for metric in plots.RATE_METRICS):
+        plots.plot_rates(summary, target("rates"), names=names)
+    levels = rates.by_level_scores(scores, taxonomy) if taxonomy is not None else {}
     for model in sorted({m for m, _t, _e in scores}):
-        if taxonomy is not None:
-            plots.plot_levels(rates.by_level_scores(scores, taxonomy), model,
-                              os.path.join(plot_dir, f"{prefix}{model}_levels.png"))
+        if any(m == model and by_depth for (m, _t, _e), by_depth in levels.items()):
+            plots.plot_levels(levels, model, target(f"{model}_levels"), names=names)
         for eval_type in sorted({e for m, _t, e in scores if m == model}):
             techniques, matrix = rates.technique_correlations(scores, model, eval_type)
-            plots.plot_correlations(techniques, matrix, f"{model} {eval_type}",
-                                    os.path.join(plot_dir, f"{prefix}{model}_{eval_type}_correlation.png"))
+            plots.plot_correlations(techniques, matrix, f"{shown(model)}, {eval_type}: Spearman correlation "
+                                    "between techniques over concepts", target(f"{model}_{eval_type}_correlation"),
+                                    names=names)

@@ -48,7 +48,12 @@ from rapidscore.abstention.results import (
 )
 from rapidscore.common.readers import max_document_bytes
 
-TAXONOMY_FILE_NAMES = ("taxonomy.json", "taxonomy.csv")
+# In order of preference within a folder: SELECT's experiments use taxonomy_plus.json (the
+# taxonomy extended with YAGO instances: the concepts of its results) where it exists, as
+# SELECT's dataset.py picks it; its taxonomy.json lacks those concepts.
+TAXONOMY_FILE_NAMES = ("taxonomy_plus.json", "taxonomy.json", "taxonomy.csv")
+# SELECT's release: data/SELECT/atoms/ (atomic concepts) and data/SELECT/compositions/.
+SELECT_PARTITIONS = ("atoms", "compositions")
 PARALLEL_MIN_BYTES = 4 << 20  # below this much data, worker start-up costs more than it saves
 
 
@@ -76,21 +81,42 @@ def _is_experiment(folder: str) -> bool:
     return False
 
 
-def find_taxonomy(folder: str, stop: str) -> str | None:
-    """The taxonomy paired with an experiment folder: ``taxonomy.json`` (or ``.csv``) in the
-    folder, else in the nearest parent folder up to ``stop``'s parent, looking in each folder and
-    its ``data/`` subfolder (SELECT's release keeps ``data/taxonomy.json`` beside ``results/``)."""
+def is_compositions_experiment(folder: str) -> bool:
+    """Whether an experiment folder holds compositions of concepts, by its name (SELECT's
+    ``expr.abstain.select.compose``; ``...compositions``): its taxonomy is the compositions one."""
+    return "compos" in os.path.basename(os.path.abspath(folder)).lower()
+
+
+def taxonomy_search_places(folder: str, stop: str) -> list[str]:
+    """The folders :func:`find_taxonomy` looks in, nearest first: the experiment folder, then each
+    parent up to ``stop``'s parent; in each, the folder itself, its ``data/SELECT/<partition>/``
+    and ``data/<partition>/`` (the partition: ``compositions`` for a compositions experiment, else
+    ``atoms``: SELECT's release) and its ``data/``."""
+    partition = SELECT_PARTITIONS[1] if is_compositions_experiment(folder) else SELECT_PARTITIONS[0]
     folder, stop = os.path.abspath(folder), os.path.abspath(stop)
     limit = os.path.dirname(stop)
+    places = []
     while True:
-        for where in (folder, os.path.join(folder, "data")):
-            for name in TAXONOMY_FILE_NAMES:
-                candidate = os.path.join(where, name)
-                if os.path.isfile(candidate):
-                    return candidate
+        places += [folder, os.path.join(folder, "data", "SELECT", partition), os.path.join(folder, "data", partition),
+                   os.path.join(folder, "data")]
         if folder in (limit, os.path.dirname(folder)):
-            return None
+            return places
         folder = os.path.dirname(folder)
+
+
+def find_taxonomy(folder: str, stop: str) -> str | None:
+    """The taxonomy paired with an experiment folder: the first of ``TAXONOMY_FILE_NAMES``
+    (``taxonomy_plus.json``, then ``taxonomy.json``, then ``taxonomy.csv``) in the places of
+    :func:`taxonomy_search_places`, nearest first: the folder, else the nearest parent up to
+    ``stop``'s parent, looking in each folder, its ``data/SELECT/atoms/`` (``compositions/`` for a
+    compositions experiment), ``data/atoms/`` and ``data/`` (SELECT's release keeps
+    ``data/SELECT/atoms/taxonomy_plus.json`` beside ``results/``). None when there is none."""
+    for where in taxonomy_search_places(folder, stop):
+        for name in TAXONOMY_FILE_NAMES:
+            candidate = os.path.join(where, name)
+            if os.path.isfile(candidate):
+                return candidate
+    return None
 
 
 def find_experiments(root: str | os.PathLike, *, models: Iterable[str] | None = None,
@@ -396,11 +422,9 @@ def evaluate(files: Sequence[ResultFile], detector: Any = None, *, method: str =
     else:
         parts = map(_read_file, tasks)
     if progress:
-        import sys
+        from rapidscore.common.progress import progress_bar
 
-        from tqdm import tqdm
-
-        parts = tqdm(parts, total=len(tasks), desc="evaluating", unit="file", file=sys.stderr)
+        parts = progress_bar(parts, total=len(tasks), desc="evaluating", unit="file")
     try:
         for file, part in zip(files, parts):
             _merge(result, file, part, detector)

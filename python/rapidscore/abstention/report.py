@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rapidscore.abstention.names import Names
 from rapidscore.common.result import import_pandas
 from rapidscore.common.signature import Signature, version_fields
 
@@ -108,81 +109,43 @@ def to_json(summary, meta: dict | None = None) -> str:
     return json.dumps({"meta": meta or {}, "rows": rows}, indent=2)
 
 
-_UPPER_TOKENS = {"it": "IT", "ai": "AI", "cot": "CoT", "llm": "LLM", "sft": "SFT", "dpo": "DPO", "rlhf": "RLHF",
-                 "icl": "ICL", "rag": "RAG"}
+def missing_cells(summary) -> list[tuple[str, str]]:
+    """The (model, technique) cells of a summary's table (its models x its techniques) with no
+    results at all: no results file of any evaluation type (a technique not run on a model)."""
+    models, techniques = _axes(summary)
+    return [(m, t) for m in models for t in techniques if not summary.get((m, t))]
 
 
-def display_model(folder: str) -> str:
-    """A readable model name from a results folder name: the organisation before ``--`` dropped,
-    sizes upper-cased (``2b`` -> ``2B``), the first word capitalised, ``it`` -> ``IT``:
-    ``google--gemma-2-2b-it`` -> ``Gemma-2-2B-IT``, ``meta-llama--Llama-3.1-8B-Instruct`` kept."""
-    name = folder.split("--", 1)[1] if "--" in folder else folder
-    tokens = name.split("-")
-    out = []
-    for i, token in enumerate(tokens):
-        low = token.lower()
-        if low in _UPPER_TOKENS:
-            out.append(_UPPER_TOKENS[low])
-        elif low[:-1].replace(".", "").replace("x", "").isdigit() and low[-1:] in ("b", "m", "k") and len(low) > 1:
-            out.append(token[:-1] + token[-1].upper())  # 7b -> 7B, 8x7b -> 8x7B, 0.5b -> 0.5B
-        elif i == 0 and token[:1].islower():
-            out.append(token[:1].upper() + token[1:])
-        else:
-            out.append(token)
-    return "-".join(out)
+def _dash_cells(summary, metric: str) -> list[tuple[str, str]]:
+    """The cells of one metric's table shown as "-": no results for that metric."""
+    models, techniques = _axes(summary)
+    return [(m, t) for m in models for t in techniques
+            if (summary.get((m, t), {}).get(metric) is None or summary[(m, t)][metric].n == 0)]
 
 
-def display_technique(folder: str) -> str:
-    """A readable technique name: separators to spaces, the first letter capitalised, known
-    abbreviations upper-cased: ``prompt-simple`` -> ``Prompt simple``, ``cot`` -> ``CoT``."""
-    words = folder.replace("_", " ").replace("-", " ").split()
-    words = [_UPPER_TOKENS.get(w.lower(), w) for w in words]
-    if words and words[0][:1].islower():
-        words[0] = words[0][:1].upper() + words[0][1:]
-    return " ".join(words) or folder
+def _cells_text(cells, names: Names, labels: dict[str, str]) -> str:
+    """``Model: Technique, Technique; Model: ...`` (display names, in the table's order)."""
+    by_model: dict[str, list[str]] = {}
+    for model, technique in cells:
+        by_model.setdefault(model, []).append(names.technique(technique))
+    shown = {model: labels.get(model) or model for model in by_model}
+    order = sorted(by_model, key=lambda model: shown[model].lower())
+    return "; ".join(f"{shown[m]}: {', '.join(sorted(by_model[m], key=str.lower))}" for m in order)
 
 
-def load_names(path: str | os.PathLike) -> dict[str, str]:
-    """A name mapping file: JSON ``{"folder name": "display name"}`` (optionally split into
-    ``{"models": {...}, "techniques": {...}}``) or a two-column CSV ``name,display``."""
-    path = os.fspath(path)
-    if path.endswith(".csv"):
-        with open(path, newline="", encoding="utf-8") as handle:
-            rows = [row for row in csv.reader(handle) if row]
-        if rows and [c.strip().lower() for c in rows[0][:2]] == ["name", "display"]:
-            rows = rows[1:]
-        bad = [i for i, row in enumerate(rows, start=1) if len(row) != 2]
-        if bad:
-            raise ValueError(f"{path}: line {bad[0]}: expected two columns name,display")
-        return dict(rows)
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object of names")
-    merged: dict[str, str] = {}
-    for key, value in data.items():
-        if key in ("models", "techniques") and isinstance(value, dict):
-            merged.update(value)
-        elif isinstance(value, str):
-            merged[key] = value
-        else:
-            raise ValueError(f"{path}: key {key!r}: expected a display name (str)")
-    return merged
-
-
-@dataclass(frozen=True)
-class Names:
-    """How models and techniques are shown: a mapping first, else derived (``derive=False``:
-    folder names as they are)."""
-
-    mapping: dict = field(default_factory=dict)
-    derive: bool = True
-
-    def model(self, name: str) -> str:
-        return self.mapping.get(name) or (display_model(name) if self.derive else name)
-
-    def technique(self, name: str) -> str:
-        return self.mapping.get(name) or (display_technique(name) if self.derive else name)
+def missing_note(summary, names: Names | None = None, cells=None, what: str = "no results file") -> str:
+    """One line saying how many of a table's cells are shown as "-" and which:
+    ``- (no results file): 6 of 36 cells: GPT-4o (Azure): Act. Steering, SFT, SFT + DPO; ...``;
+    empty when there is none. ``cells``: the cells (default: :func:`missing_cells`)."""
+    names = names or Names()
+    cells = missing_cells(summary) if cells is None else list(cells)
+    if not cells:
+        return ""
+    models, techniques = _axes(summary)
+    labels = names.model_labels(models)
+    total = len(models) * len(techniques)
+    return (f"- ({what}): {len(cells)} of {total} cell{'s' if total != 1 else ''} (model x technique): "
+            f"{_cells_text(cells, names, labels)}")
 
 
 # ---- several experiments, several formats ------------------------------------------------------
@@ -214,11 +177,12 @@ def _cell_text(agg, metric: str, digits: int, pm: str) -> str:
 
 def _grid(summary, metric: str, names: Names, digits: int, pm: str):
     models, techniques = _axes(summary)
-    models.sort(key=lambda m: names.model(m).lower())  # in the order a reader looks them up
+    labels = names.model_labels(models)
+    models.sort(key=lambda m: labels[m].lower())  # in the order a reader looks them up
     techniques.sort(key=lambda t: names.technique(t).lower())
     header = ["Model"] + [names.technique(t) for t in techniques]
-    rows = [[names.model(m)] + [_cell_text(summary.get((m, t), {}).get(metric), metric, digits, pm)
-                                for t in techniques] for m in models]
+    rows = [[labels[m]] + [_cell_text(summary.get((m, t), {}).get(metric), metric, digits, pm)
+                           for t in techniques] for m in models]
     return header, rows
 
 
@@ -249,19 +213,21 @@ def render(experiments: list[ExperimentReport], fmt: str = "text", *, names: Nam
     if fmt in ("csv", "json"):
         rows = []
         for exp in experiments:
+            labels = names.model_labels(_axes(exp.summary)[0])
             for (model, technique), cell in sorted(exp.summary.items()):
                 for metric in METRICS:
                     if metric in cell:
                         agg = cell[metric]
                         rows.append({"experiment": exp.name, "model": model, "technique": technique,
-                                     "model_name": names.model(model), "technique_name": names.technique(technique),
+                                     "model_name": labels[model], "technique_name": names.technique(technique),
                                      "metric": metric, "mean": None if math.isnan(agg.mean) else agg.mean,
                                      "half_width": None if math.isnan(agg.half_width) else agg.half_width,
                                      "n_concepts": agg.n})
         if fmt == "json":
             doc = {"meta": meta or {}, "experiments": [
                 {"name": e.name, "taxonomy": e.taxonomy, "signature": e.signature, "decisions": e.decisions,
-                 "decisions_by_cell": e.decisions_by_cell} for e in experiments],
+                 "decisions_by_cell": e.decisions_by_cell, **_missing_json(e.summary, names)}
+                for e in experiments],
                 "rows": rows}
             return json.dumps(doc, indent=2)
         out = io.StringIO()
@@ -277,9 +243,16 @@ def render(experiments: list[ExperimentReport], fmt: str = "text", *, names: Nam
     blocks = []
     for exp in experiments:
         title = exp.name if len(experiments) > 1 or exp.name != "." else ""
+        missing = missing_cells(exp.summary)
         for metric in _metrics_present(exp.summary):
             header, rows = _grid(exp.summary, metric, names, digits, pm)
             caption = f"{metric} (%)" + (f", {title}" if title else "")
+            dashes = _dash_cells(exp.summary, metric)
+            # cells of this table alone shown as "-" (a metric without results where others have some)
+            extra = [c for c in dashes if c not in missing]
+            table_note = missing_note(exp.summary, names, extra, f"no {metric} results") if extra else ""
+            if fmt == "latex" and dashes:
+                caption += f"; -: no results ({len(dashes)} cells)"
             if fmt == "markdown":
                 lines = [f"**{caption}**", "", "| " + " | ".join(header) + " |",
                          "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
@@ -300,5 +273,21 @@ def render(experiments: list[ExperimentReport], fmt: str = "text", *, names: Nam
                                            for i, (c, w) in enumerate(zip(r, widths))))
                     if k == 0:
                         lines.append("  ".join("-" * w for w in widths))
+            if table_note:
+                lines.append("% " + table_note if fmt == "latex" else table_note)
             blocks.append("\n".join(lines))
+        note = missing_note(exp.summary, names)
+        if note and _metrics_present(exp.summary):  # once per experiment, after its tables
+            blocks[-1] += "\n" + ("% " + note if fmt == "latex" else note)
     return "\n\n".join(blocks) + "\n"
+
+
+def _missing_json(summary, names: Names) -> dict:
+    """An experiment's JSON account of its table's cells with no results file: how many of how
+    many, and which (folder names and display names)."""
+    models, techniques = _axes(summary)
+    labels = names.model_labels(models)
+    cells = missing_cells(summary)
+    return {"cells": len(models) * len(techniques), "missing_cells": [
+        {"model": m, "technique": t, "model_name": labels[m], "technique_name": names.technique(t)}
+        for m, t in cells]}

@@ -307,9 +307,9 @@ def load_results_tree(root: str | os.PathLike, *, models: Iterable[str] | None =
     report = LoadReport()
     iterator = files
     if progress:
-        from tqdm import tqdm
+        from rapidscore.common.progress import progress_bar
 
-        iterator = tqdm(files, desc="loading results", unit="file", file=__import__("sys").stderr)
+        iterator = progress_bar(files, desc="loading results", unit="file")
     for path, model, eval_type, technique in iterator:
         load_select_file(path, model=model, technique=technique, eval_type=eval_type, on_error=on_error,
                          report=report)

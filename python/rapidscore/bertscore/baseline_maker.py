@@ -69,9 +69,9 @@ def compute_baseline(sentences, model=None, *, n_pairs: int = 100_000, seed: int
         chunks = chunk_results(scorer, zip(cands, refs), memory_budget=memory_budget)
         bar = None
         if progress:
-            from tqdm.auto import tqdm
+            from rapidscore.common.progress import progress_bar
 
-            bar = tqdm(total=n_pairs, unit="pair", desc="baseline")
+            bar = progress_bar(total=n_pairs, unit="pair", desc="baseline")
         for chunk, result in chunks:
             sums += _layer_sums(result)
             if bar is not None:

@@ -14,6 +14,7 @@ from rapidscore.common.cli_options import (
     non_negative_int,
     positive_float,
     positive_int,
+    print_table,
     show_progress,
 )
 from rapidscore.common.outputs import input_option, output_option
@@ -29,9 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "per candidate) or a single reference string"), text=True)
     parser.add_argument("--column", default=None,
                         help="column/key holding the text in .jsonl/.json/.csv/.tsv/.parquet inputs")
-    parser.add_argument("--lang", default=None, help="language code; picks the reference's model (en -> roberta-large)")
+    parser.add_argument("--lang", default=None,
+                        help="language code; without -m, picks the reference's model (en -> roberta-large, "
+                             "downloaded once); with -m, the language of its baseline. The embedded model "
+                             "needs no --lang: --rescale_with_baseline uses its English baseline")
     parser.add_argument("-m", "--model", default=None, help="model hub id or directory "
-                        "(default: the embedded all-MiniLM-L6-v2 unless --lang is given)")
+                        "(default: the embedded all-MiniLM-L6-v2 unless --lang is given; "
+                        "-m all-MiniLM-L6-v2 --lang en keeps it)")
     parser.add_argument("-l", "--num_layers", type=int, default=None, help="layer to use (default: tuned layer)")
     parser.add_argument("-b", "--batch_size", type=non_negative_int, default=64,
                         help="the reference's batch size, whose zero padding the scores reproduce so that they "
@@ -42,7 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: 1024 on CPU in fp32, 2048 in bf16, 16384 on GPU)")
     add_long_texts_option(parser)
     parser.add_argument("--idf", action="store_true", help="idf weighting from the references")
-    parser.add_argument("--rescale_with_baseline", action="store_true", help="rescale with the published baseline")
+    parser.add_argument("--rescale_with_baseline", action="store_true",
+                        help="rescale with the published baseline of the model and --lang (the embedded "
+                             "model's: English, no --lang needed)")
     input_option(parser.add_argument("--baseline_path", default=None, help="custom baseline file (LAYER,P,R,F)"),
                  settings=True)
     parser.add_argument("--use_fast_tokenizer", action="store_false",
@@ -51,9 +58,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-s", "--seg_level", action="store_true", help="print P, R, F1 of each pair")
     parser.add_argument("--table", action="store_true", help="print a per-candidate table")
     parser.add_argument("-v", "--verbose", action="store_true",
-                        help="progress bar and timings (with --make-baseline: its progress bar)")
+                        help="timings on stderr (progress bars: as every command, when stderr is a terminal; "
+                             "--progress forces them)")
     parser.add_argument("--show", action="store_true", help="draw the similarity heatmap of the first pair")
-    output_option(parser.add_argument("--fname", default="", help="with --show: save the heatmap to this file"))
+    output_option(parser.add_argument("--fname", default="", help="with --show: save the heatmap to this file "
+                                                                  "(PNG, or SVG / PDF by the extension)"))
+    output_option(parser.add_argument("--plot-f1", default=None, metavar="FILE",
+                                      help="save the distribution of the candidates' F1 (violin, box and points; "
+                                           "needs matplotlib)"))
     input_option(parser.add_argument("--make-baseline", metavar="CORPUS", default=None,
                                      help="compute a rescale baseline file from a corpus (one sentence per line)"))
     output_option(parser.add_argument("--out", default=None, help="with --make-baseline: output baseline file"))
@@ -123,8 +135,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--make-baseline scores the corpus as bert-score does: leave out --long-texts")
         if not args.out:
             raise ValueError("--make-baseline needs --out FILE")
-        # the baseline maker keeps the reference's default: a progress bar only with -v
-        progress = (args.verbose and not args.quiet) if args.progress is None else args.progress
+        progress = show_progress(args)  # the one policy of every command (-v no longer needed)
         table = compute_baseline(read_texts(args.make_baseline, args.column), args.model, n_pairs=args.pairs,
                                  seed=args.seed, out_path=args.out, progress=progress, **engine)
         print(f"wrote {len(table)} layer rows to {args.out}")
@@ -145,6 +156,11 @@ def run(args: argparse.Namespace) -> int:
     cands, refs = _inputs(args)
     scoring = time.perf_counter()
     result = scorer.score(cands, refs, reference_batch_size=args.batch_size or None)
+    if args.plot_f1:
+        from rapidscore.bertscore.plot import plot_f1_distribution
+
+        system = os.path.basename(args.cand) if os.path.isfile(args.cand) else "candidate"
+        plot_f1_distribution({system: result}, args.plot_f1)
     if args.verbose and not args.quiet:
         _print_timings(len(cands), loaded - started, time.perf_counter() - scoring)
     if args.json:
@@ -162,28 +178,46 @@ def run(args: argparse.Namespace) -> int:
         for p, r, f in zip(result.precision, result.recall, result.f1):
             print(f"{p:.6f}\t{r:.6f}\t{f:.6f}")
     if args.table:
-        print("\n| Candidate | Precision | Recall | F1 |\n|---|---|---|---|")
-        for i, (p, r, f) in enumerate(zip(result.precision, result.recall, result.f1), start=1):
-            print(f"| {i} | {p:.3f} | {r:.3f} | {f:.3f} |")
+        print_table(["Candidate", "Precision", "Recall", "F1"],
+                    ([i, f"{p:.3f}", f"{r:.3f}", f"{f:.3f}"]
+                     for i, (p, r, f) in enumerate(zip(result.precision, result.recall, result.f1), start=1)))
     return 0
 
 
 def _scorer(args: argparse.Namespace, **options):
-    """The BERTScore of the command's options; with --lang (and no -m), a model that is not
-    available is explained by the language: whether bert-score knows it, and which model it picks."""
+    """The BERTScore of the command's options. On the embedded model (the default, or named with
+    -m in any spelling) --rescale_with_baseline needs no --lang: its baseline is English. A model
+    that cannot be loaded is one line naming the embedded model as the offline choice (the
+    drop-in's words); with --lang (and no -m) it is explained by the language too: whether
+    bert-score knows it, and which model it picks."""
+    from rapidscore.bert_score import unavailable_model_message
     from rapidscore.bertscore import BERTScore
+    from rapidscore.encoder.model_source import DEFAULT_MODEL, is_embedded_model
     from rapidscore.errors import ModelNotFoundError
 
+    model, lang = args.model, args.lang
+    embedded = is_embedded_model(model) if model is not None else lang is None
+    if args.rescale_with_baseline and lang is None and args.baseline_path is None and embedded:
+        # the embedded model's baseline (rescale_baseline/en/); --lang alone would swap in roberta-large
+        model, lang = model if model is not None else DEFAULT_MODEL, "en"
     try:
-        return BERTScore(model=args.model, layer=args.num_layers, lang=args.lang,
+        return BERTScore(model=model, layer=args.num_layers, lang=lang,
                          rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
                          use_fast_tokenizer=args.use_fast_tokenizer, **options)
     except ModelNotFoundError as exc:
-        if args.lang is None or args.model is not None:
-            raise
-        from rapidscore.bertscore.model_table import describe_language
+        from rapidscore.bertscore.model_table import describe_language, model_for_language
 
-        raise ModelNotFoundError(f"{describe_language(args.lang)}, which is not available here: {exc}") from exc
+        by_lang = args.lang is not None and args.model is None
+        model = model_for_language(args.lang) if by_lang else args.model
+        if args.lang is not None:
+            choice = ("leave out --lang (the embedded model is the default, and --rescale_with_baseline needs no "
+                      "--lang on it), or -m all-MiniLM-L6-v2 --lang en")
+        else:
+            choice = "leave out -m (the embedded model is the default), or -m all-MiniLM-L6-v2"
+        message = unavailable_model_message(exc, model, offline_choice=choice)
+        if by_lang:
+            message = f"{describe_language(args.lang)}, which is not available here: {message}"
+        raise ModelNotFoundError(message) from exc
 
 
 def _print_timings(pairs: int, load_seconds: float, score_seconds: float) -> None:
@@ -245,6 +279,8 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
 
     if args.make_baseline or args.show:
         raise ValueError("--make-baseline and --show do not stream: leave out --input/--output")
+    if args.plot_f1:
+        raise ValueError("--plot-f1 needs every score at once: leave out --input/--output")
     if not args.output and not args.write_idf:
         raise ValueError("streaming writes --output FILE (or '-') or --write-idf FILE")
     if args.batch_size:  # refused before the model loads or the output file is made

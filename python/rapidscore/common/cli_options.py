@@ -10,7 +10,7 @@ import argparse
 from rapidscore.common.choices import BACKENDS, DEVICES, LONG_TEXTS, PRECISIONS
 
 __all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "add_common_options", "add_long_texts_option", "encoder_options",
-           "show_progress", "positive_int", "non_negative_int", "positive_float", "byte_size"]
+           "show_progress", "print_table", "positive_int", "non_negative_int", "positive_float", "byte_size"]
 
 
 # argparse types: a bad number is the parser's one-line error naming the option, never a value
@@ -56,6 +56,9 @@ def byte_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+PROGRESS_DEFAULT_HELP = "a bar when stderr is a terminal and the work takes over a second; none with --quiet"
+
+
 def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
                        threads_aliases: tuple[str, ...] = (), progress_default: bool = True,
                        json_help: str = "print one JSON document") -> argparse._ArgumentGroup:
@@ -67,7 +70,9 @@ def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
     kernels and the encoder's runtime, the library's ``num_threads=N``; left out (None), all
     cores (the thread budget). ``threads_aliases``: older spellings kept working (bertscore's
     ``--nthreads``).
-    ``progress_default``: whether progress bars show when neither --progress nor --quiet is given.
+    ``progress_default``: whether progress bars may show when neither --progress nor --quiet is
+    given (then only when stderr is a terminal, after a second of work: rapidscore.common.progress,
+    the one policy of every command); False for commands with no work to follow (serve, export).
     """
     group = parser.add_argument_group("common options")
     group.add_argument("--threads", *threads_aliases, dest="threads", type=positive_int, default=None,
@@ -84,8 +89,9 @@ def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
                                 "with bf16 instructions, int8 with VNNI, else fp32)")
     group.add_argument("--json", action="store_true", help=json_help)
     group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                       help="show progress bars on stderr (default: "
-                            f"{'on, off with --quiet' if progress_default else 'off'})")
+                       help="--progress: progress bars on stderr, at once, even when it is not a terminal; "
+                            "--no-progress: none (default: "
+                            f"{PROGRESS_DEFAULT_HELP if progress_default else 'off'})")
     parser.set_defaults(progress_default=progress_default)
     group.add_argument("-q", "--quiet", action="store_true",
                        help="print results only: no progress bars or notes on stderr")
@@ -107,10 +113,21 @@ def add_long_texts_option(parser, default: str | None = "truncate") -> None:
 
 
 def show_progress(args: argparse.Namespace) -> bool:
-    """--progress / --no-progress when given, else the command's default unless --quiet."""
-    if args.progress is not None:
-        return bool(args.progress)
-    return args.progress_default and not args.quiet
+    """Whether the command shows progress bars, by the one policy of every command
+    (rapidscore.common.progress): --progress / --no-progress when given (--progress: bars at once,
+    whatever stderr is); else none with --quiet; else only when stderr is a terminal, and a bar
+    only after a second of work. Call it once per run, before the work."""
+    from rapidscore.common.progress import decide  # standard library only: the parser stays light
+
+    return decide(args.progress, quiet=args.quiet, default=args.progress_default)
+
+
+def print_table(header: list[str], rows) -> None:
+    """A markdown table on stdout after a blank line: ``--table`` of every command
+    (``rapidscore bertscore --table``, ``rapidscore nrr --table``)."""
+    print("\n| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(str(cell) for cell in row) + " |")
 
 
 def encoder_options(args: argparse.Namespace) -> dict:

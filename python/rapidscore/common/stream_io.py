@@ -415,10 +415,10 @@ class _Progress:
         self.bar = None
         self.in_chunk = 0  # rows of the chunk in flight already on the bar
         if enabled:
-            from tqdm.auto import tqdm
+            from rapidscore.common.progress import progress_bar
 
-            self.bar = tqdm(total=total, initial=initial, unit=unit, desc="scoring", dynamic_ncols=True,
-                            smoothing=0.1, file=sys.stderr)
+            self.bar = progress_bar(total=total, initial=initial, unit=unit, desc="scoring", dynamic_ncols=True,
+                                    smoothing=0.1)
 
     def advance(self, done: int) -> None:
         """``done`` rows of the chunk in flight are scored (not yet written)."""

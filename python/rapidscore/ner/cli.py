@@ -13,7 +13,7 @@ import json
 import sys
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, show_progress
-from rapidscore.common.outputs import input_option
+from rapidscore.common.outputs import input_option, output_option
 
 # Kept import-light: the evaluation modules (numpy, the encoder) load inside run().
 
@@ -60,8 +60,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true", help="with --scheme: seqeval's mode='strict'")
     parser.add_argument("--tag-column", type=int, default=-1, metavar="N",
                         help="with --scheme: the label column (default -1, the last)")
+    output_option(parser.add_argument("--plot", default=None, metavar="FILE",
+                                      help="save DMBertA and the SemEval F1 of each model as grouped bars (needs "
+                                           "matplotlib; PNG, or SVG / PDF by the extension)"))
+    output_option(parser.add_argument("--plot-by-type", default=None, metavar="FILE",
+                                      help="save each entity type's SemEval F1 and DMBertA recall per model"))
     # --backend/--device/--precision: the label encoder of --label-similarity embedding
-    add_common_options(parser, progress_default=False,  # a few labels: no bar by default
+    add_common_options(parser,  # bars as every command's: on a terminal, after a second of work
                        json_help="print one JSON document keyed by model name (scores, SemEval per entity type, "
                                  "per-label, per-record detail with each scheme's correct/incorrect/partial/"
                                  "missed/spurious entities)")
@@ -69,6 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.scheme is not None:
+        if args.plot or args.plot_by_type:
+            raise ValueError("--plot/--plot-by-type draw entity evaluations (DMBertA, SemEval): leave out --scheme")
         from rapidscore.ner.conll import run_tag_command
 
         return run_tag_command(args)
@@ -98,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
         semeval_matching=args.semeval_matching, trim=not args.no_trim,
         on_missing_surface=args.on_missing_surface, progress=show_progress(args), **encoder_options(args),
     )
+    if args.plot or args.plot_by_type:
+        _plots(args, result)
     if args.json:
         json.dump(result.to_dict(records=True), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
@@ -106,6 +115,16 @@ def run(args: argparse.Namespace) -> int:
         _print_repairs(result)
     print(result.table(markdown=True))
     return 0
+
+
+def _plots(args: argparse.Namespace, result) -> None:
+    """``--plot``, ``--plot-by-type`` (docs/ner.md, "Figures")."""
+    from rapidscore.ner.plot import plot_ner_by_type, plot_ner_scores
+
+    if args.plot:
+        plot_ner_scores(result, args.plot, option="--plot")
+    if args.plot_by_type:
+        plot_ner_by_type(result, args.plot_by_type, option="--plot-by-type")
 
 
 def _print_repairs(result) -> None:

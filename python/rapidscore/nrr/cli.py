@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
-from rapidscore.common.cli_options import add_common_options, encoder_options, show_progress
+from rapidscore.common.cli_options import add_common_options, encoder_options, print_table, show_progress
 from rapidscore.common.outputs import input_option, output_option
 from rapidscore.common.stream_io import add_stream_arguments
+
+LIST_REJECTED = 10  # the text output names the rejected answers when there are at most this many
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,8 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt-name", default=None, metavar="NAME",
                         help="embedding method: one of the model's sentence-transformers prompts (e.g. query); "
                              "default: the model's default prompt, if it has one")
+    parser.add_argument("--table", action="store_true",
+                        help="print a per-answer table: similarity, rejected, best reference (as bertscore --table); "
+                             f"without it, the rejected answers are listed when at most {LIST_REJECTED}")
     output_option(parser.add_argument("--plot", default=None, metavar="FILE",
-                                      help="save a similarity histogram (needs matplotlib)"))
+                                      help="save a similarity histogram with the threshold line (needs matplotlib; "
+                                           "PNG, or SVG / PDF by the extension)"))
+    output_option(parser.add_argument("--plot-curve", default=None, metavar="FILE",
+                                      help="save NRR as a function of the threshold (needs matplotlib)"))
     add_common_options(parser)
     add_stream_arguments(parser, item="answer")
 
@@ -53,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
                                 **encoder_options(args))
     if args.plot:
         plot_similarities(result, args.plot)
+    if args.plot_curve:
+        from rapidscore.nrr.plot import plot_nrr_curve
+
+        plot_nrr_curve({os.path.basename(args.generated): result}, args.plot_curve)
     if args.json:
         json.dump(result.to_dict(), sys.stdout, indent=1)
         print()
@@ -61,7 +74,31 @@ def run(args: argparse.Namespace) -> int:
     print(f"evaluated {result.n_evaluated}  rejected (similarity < {result.threshold:g}) {result.n_rejected}  "
           f"captured {result.n_captured}")
     print(f"negative rejection rate: {result.rate:.4f}   capture rate (1 - NRR): {result.capture_rate:.4f}")
+    if args.table:
+        _print_items(result, several=any(len(refs) > 1 for refs in references))
+    elif result.n_rejected:
+        _print_rejected(result)
     return 0
+
+
+def _print_items(result, several: bool) -> None:
+    """--table: one row per answer (numbered from 1, as bertscore's candidates); the best
+    reference (numbered from 1) where an answer has several."""
+    header = ["Answer", "Similarity", "Rejected"] + (["Best reference"] if several else [])
+    best = result.best_reference.tolist() if several and result.best_reference is not None else None
+    rows = ([i, f"{sim:.3f}", "yes" if no else "no", *([best[i - 1] + 1] if best is not None else [])]
+            for i, (sim, no) in enumerate(zip(result.similarities.tolist(), result.rejected.tolist()), start=1))
+    print_table(header, rows)
+
+
+def _print_rejected(result) -> None:
+    """The rejected answers (numbered from 1) with their similarities, when they are few."""
+    rejected = [(i, sim) for i, (sim, no) in enumerate(zip(result.similarities.tolist(), result.rejected.tolist()),
+                                                        start=1) if no]
+    if len(rejected) > LIST_REJECTED:
+        print(f"rejected answers: {len(rejected)} (--table lists every answer, --json their similarities)")
+    else:
+        print("rejected answers (similarity): " + ", ".join(f"{i} ({sim:.3f})" for i, sim in rejected))
 
 
 def _run_streaming(args: argparse.Namespace) -> int:
@@ -75,8 +112,9 @@ def _run_streaming(args: argparse.Namespace) -> int:
 
     if not args.output:
         raise ValueError("streaming writes --output FILE (or '-')")
-    if args.plot:
-        raise ValueError("--plot needs every similarity at once: leave out --output")
+    if args.plot or args.plot_curve:
+        raise ValueError(f"{'--plot' if args.plot else '--plot-curve'} needs every similarity at once: leave out "
+                         "--output")
     threshold = check_threshold(args.threshold)
     if args.input:
         if args.generated or args.references:
