@@ -44,6 +44,8 @@ _LAZY_ATTRIBUTES = {
     "Int8Error": "rapidscore.encoder.int8",
     "UnsafeWeightsError": "rapidscore.encoder.model_source",
     "FiguresUnavailable": "rapidscore.report.figures",
+    "ClassifierLabelError": "rapidscore.abstention.classifier",
+    "NotAClassifierError": "rapidscore.encoder.classifier_export",
 }
 _LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli"}
 

@@ -3,7 +3,8 @@
 - :mod:`.taxonomy`: load taxonomies (SELECT nested JSON, generic ``children`` JSON, edge-list
   CSV); ancestors / descendants / siblings / depth / path.
 - :mod:`.detectors`: refusal detectors (``detect_refusal``): SELECT's ``phrase``, ``keyword``,
-  ``phr+kw``, ``heuristic`` with identical decisions, presets, phrase/regex, embedding, callable.
+  ``phr+kw``, ``heuristic`` with identical decisions, presets, phrase/regex, embedding, callable;
+  :mod:`.classifier`: a trained refusal classifier (``method="classifier", model=DIR``).
 - :mod:`.results`: SELECT results files (``.json.gz``) and flat tables.
 - :mod:`.pipeline`: SELECT's pipeline, fast: :func:`find_experiments` (every experiment under a
   folder, paired with its taxonomy), :func:`evaluate` (stored flag first or ``recompute``, files
@@ -34,6 +35,8 @@ _EXPORTS = {
         "DecisionStats", "Evaluation", "Experiment", "evaluate", "find_experiments")},
     **{name: "rapidscore.abstention.rgb" for name in (
         "FlagError", "RGBRejectionResult", "rgb_negative_rejection", "wilson_interval")},
+    "ClassifierDetector": "rapidscore.abstention.classifier",
+    "ClassifierLabelError": "rapidscore.abstention.classifier",
     "Taxonomy": "rapidscore.abstention.taxonomy",
     "TaxonomyError": "rapidscore.abstention.taxonomy",
 }

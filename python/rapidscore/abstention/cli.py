@@ -27,8 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                  settings=True, paths=lambda value: [value.partition("=")[2] or value])
     parser.add_argument("--method", default="heuristic",
                         help="refusal detector: heuristic (default), phrase, keyword, phr+kw, arditi, xstest, "
-                        "embedding; a record's stored flag for a SELECT method is used when it has one (SELECT's "
-                        "pipeline) unless --recompute; 'stored:<name>' uses stored flags only")
+                        "embedding, classifier (with --model); a record's stored flag for a SELECT method is used when "
+                        "it has one (SELECT's pipeline) unless --recompute; 'stored:<name>' uses stored flags only")
+    parser.add_argument("--model", help="--method classifier: the sequence classifier (a directory, or a hub id "
+                        "already downloaded); --method embedding: its encoder (default: all-MiniLM-L6-v2)")
+    parser.add_argument("--refusal-label", help="--method classifier: the label meaning refusal (default: the one "
+                        "named like refusal/rejection/refuse/reject/abstain)")
     parser.add_argument("--recompute", action="store_true",
                         help="run the detector on every response, ignoring stored flags (counts disagreements)")
     parser.add_argument("--check-stored", action="store_true",
@@ -77,10 +81,17 @@ def _detector(args):
         return args.method.split(":", 1)[1], None
     if args.method in SELECT_METHODS:
         kwargs = {"num_threads": args.threads}
-    elif args.method == "embedding":
+    elif args.method in ("embedding", "classifier"):
         kwargs = encoder_options(args)  # backend, device, precision and --threads as num_threads
+        if args.model is not None:
+            kwargs["model"] = args.model
+        if args.method == "classifier" and args.refusal_label is not None:
+            kwargs["refusal_label"] = args.refusal_label
     else:
         kwargs = {}
+    if args.method not in ("embedding", "classifier") and (args.model or args.refusal_label):
+        raise ValueError(f"--model and --refusal-label apply to --method classifier (and --model to embedding), "
+                         f"not {args.method!r}")
     return args.method, get_detector(args.method, **kwargs)
 
 

@@ -7,4 +7,4 @@ __all__ = ["SELECT_METHODS", "PRESET_METHODS", "METHODS"]
 
 SELECT_METHODS = ("phrase", "keyword", "phr+kw", "heuristic")
 PRESET_METHODS = ("arditi", "xstest")
-METHODS = SELECT_METHODS + PRESET_METHODS + ("embedding",)
+METHODS = SELECT_METHODS + PRESET_METHODS + ("embedding", "classifier")

@@ -48,10 +48,13 @@ class RefusalMetric(Metric):
     batch_class_names = ("RefusalBatch",)
     request_options = (
         RequestOption("method", str, None, "The detector (default: heuristic; over HTTP the server's "
-                      "`refusal_method`); `embedding` runs on the server's default model.", choices=METHODS),
+                      "`refusal_method`); `embedding` runs on the server's default model, `classifier` on the "
+                      "server's `refusal_model` (in Python and on the command line: `model=`).", choices=METHODS),
     )
     server_settings = (
         ServerSetting("refusal_method", str, "heuristic", "detector of /v1/refusal", choices=METHODS),
+        ServerSetting("refusal_model", str, None, "the sequence classifier (a directory, or a downloaded hub id) of "
+                      "/v1/refusal's `classifier` method, loaded at start when `refusal_method` is classifier"),
     )
     response_fields: ClassVar[dict[str, Any] | None] = {
         "refusal": list[bool],
@@ -83,7 +86,8 @@ class RefusalMetric(Metric):
         return {"refusal": np.asarray(decisions, dtype=bool)}
 
     def signature(self, engine: Any) -> str:
-        return f"refusal|method:{engine.name}|rapidscore"
+        model = f"|model:{engine.model_name}" if engine.name == "classifier" else ""
+        return f"refusal|method:{engine.name}{model}|rapidscore"
 
     def totals(self) -> RefusalTotals:
         return RefusalTotals()
@@ -102,6 +106,13 @@ class RefusalMetric(Metric):
         from rapidscore.abstention.detectors import get_detector
 
         method = options.get("method") or server.setting("refusal_method")
+        if method == "classifier":
+            model = server.setting("refusal_model")
+            if model is None:
+                raise ValueError("method 'classifier' needs a classifier loaded by the server, and this one has none "
+                                 "(rapidscore serve --refusal-model DIR, ServeConfig(refusal_model=...))")
+            engine = {k: v for k, v in encoder.items() if k in ("backend", "device", "num_threads", "cache_dir")}
+            return get_detector(method, model=model, **engine)
         if method != "embedding":
             return get_detector(method)
         # the unpadded graph, which the batched scorers run too: no second copy of the weights

@@ -38,7 +38,7 @@ from typing import Any
 from rapidscore.common.outputs import file_sha256
 from rapidscore.encoder.model_source import cache_base
 
-__all__ = ["cache_root", "entry_key", "exclusive_lock", "build_entry", "file_record", "record_files",
+__all__ = ["cache_root", "entry_key", "exclusive_lock", "build_entry", "find_entry", "file_record", "record_files",
            "write_entry_meta", "verified_stamp", "entry_damage", "refusal_reason", "remove_stale_staging"]
 
 
@@ -100,6 +100,19 @@ def build_entry(root: Path, key: str, build: Callable[[Path], None], *, refusal:
                 _write_refusal(refusal, {"reason": str(exc), **(refusal_record or {})})
             raise
     return entry, True
+
+
+def find_entry(root: Path, key: str, refused_by: type[Exception]) -> tuple[Path, bool, str | None, Path]:
+    """(entry, usable, damage, refusal file) of the entry ``root / key``: usable when it exists
+    and every file matches meta.json; else ``damage`` says what is wrong with an existing one. An
+    error of type ``refused_by`` when there is none and an earlier build refused the model."""
+    entry, refusal = root / key, root / f"{key}.no-onnx.json"
+    damage = entry_damage(entry) if entry.exists() else None
+    if entry.exists() and damage is None:
+        return entry, True, None, refusal
+    if damage is None and refusal.is_file():
+        raise refused_by(refusal_reason(refusal))
+    return entry, False, damage, refusal
 
 
 def file_record(path: Path) -> dict:

@@ -22,20 +22,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from rapidscore.encoder.disk_cache import (
-    build_entry,
-    cache_root,
-    entry_damage,
-    entry_key,
-    refusal_reason,
-    write_entry_meta,
-)
+from rapidscore.encoder.disk_cache import build_entry, cache_root, entry_key, find_entry, write_entry_meta
 from rapidscore.encoder.model_source import fingerprint, weightless_record
 from rapidscore.encoder.runtime.torch import TORCH_MODULES, require_torch_stack
 from rapidscore.errors import ModelNotFoundError, RapidscoreError, RapidscoreWarning
 
-__all__ = ["cached_export", "cache_key", "ExportMismatchError", "DamagedCacheError", "EXPORT_MODULES",
-           "EXPORTER_VERSION", "OPSET", "require_torch_stack"]
+__all__ = ["cached_export", "cache_key", "export_graph", "ExportMismatchError", "DamagedCacheError",
+           "EXPORT_MODULES", "EXPORTER_VERSION", "OPSET", "require_torch_stack"]
 
 # 2: special_ids of tokenizer_spec.json are the framing tokens only (no [UNK]); bert-score's
 # layer truncation for every family. 3: meta.json records each file's size and sha256 (entries of
@@ -98,13 +91,9 @@ def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_
     """
     root = Path(cache_dir) if cache_dir is not None else cache_root()
     key = cache_key(model_dir, layer, precision, add_prefix_space, unpadded)
-    entry = root / key
-    damage = entry_damage(entry) if entry.exists() else None
-    if entry.exists() and damage is None:
+    entry, usable, damage, refused = find_entry(root, key, ExportMismatchError)
+    if usable:
         return entry, False
-    refused = root / f"{key}.no-onnx.json"
-    if damage is None and refused.is_file():
-        raise ExportMismatchError(refusal_reason(refused))
     what = f"{model_dir} (layer {layer}{', unpadded graph' if unpadded else ''})"
     purpose = f"exporting {what} to ONNX (first use of this model and layer)"
     _check_has_weights(model_dir, layer, unpadded, entry, damage)
@@ -197,7 +186,8 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
                                           tuple(torch.from_numpy(v) for v in example_feed.values()), onnx_path)
     else:
         example = tokenizer(list(PROBE_TEXTS[:2]), padding=True, return_tensors="pt")
-        exporter = _export_graph(wrapped, (example["input_ids"], example["attention_mask"]), onnx_path, all_layers)
+        exporter = export_graph(wrapped, (example["input_ids"], example["attention_mask"]), onnx_path,
+                                all_layers)
     export_seconds = time.perf_counter() - started
 
     # Verify on batches of other shapes than the tracing example (several sentences; one longer;
@@ -270,15 +260,18 @@ def _export_unpadded_graph(module, args, path: Path) -> str:
     return "torchscript"
 
 
-def _export_graph(module, args, path: Path, all_layers: bool) -> str:
-    """Export with the TorchScript exporter (fast, mature for BERT-family graphs), falling back to
-    the dynamo exporter. Returns which exporter produced the file."""
+def export_graph(module, args, path: Path, all_layers: bool = False, *, output: str = "hidden",
+                 output_axes: dict[int, str] | None = None) -> str:
+    """Export ``module(input_ids, attention_mask)`` with the TorchScript exporter (fast, mature for
+    BERT-family graphs), falling back to the dynamo exporter. Returns which exporter produced the
+    file. ``output``, ``output_axes``: the output's name and symbolic axes (default: hidden states,
+    batch and sequence; a classifier's logits: ``output="logits", output_axes={0: "batch"}``)."""
     import torch
 
-    input_names, output_names = ["input_ids", "attention_mask"], ["hidden"]
+    input_names, output_names = ["input_ids", "attention_mask"], [output]
     out_axes = {1: "batch", 2: "sequence"} if all_layers else {0: "batch", 1: "sequence"}
     dynamic_axes = {"input_ids": {0: "batch", 1: "sequence"},
-                    "attention_mask": {0: "batch", 1: "sequence"}, "hidden": out_axes}
+                    "attention_mask": {0: "batch", 1: "sequence"}, output: output_axes or out_axes}
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         try:
