@@ -16,7 +16,7 @@ from rapidscore.encoder import Encoder, int8
 from rapidscore.encoder import cache as cache_module
 from rapidscore.encoder.cache import KeyedCache
 from rapidscore.encoder.int8 import Int8Error, cached_int8, gptq_int8, quantize_graph
-from rapidscore.encoder.onnx_export import entry_damage
+from rapidscore.encoder.disk_cache import entry_damage
 from rapidscore.nrr import SentenceSimilarity
 from rapidscore.testing import tiny_models
 from rapidscore.testing.approximation import kendall_tau, word_salad
