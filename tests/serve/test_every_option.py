@@ -144,6 +144,11 @@ def test_every_refusal_method_equals_the_api(server, models):
     responses = ["I'm sorry, but I can't help with that.", "Sure! Here is the answer.", "As an AI, I cannot.",
                  {"complete": "<think>hmm</think> I won't", "answer": "I won't do that."}]
     for method in METHODS:
+        if method == "classifier":  # needs a model loaded at start (tests/serve/test_refusal_classifier.py)
+            answer = httpx.post(server.url + "/v1/refusal", json={"responses": responses, "method": method},
+                                timeout=60)
+            assert answer.status_code == 400 and answer.json()["field"] == "method", answer.text
+            continue
         got = post(server, "/v1/refusal", {"responses": responses, "method": method})
         options = {"model": models[0]} if method == "embedding" else {}
         assert got == {"refusal": detect_refusal(responses, method=method, **options).tolist(), "method": method}
