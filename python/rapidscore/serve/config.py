@@ -115,7 +115,10 @@ class ServeConfig:
         unknown = sorted(set(settings) - set(declared))
         if unknown:
             raise ValueError(f"unknown metric setting(s) {unknown}; the metrics' settings: {sorted(declared)}")
-        checked = {name: declared[name].check(value) for name, value in settings.items()}
+        # every declared setting resolved once here (given, else its default): a request reads
+        # one dict entry, not the registry's declarations
+        checked = {name: spec.default for name, spec in declared.items()}
+        checked.update({name: declared[name].check(value) for name, value in settings.items()})
         object.__setattr__(self, "settings", checked)
         self.__post_init__()
 
