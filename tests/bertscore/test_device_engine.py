@@ -276,13 +276,16 @@ def test_chunks_stay_within_the_token_budget_and_score_as_one_chunk(tiny_model_p
     one_chunk = device_engine.score_on_device(scorer, plan, chunk_tokens=10**9)
 
     stored: list[int] = []
-    embed_ids = scorer.encoder.embed_ids
+    embed_chunks = device_engine.embed_chunks
 
-    def counting(ids, **kwargs):
-        stored.append(sum(len(i) for i in ids))
-        return embed_ids(ids, **kwargs)
+    def counting(encoder, chunks, finish, **kwargs):
+        def counted():
+            for key, ids in chunks:
+                stored.append(sum(len(i) for i in ids))
+                yield key, ids
+        return embed_chunks(encoder, counted(), finish, **kwargs)
 
-    monkeypatch.setattr(scorer.encoder, "embed_ids", counting)
+    monkeypatch.setattr(device_engine, "embed_chunks", counting)
     budget = 600
     chunked = device_engine.score_on_device(scorer, plan, chunk_tokens=budget, reference_batch_size=None)
     assert len(stored) > 5 and max(stored) <= budget  # every chunk of several candidates fits

@@ -11,9 +11,11 @@ whole candidates (with all their references) whose distinct sentences hold at mo
 ``chunk_tokens`` tokens; each chunk is encoded, matched and dropped before the next. A sentence
 used by two chunks is encoded twice.
 
-Tokenisation overlaps the model: a background thread tokenises the plan's sentences slice by
-slice (the Rust tokenizer on all cores) while the main thread encodes and matches the chunks
-whose sentences are ready.
+The host's work overlaps the model's: a background thread tokenises the plan's sentences slice
+by slice (the Rust tokenizer on all cores), and the chunks whose sentences are ready run through
+``rapidscore.encoder.chunk_pipeline``: batches padded and placed in one thread, the model in the
+caller's, each chunk's matching and its copy to the host in a third, so the model never waits
+for them (bench/bench_pipeline.py measures it with a simulated device).
 
 bert-score's padding artefact (``reference_batch_size``) depends on the pairs' global positions:
 a chunk's floors are computed from the lengths of every pair of the reference's batches that
@@ -31,6 +33,7 @@ import numpy as np
 
 from rapidscore.bertscore.finishing import call_idf, empty_pairs, finish_result, store_weights, unit_rows, warn_uniform
 from rapidscore.bertscore.result import BERTScoreResult
+from rapidscore.encoder.chunk_pipeline import embed_chunks
 from rapidscore.errors import TruncationWarning
 from rapidscore.kernels.padding import padding_floors
 
@@ -46,23 +49,48 @@ DEFAULT_CHUNK_TOKENS = {"cuda": 2**18, "cpu": 2**16}
 # float32 elements of one batch of matched pairs (similarities and gathered embeddings).
 BLOCK_ELEMENTS = {"cuda": 2**26, "cpu": 2**24}
 # Sentences per tokeniser call of the background thread: large enough for the Rust tokenizer's
-# thread pool, small enough that the first chunk starts early.
+# thread pool, small enough that the first chunk starts early (the first slice is an eighth of
+# it: the model starts after 256 texts, not 2,048).
 TOKENIZE_SLICE = 2048
+# With the overlap on, chunks are shaped so that the model waits little at either end: the first
+# is 1/64 of the pairs and each next at most twice the one before, none over 1/8 of the pairs,
+# and at most half of what remains (the last chunk, whose finishing nothing overlaps, is small);
+# never under MIN_CHUNK_BATCHES batches of tokens (the budget still caps them).
+MAX_CHUNK_SHARE = 8
+FIRST_CHUNK_SHARE = 64
+MIN_CHUNK_BATCHES = 2
+
+
+_NOT_YET = np.zeros(0, dtype=np.int64)  # a text's ids before its slice is tokenised
+
+
+def first_use_rank(pairs: np.ndarray, n_texts: int) -> np.ndarray:
+    """Each text's place in the order the pairs first use it (candidate, reference, next pair):
+    the order in which chunks of pairs need their texts tokenised."""
+    texts, first = np.unique(pairs.ravel(), return_index=True)
+    rank = np.empty(n_texts, dtype=np.int64)
+    rank[texts[np.argsort(first, kind="stable")]] = np.arange(len(texts))
+    unused = np.setdiff1d(np.arange(n_texts), texts, assume_unique=True)
+    rank[unused] = np.arange(len(texts), n_texts)
+    return rank
 
 
 class _BackgroundTokens:
     """Token ids of ``texts``, produced slice by slice by a background thread (in the caller's
-    thread when they fit one slice).
+    thread when they fit one slice), in the order ``rank`` gives them (rank[k]: text k's place;
+    default: the texts' own order): the order the chunks need them in.
 
-    ``wait(n)`` blocks until the first ``n`` texts are tokenised (an exception of the thread is
-    raised there). The thread stops early when ``close`` is called.
+    ``wait(n)`` blocks until the first ``n`` texts in that order are tokenised (an exception of
+    the thread is raised there). The thread stops early when ``close`` is called.
     """
 
-    def __init__(self, tokenizer, texts: list[str], slice_size: int | None = None):
+    def __init__(self, tokenizer, texts: list[str], slice_size: int | None = None, rank: np.ndarray | None = None):
         slice_size = TOKENIZE_SLICE if slice_size is None else slice_size
-        self.ids: list[np.ndarray] = []
+        self.ids: list[np.ndarray] = [_NOT_YET] * len(texts)
         self.lengths = np.zeros(len(texts), dtype=np.int64)
         self.truncated = 0
+        self.rank = np.arange(len(texts), dtype=np.int64) if rank is None else rank
+        self._order = np.argsort(self.rank, kind="stable")
         self._texts, self._tokenizer, self._slice = texts, tokenizer, slice_size
         self._done = 0
         self._error: BaseException | None = None
@@ -77,16 +105,20 @@ class _BackgroundTokens:
 
     def _run(self) -> None:
         try:
-            for start in range(0, len(self._texts), self._slice):
+            start, size = 0, max(1, self._slice // 8)
+            while start < len(self._texts):
                 if self._closed:
                     return
-                ids, truncated = self._tokenizer.encode(self._texts[start:start + self._slice])
+                which = self._order[start:start + size]
+                ids, truncated = self._tokenizer.encode([self._texts[k] for k in which])
                 with self._ready:
-                    self.ids.extend(ids)
-                    self.lengths[start:start + len(ids)] = [len(i) for i in ids]
+                    for k, sequence in zip(which.tolist(), ids):
+                        self.ids[k] = sequence
+                    self.lengths[which] = [len(i) for i in ids]
                     self.truncated += truncated
                     self._done = start + len(ids)
                     self._ready.notify_all()
+                start, size = start + len(ids), min(self._slice, 2 * size)
         except BaseException as exc:  # handed to the waiting thread
             with self._ready:
                 self._error = exc
@@ -110,19 +142,25 @@ class _BackgroundTokens:
             self._thread.join()
 
 
-def _chunks(plan, tokens: _BackgroundTokens, chunk_tokens: int) -> Iterator[tuple[int, int]]:
+def _chunks(plan, tokens: _BackgroundTokens, chunk_tokens: int,
+            shaped_from: int | None = None) -> Iterator[tuple[int, int]]:
     """Pair ranges [a, b) of whole candidates whose sentences hold at most ``chunk_tokens``
     tokens (counted per pair side, an overestimate where sentences repeat; one candidate with
-    more still gets a chunk of its own), as soon as their sentences are tokenised."""
+    more still gets a chunk of its own), as soon as their sentences are tokenised.
+
+    ``shaped_from``: a token count; chunks of at least that many tokens are also cut by pairs,
+    small at the start and the end (``MAX_CHUNK_SHARE``), for the overlapped pipeline."""
     pairs, owners = plan.pairs, plan.owners
     m = len(pairs)
-    # Texts are numbered in order of first appearance along the pairs: the texts of pairs [0, k)
-    # are all tokenised once the first reach[k - 1] + 1 texts are.
-    reach = np.maximum.accumulate(pairs.max(axis=1)) if m else np.zeros(0, np.int64)
+    largest, size = -(-m // MAX_CHUNK_SHARE), -(-m // FIRST_CHUNK_SHARE)
+    # Texts are tokenised in order of first use along the pairs: the texts of pairs [0, k) are
+    # all tokenised once the first reach[k - 1] + 1 texts in that order are.
+    reach = np.maximum.accumulate(tokens.rank[pairs].max(axis=1)) if m else np.zeros(0, np.int64)
     group_start = np.r_[True, owners[1:] != owners[:-1]] if m else np.zeros(0, bool)
     start, ready = 0, 0
     while start < m:
         used, end, boundary = 0, start, start  # boundary: the last candidate start seen
+        max_pairs = m if shaped_from is None else min(size, largest, -(-(m - start) // 2))
         while end < m:
             if reach[end] >= ready:
                 tokens.wait(int(reach[end]) + 1)
@@ -130,13 +168,14 @@ def _chunks(plan, tokens: _BackgroundTokens, chunk_tokens: int) -> Iterator[tupl
             cost = int(tokens.lengths[pairs[end, 1]]) + (int(tokens.lengths[pairs[end, 0]]) if group_start[end] else 0)
             if group_start[end]:
                 boundary = end
-            if used + cost > chunk_tokens and boundary > start:
+            if boundary > start and (used + cost > chunk_tokens or (
+                    shaped_from is not None and end - start >= max_pairs and used >= shaped_from)):
                 break
             used += cost
             end += 1
         end = boundary if end < m and boundary > start else end
         yield start, end
-        start = end
+        start, size = end, 2 * size
 
 
 def _chunk_floors(plan, lengths: np.ndarray, tokens: _BackgroundTokens, a: int, b: int,
@@ -146,7 +185,7 @@ def _chunk_floors(plan, lengths: np.ndarray, tokens: _BackgroundTokens, a: int, 
     m = len(plan.pairs)
     lo, hi = (a // batch_size) * batch_size, min(m, -(-b // batch_size) * batch_size)
     if hi > 0:
-        tokens.wait(int(plan.pairs[lo:hi].max()) + 1)
+        tokens.wait(int(tokens.rank[plan.pairs[lo:hi]].max()) + 1)
     pseudo_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=pseudo_offsets[1:])
     floors = padding_floors(pseudo_offsets, plan.pairs[lo:hi], batch_size)
@@ -155,8 +194,12 @@ def _chunk_floors(plan, lengths: np.ndarray, tokens: _BackgroundTokens, a: int, 
 
 def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
                     reference_batch_size: int | None = None, idf_weights: dict | None = None,
-                    chunk_tokens: int | None = None) -> BERTScoreResult:
-    """``BERTScore.finish(plan, encode(plan))`` computed on the model's device, chunk by chunk."""
+                    chunk_tokens: int | None = None, overlap: bool | None = None) -> BERTScoreResult:
+    """``BERTScore.finish(plan, encode(plan))`` computed on the model's device, chunk by chunk.
+
+    ``overlap``: run the host's work beside the model's (``encoder.chunk_pipeline``); None: when
+    the plan has more texts than one batch holds rows (smaller calls, the latency path, start
+    no thread)."""
     import torch
 
     from rapidscore.common.tf32 import exact_fp32
@@ -168,27 +211,34 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
     layers_count = encoder.num_layers + 1 if options.all_layers else 1
     if chunk_tokens is None:  # all_layers stores every hidden state: the budget is in embeddings
         chunk_tokens = max(1, DEFAULT_CHUNK_TOKENS[where] // layers_count)
+    if overlap is None:
+        overlap = len(plan.texts) > encoder.max_batch_size
     m = len(plan.pairs)
     scores = np.zeros((layers_count, m, 3), dtype=np.float64)
     empty = np.zeros(m, dtype=bool)
-    tokens = _BackgroundTokens(encoder.tokenizer, plan.texts)
-    degenerate = 0
+    tokens = _BackgroundTokens(encoder.tokenizer, plan.texts, rank=first_use_rank(plan.pairs, len(plan.texts)))
+    degenerate = [0]
     try:
         def reference_ids():  # idf from this call's references: every text tokenised first
             tokens.wait(len(plan.texts))
             return [tokens.ids[k] for k in plan.pairs[:, 1]]
 
         idf_dict = call_idf(options, idf_weights, reference_ids)
-        for a, b in _chunks(plan, tokens, chunk_tokens):
-            chunk_pairs = plan.pairs[a:b]
-            texts, local = np.unique(chunk_pairs, return_inverse=True)
-            local = local.reshape(chunk_pairs.shape)
-            store = encoder.embed_ids([tokens.ids[t] for t in texts], progress=False, on_device=True)
+
+        def chunks():  # runs in the pipeline's prepare stage
+            shaped_from = MIN_CHUNK_BATCHES * encoder.batch_tokens
+            for a, b in _chunks(plan, tokens, chunk_tokens, shaped_from):
+                chunk_pairs = plan.pairs[a:b]
+                texts, local = np.unique(chunk_pairs, return_inverse=True)
+                floors = None
+                if reference_batch_size is not None:
+                    floors = _chunk_floors(plan, tokens.lengths, tokens, a, b, reference_batch_size)
+                yield (a, b, local.reshape(chunk_pairs.shape), floors), [tokens.ids[t] for t in texts]
+
+        def finish(key, store) -> None:  # runs in the pipeline's finish stage
+            a, b, local, floors = key
             weights, real_tokens, bad = store_weights(store, idf_dict, options)
-            degenerate += bad
-            floors = None
-            if reference_batch_size is not None:
-                floors = _chunk_floors(plan, tokens.lengths, tokens, a, b, reference_batch_size)
+            degenerate[0] += bad
             embeddings = store.embeddings if options.all_layers else store.embeddings.unsqueeze(0)
             with torch.inference_mode(), exact_fp32(embeddings.device):
                 unit_rows(embeddings)
@@ -196,14 +246,14 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
                                      block_elements=BLOCK_ELEMENTS[where])
             scores[:, a:b] = np.stack([P, R, F], axis=-1)
             empty[a:b] = empty_pairs(real_tokens, local)
-            del store, embeddings  # the chunk's device memory is free before the next one
+
+        embed_chunks(encoder, chunks(), finish, overlap=overlap)
     finally:
         tokens.close()
     if tokens.truncated:
         warnings.warn(f"{tokens.truncated} of {len(plan.texts)} distinct texts were longer than "
                       f"{encoder.max_length} tokens and were truncated", TruncationWarning, stacklevel=4)
-    if degenerate:
-        warn_uniform(degenerate, stacklevel=4)  # the caller of BERTScore.score
+    if degenerate[0]:
+        warn_uniform(degenerate[0], stacklevel=4)  # the caller of BERTScore.score
     return finish_result(plan, scores if options.all_layers else scores[0], empty, options, rescale=rescale,
                          truncated=tokens.truncated, lengths=tokens.lengths)
-

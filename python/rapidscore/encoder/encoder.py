@@ -339,12 +339,7 @@ class Encoder:
         if keep and not self.runs_torch:
             raise ValueError(f"on_device=True needs a runner that returns torch tensors (backend='torch'), "
                              f"got backend={self.backend!r} on {self.device!r}")
-        inputs, input_lengths, destinations = ids, lengths, None
-        if self.long_texts == "window" and len(ids) and int(lengths.max()) > self.max_length:
-            # Only calls with a long text take this path: others run exactly as with truncation.
-            windows = split_windows(ids, offsets, self.max_length, *self.tokenizer.framing)
-            inputs, destinations = windows.inputs, windows.destinations
-            input_lengths = np.fromiter((len(i) for i in inputs), dtype=np.int64, count=len(inputs))
+        inputs, input_lengths, destinations = self.model_inputs(ids, lengths, offsets)
         if unpadded and self.unpadded_available and not keep:
             embeddings = self._run_unpadded(inputs, input_lengths, offsets, destinations)
         else:
@@ -353,6 +348,19 @@ class Encoder:
                                            self.progress if progress is None else progress, keep, destinations)
         return TokenStore(ids=flat_ids, offsets=offsets, embeddings=embeddings,
                           order=np.arange(len(ids), dtype=np.int64), truncated=truncated)
+
+    def model_inputs(self, ids: list[np.ndarray], lengths: np.ndarray,
+                     offsets: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, list[np.ndarray] | None]:
+        """What the model runs for sentences ``ids`` (``lengths``, store ``offsets``): the
+        sentences themselves, or with ``long_texts="window"`` and a sentence over ``max_length``,
+        their windows, with each window's destination rows in the store (-1: dropped)."""
+        if self.long_texts == "window" and len(ids) and int(lengths.max()) > self.max_length:
+            # Only calls with a long text take this path: others run exactly as with truncation.
+            windows = split_windows(ids, offsets, self.max_length, *self.tokenizer.framing)
+            inputs = windows.inputs
+            return inputs, np.fromiter((len(i) for i in inputs), dtype=np.int64, count=len(inputs)), \
+                windows.destinations
+        return ids, lengths, None
 
     @property
     def runs_torch(self) -> bool:
@@ -377,7 +385,7 @@ class Encoder:
             batches = progress_bar(batches, desc="encoding", unit="batch", leave=False)
         for batch in batches:
             input_ids, attention_mask = pad_batch([ids[k] for k in batch], self.spec.pad_id)
-            yield batch, attention_mask, self._call_runner(input_ids, attention_mask)
+            yield batch, attention_mask, self.run_model(input_ids, attention_mask)
 
     def _run_batches(self, ids, lengths, offsets, batches, progress: bool, keep_on_device: bool,
                      destinations: list[np.ndarray] | None = None):
@@ -403,7 +411,8 @@ class Encoder:
 
         return torch.from_numpy(array).to(self.device)
 
-    def _call_runner(self, input_ids: np.ndarray, attention_mask: np.ndarray):
+    def run_model(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> Any:
+        """The runner over one padded batch (under the runner's lock where it is not thread-safe)."""
         runner = self.runner
         if self._runner_lock is None:
             return runner(input_ids, attention_mask)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from rapidscore.encoder.batching import unpadded_inputs
 from rapidscore.encoder.store import row_ranges
 
-__all__ = ["run_batches", "run_unpadded", "lock_of"]
+__all__ = ["Placement", "empty_rows", "lock_of", "place_batch", "put_rows", "run_batches", "run_unpadded"]
 
 _RUNNER_LOCKS: dict[int, threading.Lock] = {}
 _RUNNER_LOCKS_GUARD = threading.Lock()
@@ -36,44 +36,80 @@ def lock_of(runner) -> threading.Lock:
         return lock
 
 
+class Placement(NamedTuple):
+    """Where one batch's kept token vectors go: ``rows``, their rows in the store (a host array,
+    or an index tensor on the model's device), and ``real``, their flat positions in the batch's
+    (batch x longest) hidden states (None: every real token, read through the attention mask)."""
+
+    rows: Any
+    real: Any
+
+
+def place_batch(offsets: np.ndarray, lengths: np.ndarray, destinations: list[np.ndarray] | None, batch,
+                attention_mask: np.ndarray, to_device=None) -> Placement:
+    """The ``Placement`` of ``batch`` (input k fills rows offsets[k]:offsets[k] + lengths[k], or,
+    given ``destinations`` (windows), the rows ``destinations[k]`` names; -1: dropped).
+    ``to_device``: for hidden states that are torch tensors, the indices become index tensors on
+    their device (an index gather, not a boolean mask: a mask's size is data-dependent, so on a
+    GPU it would wait for the device on every batch)."""
+    kept = None
+    if destinations is None:
+        rows: Any = row_ranges(offsets[batch], lengths[batch])
+    else:
+        rows, kept = _kept_rows(destinations, batch)
+    if to_device is None:
+        real = None if kept is None else np.flatnonzero(attention_mask.ravel())[kept]
+        return Placement(rows, real)
+    real = np.flatnonzero(attention_mask.ravel())
+    return Placement(to_device(rows), to_device(real if kept is None else real[kept]))
+
+
+def empty_rows(hidden, rows: int) -> Any:
+    """An uninitialised store of ``rows`` token vectors like ``hidden`` (numpy or a torch tensor on
+    its device; an all-layers leading axis kept)."""
+    shape = hidden.shape[:-3] + (rows, hidden.shape[-1])
+    if isinstance(hidden, np.ndarray):
+        return np.empty(shape, dtype=np.float32)
+    import torch
+
+    return torch.empty(shape, dtype=torch.float32, device=hidden.device)
+
+
+def put_rows(out, hidden, attention_mask: np.ndarray, placement: Placement) -> None:
+    """Copy a batch's kept token vectors from its hidden states into their rows of ``out``."""
+    rows, real = placement
+    if not isinstance(hidden, np.ndarray):
+        flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
+        out[..., rows, :] = flat.index_select(-2, real)
+    elif real is None:
+        out[..., rows, :] = hidden[..., attention_mask.astype(bool), :]
+    else:  # windows: the kept positions only, gathered in one indexing
+        flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
+        out[..., rows, :] = flat[..., real, :]
+
+
 def run_batches(encoder: Any, ids, lengths, offsets, batches, progress: bool, keep_on_device: bool,
                 destinations: list[np.ndarray] | None = None) -> Any:
-    """Embeddings (offsets[-1] rows) of the model inputs ``ids`` batch by batch: input k fills
-    rows offsets[k]:offsets[k + 1], or, given ``destinations`` (windows), the rows
-    ``destinations[k]`` names (-1: dropped)."""
-    tensors = encoder.runs_torch
+    """Embeddings (offsets[-1] rows) of the model inputs ``ids`` batch by batch, each batch's
+    vectors put in place as ``place_batch`` says."""
+    to_device = encoder.to_device if encoder.runs_torch else None
     out: Any = None  # np.ndarray, or a torch tensor when the runner returns tensors
     for batch, attention_mask, hidden in encoder.hidden_batches(ids, batches, progress):
-        # Destination rows of the batch's real tokens, row after row. Scattered writes in the
-        # caller's order also fault a fresh buffer in faster than one sequential sweep: on
-        # Linux with transparent huge pages, sequential first touches stalled in compaction
-        # (W1: 0.35 s against 0.05 s).
-        kept = None
-        if destinations is None:
-            rows: Any = row_ranges(offsets[batch], lengths[batch])
-        else:
-            rows, kept = _kept_rows(destinations, batch)
+        # Scattered writes in the caller's order also fault a fresh buffer in faster than one
+        # sequential sweep: on Linux with transparent huge pages, sequential first touches
+        # stalled in compaction (W1: 0.35 s against 0.05 s).
+        placement = place_batch(offsets, lengths, destinations, batch, attention_mask,
+                                None if isinstance(hidden, np.ndarray) else to_device)
         if out is None:
-            out = _empty_like(hidden, hidden.shape[:-3] + (int(offsets[-1]), hidden.shape[-1]))
-        if tensors:
-            # An index gather, not a boolean mask: a mask's size is data-dependent, so on a GPU
-            # it would wait for the device on every batch.
-            real = np.flatnonzero(attention_mask.ravel())
-            real = encoder.to_device(real if kept is None else real[kept])
-            flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
-            out[..., encoder.to_device(rows), :] = flat.index_select(-2, real)
-        elif kept is None:
-            out[..., rows, :] = hidden[..., attention_mask.astype(bool), :]
-        else:  # windows: the kept positions only, gathered in one indexing
-            flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
-            out[..., rows, :] = flat[..., np.flatnonzero(attention_mask.ravel())[kept], :]
+            out = empty_rows(hidden, int(offsets[-1]))
+        put_rows(out, hidden, attention_mask, placement)
     if out is None:  # no texts
         out = np.zeros((0, encoder.hidden_size), dtype=np.float32)
         if keep_on_device:
             import torch
 
             out = torch.from_numpy(out).to(encoder.device)
-    elif tensors and not keep_on_device:
+    elif not isinstance(out, np.ndarray) and not keep_on_device:
         out = out.cpu().numpy()  # the CPU kernels take host arrays (no copy on the CPU)
     return out
 
@@ -112,11 +148,3 @@ def _kept_rows(destinations: list[np.ndarray], batch) -> tuple[np.ndarray, np.nd
     if kept.all():
         return rows, None
     return rows[kept], np.flatnonzero(kept)
-
-
-def _empty_like(hidden, shape):
-    if isinstance(hidden, np.ndarray):
-        return np.empty(shape, dtype=np.float32)
-    import torch
-
-    return torch.empty(shape, dtype=torch.float32, device=hidden.device)
