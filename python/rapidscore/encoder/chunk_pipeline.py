@@ -32,7 +32,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from rapidscore.encoder.batching import pad_batch
 from rapidscore.encoder.forward import Placement, empty_rows, place_batch, put_rows
 from rapidscore.encoder.store import TokenStore
 
-__all__ = ["FINISH_BEHIND", "PREPARED_AHEAD", "embed_chunks"]
+__all__ = ["FINISH_BEHIND", "PREPARED_AHEAD", "PaddedBatch", "embed_chunks", "run_overlapped"]
 
 # Batches prepared ahead of the model: two keep it fed across a slow chunk start (np.unique,
 # the batch plan); more would only hold memory.
@@ -53,7 +53,7 @@ Finish = Callable[[Any, TokenStore], None]
 
 
 @dataclass
-class _Chunk:
+class _Chunk:  # (no input_ids: the model stage passes it on as it is)
     """One chunk of the caller's: its key, its sentences' ids and where each sentence's rows are."""
 
     key: Any
@@ -76,6 +76,14 @@ class _Batch:
     attention_mask: np.ndarray
     placement: Placement
     last: bool
+
+
+class PaddedBatch(NamedTuple):
+    """A padded batch for ``run_overlapped`` and what its consumer needs of it (``rows``)."""
+
+    input_ids: np.ndarray
+    attention_mask: np.ndarray
+    rows: Any
 
 
 class _Stopped(Exception):
@@ -163,12 +171,27 @@ def embed_chunks(encoder, chunks: Iterable[tuple[Any, list[np.ndarray]]], finish
 
     ``finish`` runs in a background thread when ``overlap`` (one at a time, in chunk order).
     ``chunks`` is iterated in a background thread too: it may block (waiting for tokens)."""
+    run_overlapped(encoder, _prepared(encoder, chunks),
+                   lambda item, hidden: _put_away(encoder, item, hidden, finish), overlap=overlap)
+
+
+def run_overlapped(encoder, prepared: Iterable[Any], consume: Callable[[Any, Any], None], *,
+                   overlap: bool = True) -> None:
+    """The three stages over ``prepared`` (an iterator of items with ``input_ids`` and
+    ``attention_mask``, padded: the prepare stage), ``encoder.run_model`` (the model stage) and
+    ``consume(item, hidden)`` (the finish stage; hidden None for an item without those
+    attributes), as the module says. Items are consumed in order, one at a time."""
     inference = _inference_mode(encoder)
+
+    def model(item):
+        if getattr(item, "input_ids", None) is None:
+            return None
+        return encoder.run_model(item.input_ids, item.attention_mask)
+
     if not overlap:
         with inference():
-            for item in _prepared(encoder, chunks):
-                hidden = None if isinstance(item, _Chunk) else encoder.run_model(item.input_ids, item.attention_mask)
-                _put_away(encoder, item, hidden, finish)
+            for item in prepared:
+                consume(item, model(item))
         return
 
     stop = threading.Event()
@@ -188,24 +211,23 @@ def embed_chunks(encoder, chunks: Iterable[tuple[Any, list[np.ndarray]]], finish
         return run
 
     def prepare() -> None:
-        for item in _prepared(encoder, chunks):
+        for item in prepared:
             to_model.put(item)
         to_model.put(_END)
 
-    def put_away() -> None:
+    def finish() -> None:
         with inference():
             while (entry := to_finish.get()) is not _END:
-                _put_away(encoder, *entry, finish)
+                consume(*entry)
 
     threads = [threading.Thread(target=stage(prepare), name="rapidscore-prepare", daemon=True),
-               threading.Thread(target=stage(put_away), name="rapidscore-finish", daemon=True)]
+               threading.Thread(target=stage(finish), name="rapidscore-finish", daemon=True)]
     for thread in threads:
         thread.start()
 
     def run_model() -> None:
         while (item := to_model.get()) is not _END:
-            hidden = None if isinstance(item, _Chunk) else encoder.run_model(item.input_ids, item.attention_mask)
-            to_finish.put((item, hidden))
+            to_finish.put((item, model(item)))
         to_finish.put(_END)
 
     try:

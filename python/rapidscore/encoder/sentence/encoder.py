@@ -12,13 +12,15 @@ device) with ``SentenceTransformer.encode`` configuration by configuration.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rapidscore.common.inputs import as_texts
+from rapidscore.encoder.batching import pad_batch
+from rapidscore.encoder.chunk_pipeline import PaddedBatch, run_overlapped
 from rapidscore.encoder.sentence.modules import load_pipeline
 from rapidscore.encoder.sentence.pipeline import SentencePipeline
 from rapidscore.encoder.sentence.pooling import check_mode
@@ -141,18 +143,34 @@ class SentenceEncoder:
 
     def _pool_batches(self, ids: list[np.ndarray], pipeline: SentencePipeline, prompt_length: int,
                       progress: bool) -> np.ndarray:
-        """Sentence vectors made per batch on the model's device (memory: one batch of hidden
-        states plus the (n, dim) result); one copy to the host at the end."""
+        """Sentence vectors made per batch on the model's device (memory: a few batches of hidden
+        states plus the (n, dim) result); one copy to the host at the end. Padding and copies of
+        the next batches, and pooling of the last ones, overlap the model
+        (``encoder.chunk_pipeline.run_overlapped``) when there is more than one batch."""
         import torch
 
         encoder = self.encoder
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
-        out = None
-        for batch, attention_mask, hidden in encoder.hidden_batches(ids, encoder.batch_plan(lengths), progress):
-            vectors = pipeline.apply_padded(hidden, attention_mask, prompt_length, encoder.to_device)
-            if out is None:
-                out = torch.zeros((len(ids), vectors.shape[-1]), dtype=torch.float32, device=hidden.device)
-            out[encoder.to_device(np.ascontiguousarray(batch))] = vectors
-        if out is None:
+        batches = encoder.batch_plan(lengths)
+        out: list = [None]
+
+        def prepared() -> Iterator[PaddedBatch]:
+            shown = batches
+            if progress:  # the one policy (rapidscore.common.progress): a bar after a second of work
+                from rapidscore.common.progress import progress_bar
+
+                shown = progress_bar(batches, desc="encoding", unit="batch", leave=False)
+            for batch in shown:
+                input_ids, attention_mask = pad_batch([ids[k] for k in batch], encoder.spec.pad_id)
+                yield PaddedBatch(input_ids, attention_mask, encoder.to_device(np.ascontiguousarray(batch)))
+
+        def pool(item: PaddedBatch, hidden) -> None:
+            vectors = pipeline.apply_padded(hidden, item.attention_mask, prompt_length, encoder.to_device)
+            if out[0] is None:
+                out[0] = torch.zeros((len(ids), vectors.shape[-1]), dtype=torch.float32, device=hidden.device)
+            out[0][item.rows] = vectors
+
+        run_overlapped(encoder, prepared(), pool, overlap=len(batches) > 1)
+        if out[0] is None:
             return np.zeros((0, pipeline.output_dim(encoder.hidden_size)), dtype=np.float32)
-        return out.cpu().numpy()
+        return out[0].cpu().numpy()
