@@ -215,7 +215,12 @@ class BERTScore:
 
     def warm_up(self) -> None:
         """Run one short pair through every stage (model, kernels, allocator; on a GPU the CUDA
-        context and its kernels), so that the first real call is not the slow one."""
+        context and its kernels), so that the first real call is not the slow one. On CUDA the
+        torch runner's small-batch CUDA graphs are captured first, every bucket up to the
+        encoder's ``max_length`` (``rapidscore.encoder.runtime.cuda_graphs``; seconds, once)."""
+        from rapidscore.encoder.runtime.cuda_graphs import warm_up_graphs
+
+        warm_up_graphs(self.encoder)
         self.score(["warm up"], ["warming up"])
 
     # -- idf ----------------------------------------------------------------------------------

@@ -281,17 +281,14 @@ class UnpaddedLayerOutput:
 
             def forward(self, input_ids, position_ids, gather, scatter, attention_mask):
                 model = self.model
-                hidden = model.embeddings(input_ids=input_ids[None], position_ids=position_ids[None],
-                                          token_type_ids=torch.zeros_like(input_ids)[None])
-                if hasattr(model, "embeddings_project"):  # ELECTRA: embedding size != hidden size
-                    hidden = model.embeddings_project(hidden)
+                hidden = unpadded_embeddings(model, input_ids, position_ids)
                 batch, longest = gather.shape
                 mask = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
-                for layer in model.encoder.layer:
-                    attention = layer.attention.self
+
+                def attend(attention, hidden):
                     heads, size = attention.num_attention_heads, attention.attention_head_size
 
-                    def padded(x, heads=heads, size=size):
+                    def padded(x):
                         rows = torch.cat([x[0], x.new_zeros(1, x.shape[-1])], 0)[gather]
                         return rows.view(batch, longest, heads, size).transpose(1, 2)
 
@@ -300,10 +297,33 @@ class UnpaddedLayerOutput:
                     weights = torch.matmul(query, key.transpose(2, 3)) * attention.scaling + mask
                     weights = torch.nn.functional.softmax(weights, dim=-1)
                     context = torch.matmul(weights, value).transpose(1, 2).contiguous()
-                    context = context.reshape(batch * longest, heads * size)[scatter][None]
-                    attended = layer.attention.output(context, hidden)
-                    hidden = layer.output(layer.intermediate(attended), attended)
+                    return context.reshape(batch * longest, heads * size)[scatter][None]
+
+                for layer in model.encoder.layer:
+                    hidden = unpadded_layer(layer, hidden, attend)
                 return hidden[0]
 
         return _Unpadded().eval()
 
+
+def unpadded_embeddings(model, input_ids: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+    """The embedding output (1, T, hidden) of T packed tokens (``input_ids``, ``position_ids``
+    (T,), sentence after sentence) for a model of ``model_source.UNPADDED_FAMILIES``: token type 0
+    as the padded model defaults to, RoBERTa-style positions as the feed numbers them, and
+    ELECTRA's ``embeddings_project`` where its embedding size differs from the hidden size."""
+    import torch
+
+    hidden = model.embeddings(input_ids=input_ids[None], position_ids=position_ids[None],
+                              token_type_ids=torch.zeros_like(input_ids)[None])
+    if hasattr(model, "embeddings_project"):  # ELECTRA: embedding size != hidden size
+        hidden = model.embeddings_project(hidden)
+    return hidden
+
+
+def unpadded_layer(layer, hidden: torch.Tensor, attend) -> torch.Tensor:
+    """One BERT-style layer over packed tokens ``hidden`` (1, T, hidden): ``attend(self_attention,
+    hidden)`` gives the attention context (1, T, heads * head size) (it runs the module's query,
+    key and value projections and attends within each sentence); the attention output projection,
+    the feed-forward block with the family's activation and both layer norms run on the T rows."""
+    attended = layer.attention.output(attend(layer.attention.self, hidden), hidden)
+    return layer.output(layer.intermediate(attended), attended)

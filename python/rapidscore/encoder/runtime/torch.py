@@ -8,16 +8,20 @@ float32 in every mode, so similarities and sums downstream are computed in float
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rapidscore.common.tf32 import exact_fp32
 from rapidscore.encoder.runtime.capabilities import Capabilities
+from rapidscore.encoder.runtime.cuda_graphs import cuda_graphs_wanted
 
 if TYPE_CHECKING:
     import torch
+
+    from rapidscore.encoder.runtime.cuda_graphs import GraphedForward
 
 __all__ = ["TorchRunner", "bf16_supported", "check_torch_precision", "exact_fp32", "require_torch_stack",
            "CAPABILITIES"]
@@ -115,6 +119,11 @@ class TorchRunner:
         self.model = model.to(device=device, dtype=dtype)
         self.provider = f"torch-{device}"
         self._pin = device == "cuda"
+        # Small batches through captured CUDA graphs (encoder/runtime/cuda_graphs.py): on by default
+        # on CUDA (RAPIDSCORE_CUDA_GRAPHS=0 turns them off), captured by the scorer's warm-up.
+        self.graphs: GraphedForward | None = None
+        if device == "cuda" and cuda_graphs_wanted(self.model):
+            self.enable_graphs()
 
     def to_device(self, array: np.ndarray) -> torch.Tensor:
         """A host array on the model's device: through pinned memory and a non-blocking copy on
@@ -124,7 +133,24 @@ class TorchRunner:
             return tensor
         return tensor.pin_memory().to(self.device, non_blocking=True)
 
+    def enable_graphs(self, **options: Any) -> GraphedForward:
+        """Run small batches through shape buckets of static buffers (``cuda_graphs.GraphedForward``,
+        ``options`` its keywords): replayed CUDA graphs on a GPU; on the CPU (tests) the same buckets
+        run eagerly. Buckets are captured by ``graphs.warm_up()``; until then batches run as before."""
+        from rapidscore.encoder.runtime.cuda_graphs import GraphedForward, model_limits
+
+        self.graphs = GraphedForward(self.forward, self.device, to_device=self.to_device,
+                                     **{**model_limits(self.model), **options})
+        return self.graphs
+
+    def disable_graphs(self) -> None:
+        """Every batch through the plain forward (the captured graphs are dropped)."""
+        self.graphs = None
+
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> torch.Tensor:
+        graphs = self.graphs
+        if graphs is not None:  # batches without a captured bucket fall through to forward
+            return graphs(input_ids, attention_mask)
         return self.forward(self.to_device(input_ids), self.to_device(attention_mask))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -134,6 +160,32 @@ class TorchRunner:
         with torch.inference_mode(), exact_fp32(self.device if self.precision == "fp32" else "cpu"):
             hidden = self._forward(self.model, input_ids, attention_mask, self.layer)
             return hidden.float()
+
+    @functools.cached_property
+    def packed(self) -> bool:
+        """Whether :meth:`run_packed` covers this model and layer (``encoder.packed``: the
+        families of ``model_source.UNPADDED_FAMILIES`` at an int layer >= 1; never "all")."""
+        from rapidscore.encoder.packed import packed_supported
+
+        return packed_supported(self.model, self._packed_layer())
+
+    def run_packed(self, ids: list[np.ndarray]) -> torch.Tensor:
+        """Hidden states (T, dim), float32 on the runner's device, of the T tokens of ``ids`` (one
+        or more non-empty int token id sequences, T their total length), sentence after sentence,
+        without padding (``encoder.packed.packed_hidden``: the padded forward's vectors, within
+        1e-5 in fp32). A ValueError naming the model type where :attr:`packed` is False, or for
+        an empty list or sequence. RoBERTa-style positions are numbered from the model's
+        ``pad_token_id``, as the padded forward numbers them."""
+        from rapidscore.encoder.packed import check_packed, packed_feed, packed_hidden
+
+        check_packed(self.model, self._packed_layer())
+        tensors = {name: self.to_device(array) for name, array in packed_feed(self.model, ids).items()}
+        torch = self._torch
+        with torch.inference_mode(), exact_fp32(self.device if self.precision == "fp32" else "cpu"):
+            return packed_hidden(self.model, tensors).float()
+
+    def _packed_layer(self) -> int | str:
+        return self.layer if self.layer == "all" else int(self.layer)
 
 
 def make(source: Path, *, layer: int | str | None, device: str, precision: str, num_threads: int | None,
