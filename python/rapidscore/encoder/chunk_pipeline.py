@@ -1,24 +1,28 @@
 """Chunks of token id sequences embedded with the host's work overlapped with the model's
-(``embed_chunks``): the path of the device engines (BERTScore's ``device_engine``).
+(``embed_chunks``): the path of the device engines (BERTScore's ``device_engine``, and, through
+``run_overlapped``, sentence vectors on the device).
 
-Three stages, joined by bounded queues:
+Four stages, joined by bounded queues:
 
 - prepare (a background thread): the caller's chunks (an iterator, which may wait for a
   tokeniser thread), each cut into batches under the token budget, padded, with the rows each
   batch's real tokens go to (index tensors on the model's device: small non-blocking copies);
 - model (the calling thread): the runner over the prepared batches, back to back;
-- finish (a background thread): each batch's real tokens put into its chunk's store, and when a
-  chunk's last batch is in, ``finish(key, store)`` (the caller's matching or pooling, and the
-  one copy of its results to the host, which waits for the device).
+- put away (a background thread): each batch's real tokens into its chunk's store;
+- finish (a background thread): when a chunk's last batch is in, ``finish(key, store)`` (the
+  caller's matching, and the one copy of its results to the host, which waits for the device).
 
-While the model runs batch k, batch k + 1 is ready and batch k - 1 is being put away, so the
-model waits for the host only before the first batch and after the last chunk. On a GPU a
-model call returns once its kernels are queued; the threads keep padding, index building and
-each chunk's synchronising copy from ever sitting between two of the model's batches.
+While the model runs batch k, batch k + 1 is ready and batch k - 1 is being put away, and a
+chunk is matched while the next chunk's batches run, so the model waits for the host only
+before the first batch and after the last chunk. On a GPU a model call returns once its kernels
+are queued; the threads keep padding, index building and each chunk's synchronising copy from
+ever sitting between two of the model's batches. (With finishing in the put-away thread, a
+chunk's matching held the model up once the hidden-state queue was full: 0.26 s of idle
+device between batches in bench/bench_pipeline.py at 10,000 pairs.)
 
 Memory is bounded by the caller's chunk size, not by the input: at most ``PREPARED_AHEAD``
-prepared batches, ``FINISH_BEHIND`` batches of hidden states waiting to be put away, and two
-chunk stores (one filling, one finishing).
+prepared batches, ``FINISH_BEHIND`` batches of hidden states waiting to be put away, and three
+chunk stores (one filling, ``FINISH_WAITING`` waiting, one being finished).
 
 ``overlap=False`` runs the same stages one after the other in the calling thread: calls too
 small for threads to pay (one batch: the latency path), and the baseline that
@@ -28,6 +32,8 @@ others and is raised in the caller.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -40,14 +46,19 @@ from rapidscore.encoder.batching import pad_batch
 from rapidscore.encoder.forward import Placement, empty_rows, place_batch, put_rows
 from rapidscore.encoder.store import TokenStore
 
-__all__ = ["FINISH_BEHIND", "PREPARED_AHEAD", "PaddedBatch", "embed_chunks", "run_overlapped"]
+__all__ = ["FINISH_BEHIND", "FINISH_WAITING", "PREPARED_AHEAD", "PaddedBatch", "embed_chunks", "run_overlapped"]
 
 # Batches prepared ahead of the model: two keep it fed across a slow chunk start (np.unique,
 # the batch plan); more would only hold memory.
 PREPARED_AHEAD = 4
 # Batches of hidden states waiting to be put away: bounds the device memory the model may run
-# ahead by (4 batches of 16,384 tokens x 1,024 floats: 256 MiB).
+# ahead by (4 batches of 16,384 tokens x 1,024 floats: 256 MiB). Putting away is quick (one
+# gather and scatter per batch); the slow finishing work has its own stage.
 FINISH_BEHIND = 4
+# Finished groups (chunk stores) waiting for the finish stage: one, so a chunk's matching
+# overlaps the next chunk's model batches, and at most three chunk stores exist at once (one
+# filling, one waiting, one being matched).
+FINISH_WAITING = 1
 
 Finish = Callable[[Any, TokenStore], None]
 
@@ -72,10 +83,11 @@ class _Chunk:  # (no input_ids: the model stage passes it on as it is)
 @dataclass
 class _Batch:
     chunk: _Chunk
-    input_ids: np.ndarray
+    input_ids: np.ndarray | None  # None: a packed batch (``packed_ids``)
     attention_mask: np.ndarray
     placement: Placement
     last: bool
+    packed_ids: list[np.ndarray] | None = None
 
 
 class PaddedBatch(NamedTuple):
@@ -121,6 +133,7 @@ _END = object()
 def _prepared(encoder, chunks: Iterable[tuple[Any, list[np.ndarray]]]) -> Iterator[_Batch | _Chunk]:
     """Each chunk's batches, padded and placed (a chunk with no sentence: the chunk itself)."""
     to_device = encoder.to_device if encoder.runs_torch else None
+    packed = encoder.unpadded and encoder.packed_available
     for key, ids in chunks:
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
@@ -132,13 +145,20 @@ def _prepared(encoder, chunks: Iterable[tuple[Any, list[np.ndarray]]]) -> Iterat
         if not batches:
             yield chunk
         for number, batch in enumerate(batches):
-            input_ids, attention_mask = pad_batch([inputs[k] for k in batch], encoder.spec.pad_id)
+            last = number == len(batches) - 1
+            sequences = [inputs[k] for k in batch]
+            if packed and input_lengths[batch].min() > 0:  # the packed forward: tokens in a row
+                row = np.ones((1, int(input_lengths[batch].sum())), dtype=np.int64)
+                placement = place_batch(offsets, lengths, destinations, batch, row, to_device)
+                yield _Batch(chunk, None, row, placement, last, sequences)
+                continue
+            input_ids, attention_mask = pad_batch(sequences, encoder.spec.pad_id)
             placement = place_batch(offsets, lengths, destinations, batch, attention_mask, to_device)
-            yield _Batch(chunk, input_ids, attention_mask, placement, number == len(batches) - 1)
+            yield _Batch(chunk, input_ids, attention_mask, placement, last)
 
 
-def _put_away(encoder, item: _Batch | _Chunk, hidden, finish: Finish) -> None:
-    """A batch's vectors into its chunk's store; the chunk finished after its last batch."""
+def _put_away(item: _Batch | _Chunk, hidden, encoder) -> tuple[Any, TokenStore] | None:
+    """A batch's vectors into its chunk's store; after the chunk's last batch, (key, store)."""
     if isinstance(item, _Chunk):  # no sentence to embed
         chunk = item
         chunk.out = _no_rows(encoder)
@@ -148,10 +168,10 @@ def _put_away(encoder, item: _Batch | _Chunk, hidden, finish: Finish) -> None:
             chunk.out = empty_rows(hidden, int(chunk.offsets[-1]))
         put_rows(chunk.out, hidden, item.attention_mask, item.placement)
         if not item.last:
-            return
+            return None
     store = chunk.store()
     chunk.out = None  # the store holds the rows; the chunk's own reference goes
-    finish(chunk.key, store)
+    return chunk.key, store
 
 
 def _no_rows(encoder):
@@ -171,19 +191,24 @@ def embed_chunks(encoder, chunks: Iterable[tuple[Any, list[np.ndarray]]], finish
 
     ``finish`` runs in a background thread when ``overlap`` (one at a time, in chunk order).
     ``chunks`` is iterated in a background thread too: it may block (waiting for tokens)."""
-    run_overlapped(encoder, _prepared(encoder, chunks),
-                   lambda item, hidden: _put_away(encoder, item, hidden, finish), overlap=overlap)
+    run_overlapped(encoder, _prepared(encoder, chunks), lambda item, hidden: _put_away(item, hidden, encoder),
+                   overlap=overlap, then=lambda finished: finish(*finished))
 
 
-def run_overlapped(encoder, prepared: Iterable[Any], consume: Callable[[Any, Any], None], *,
-                   overlap: bool = True) -> None:
-    """The three stages over ``prepared`` (an iterator of items with ``input_ids`` and
-    ``attention_mask``, padded: the prepare stage), ``encoder.run_model`` (the model stage) and
-    ``consume(item, hidden)`` (the finish stage; hidden None for an item without those
-    attributes), as the module says. Items are consumed in order, one at a time."""
+def run_overlapped(encoder, prepared: Iterable[Any], consume: Callable[[Any, Any], Any], *,
+                   overlap: bool = True, then: Callable[[Any], None] | None = None) -> None:
+    """The stages over ``prepared`` (an iterator of items with ``input_ids`` and
+    ``attention_mask``, padded, or ``packed_ids``: the prepare stage), the model (the caller's
+    thread), ``consume(item, hidden)`` (the put-away stage; hidden None for an item without
+    inputs) and, where given, ``then(value)`` for each value other than None that ``consume``
+    returns (the finish stage: a group's slow work, a chunk's matching, which then never holds
+    up the put-away stage and so never the model). Each stage handles its items in order, one
+    at a time; ``then`` has at most ``FINISH_WAITING`` values waiting."""
     inference = _inference_mode(encoder)
 
     def model(item):
+        if getattr(item, "packed_ids", None) is not None:
+            return encoder.run_packed(item.packed_ids)
         if getattr(item, "input_ids", None) is None:
             return None
         return encoder.run_model(item.input_ids, item.attention_mask)
@@ -191,17 +216,22 @@ def run_overlapped(encoder, prepared: Iterable[Any], consume: Callable[[Any, Any
     if not overlap:
         with inference():
             for item in prepared:
-                consume(item, model(item))
+                value = consume(item, model(item))
+                if then is not None and value is not None:
+                    then(value)
         return
 
     stop = threading.Event()
     errors: list[BaseException] = []
     to_model = _Handoff(PREPARED_AHEAD, stop)
-    to_finish = _Handoff(FINISH_BEHIND, stop)
+    to_put_away = _Handoff(FINISH_BEHIND, stop)
+    to_finish = _Handoff(FINISH_WAITING, stop)
 
-    def stage(work: Callable[[], None]) -> Callable[[], None]:
+    def stage(work: Callable[[], None], background: bool = True) -> Callable[[], None]:
         def run() -> None:
             try:
+                if background:
+                    _yield_to_the_model()
                 work()
             except _Stopped:
                 pass
@@ -215,23 +245,33 @@ def run_overlapped(encoder, prepared: Iterable[Any], consume: Callable[[Any, Any
             to_model.put(item)
         to_model.put(_END)
 
-    def finish() -> None:
+    def put_away() -> None:
         with inference():
-            while (entry := to_finish.get()) is not _END:
-                consume(*entry)
+            while (entry := to_put_away.get()) is not _END:
+                value = consume(*entry)
+                if then is not None and value is not None:
+                    to_finish.put(value)
+            to_finish.put(_END)
 
-    threads = [threading.Thread(target=stage(prepare), name="rapidscore-prepare", daemon=True),
-               threading.Thread(target=stage(finish), name="rapidscore-finish", daemon=True)]
+    def finish() -> None:
+        assert then is not None
+        with inference():
+            while (value := to_finish.get()) is not _END:
+                then(value)
+
+    work = [prepare, put_away] + ([finish] if then is not None else [])
+    names = ["rapidscore-prepare", "rapidscore-put-away", "rapidscore-finish"]
+    threads = [threading.Thread(target=stage(job), name=name, daemon=True) for job, name in zip(work, names)]
     for thread in threads:
         thread.start()
 
     def run_model() -> None:
         while (item := to_model.get()) is not _END:
-            to_finish.put((item, model(item)))
-        to_finish.put(_END)
+            to_put_away.put((item, model(item)))
+        to_put_away.put(_END)
 
     try:
-        stage(run_model)()
+        stage(run_model, background=False)()
     finally:
         if errors:
             stop.set()
@@ -241,11 +281,21 @@ def run_overlapped(encoder, prepared: Iterable[Any], consume: Callable[[Any, Any
         raise errors[0]
 
 
+# Niceness added to the background stages' threads (Linux: per thread): when a core frees up,
+# the thread that drives the model gets it first. On 2 cores with the host's work equal to the
+# device's, the model thread otherwise woke up to a busy core after many of its batches.
+BACKGROUND_NICENESS = 5
+
+
+def _yield_to_the_model() -> None:
+    # Not Linux, or not permitted: the same work, unprioritised.
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
+
+
 def _inference_mode(encoder) -> Callable[[], Any]:
     """torch's inference mode for torch runners (thread-local: each stage enters it), else nothing."""
     if not encoder.runs_torch:
-        import contextlib
-
         return contextlib.nullcontext
     import torch
 

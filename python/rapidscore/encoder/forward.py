@@ -78,8 +78,8 @@ def empty_rows(hidden, rows: int) -> Any:
 def put_rows(out, hidden, attention_mask: np.ndarray, placement: Placement) -> None:
     """Copy a batch's kept token vectors from its hidden states into their rows of ``out``."""
     rows, real = placement
-    if not isinstance(hidden, np.ndarray):
-        flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
+    if not isinstance(hidden, np.ndarray):  # (a packed forward's (tokens, dim) has no batch axes)
+        flat = hidden if hidden.dim() == 2 else hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
         out[..., rows, :] = flat.index_select(-2, real)
     elif real is None:
         out[..., rows, :] = hidden[..., attention_mask.astype(bool), :]

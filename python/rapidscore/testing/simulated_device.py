@@ -61,25 +61,34 @@ class SimulatedDevice:
             self.late_seconds = 0.0
             self.calls = 0
             self.tokens = 0
-            self.intervals: list[tuple[float, float]] = []  # (start, end) of each call, perf_counter
+            self.intervals: list[tuple[float, float]] = []  # the device's (start, end) per call, perf_counter
+            self._free_at = 0.0  # when the device finished its last batch
+            self._overshoot = 0.0  # how late the last call's sleep woke up
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> torch.Tensor:
         import torch
 
-        start = time.perf_counter()
+        called = time.perf_counter()
         delay = input_ids.size * self.seconds_per_token
+        # A GPU runs queued batches back to back: a call that arrives no later than the last
+        # sleep's wake-up delay after the previous batch ended (time.sleep wakes a scheduler tick
+        # late, 0.1-0.5 ms here) starts when that batch ended, not when the host woke up.
+        begin = self._free_at if called - self._free_at <= self._overshoot else called
         # numpy's gather: one thread, as a device's work takes none of the host's cores (torch's
         # would start an OpenMP team that competes with the host threads being measured)
         hidden = torch.from_numpy(self._table[np.remainder(input_ids, self.vocab_size)])
-        elapsed = time.perf_counter() - start
-        if elapsed < delay:
-            time.sleep(delay - elapsed)
+        done = time.perf_counter()
+        finish = max(begin + delay, done)
+        if done < finish:
+            time.sleep(finish - done)
+        woke = time.perf_counter()
         with self._lock:
-            self.busy_seconds += max(delay, elapsed)
-            self.late_seconds += max(0.0, elapsed - delay)
+            self.busy_seconds += finish - begin
+            self.late_seconds += max(0.0, done - (begin + delay))
             self.calls += 1
             self.tokens += int(input_ids.size)
-            self.intervals.append((start, time.perf_counter()))
+            self.intervals.append((begin, finish))
+            self._free_at, self._overshoot = finish, max(0.0, woke - finish)
         return hidden
 
     def idle(self, start: float, end: float) -> dict[str, float]:
