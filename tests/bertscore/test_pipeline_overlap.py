@@ -120,14 +120,19 @@ def _pipeline_threads() -> list[str]:
             if t.name in ("rapidscore-prepare", "rapidscore-put-away", "rapidscore-finish")]
 
 
+def _raised_in_the_caller(scorer, seed: int, error: type, message: str) -> None:
+    """A scoring call fails with the stage's own error, and no pipeline thread is left behind."""
+    cands, refs = _corpus(300, seed=seed)
+    with pytest.raises(error, match=message):
+        device_engine.score_on_device(scorer, scorer.plan(cands, refs), overlap=True)
+    assert _pipeline_threads() == []
+
+
 def test_an_error_of_the_model_stops_every_stage_and_reaches_the_caller(tiny_model_path, monkeypatch):
     _small_engine(monkeypatch)
     scorer = BERTScore(str(tiny_model_path("bert")), 2, backend="torch", device_engine=True, batch_tokens=256)
     scorer.encoder.runner = _Failing(scorer.encoder.hidden_size, fail_at=5)
-    cands, refs = _corpus(300, seed=7)
-    with pytest.raises(RuntimeError, match="device lost"):
-        device_engine.score_on_device(scorer, scorer.plan(cands, refs), overlap=True)
-    assert _pipeline_threads() == []
+    _raised_in_the_caller(scorer, 7, RuntimeError, "device lost")
 
 
 def test_an_error_of_the_finishing_stage_reaches_the_caller(tiny_model_path, monkeypatch):
@@ -139,10 +144,7 @@ def test_an_error_of_the_finishing_stage_reaches_the_caller(tiny_model_path, mon
         raise ValueError("matching broke")
 
     monkeypatch.setattr("rapidscore.kernels.matching_torch.match_rows", broken_match)
-    cands, refs = _corpus(300, seed=8)
-    with pytest.raises(ValueError, match="matching broke"):
-        device_engine.score_on_device(scorer, scorer.plan(cands, refs), overlap=True)
-    assert _pipeline_threads() == []
+    _raised_in_the_caller(scorer, 8, ValueError, "matching broke")
 
 
 def test_an_error_of_the_prepare_stage_reaches_the_caller(tiny_model_path, monkeypatch):
@@ -158,10 +160,7 @@ def test_an_error_of_the_prepare_stage_reaches_the_caller(tiny_model_path, monke
         return plan_batches(lengths)
 
     monkeypatch.setattr(scorer.encoder, "batch_plan", failing)
-    cands, refs = _corpus(300, seed=9)
-    with pytest.raises(MemoryError, match="planning broke"):
-        device_engine.score_on_device(scorer, scorer.plan(cands, refs), overlap=True)
-    assert _pipeline_threads() == []
+    _raised_in_the_caller(scorer, 9, MemoryError, "planning broke")
 
 
 def test_hidden_states_in_flight_stay_bounded_whatever_the_input(tiny_model_path, monkeypatch):
