@@ -78,4 +78,5 @@ def test_a_failed_step_and_a_spent_budget_do_not_stop_the_summary(tmp_path: Path
     assert summary["gpu-info"][0].startswith("passed")
     # The 30 s are spent before the last steps: they are reported skipped, not silently dropped.
     assert summary["bench-g2g4"][0].startswith("skipped: the run's 30 s are spent")
-    assert any(s.startswith(("TIMED OUT", "skipped: the run's")) for s in summary["profile"] + summary["bench-g1g3"])
+    # The steps between ran whole, were cut at the budget or skipped, as fast as the machine was.
+    assert all(s.startswith(("passed", "TIMED OUT", "skipped: the run's")) for s in summary["profile"] + summary["bench-g1g3"])

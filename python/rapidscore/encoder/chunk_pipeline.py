@@ -98,25 +98,22 @@ class PaddedBatch(NamedTuple):
     rows: Any
 
 
-class _Stopped(Exception):
-    """Another stage failed: this one stops."""
-
-
 class _Handoff:
-    """A bounded queue between two stages that gives up once the run is stopped."""
+    """A bounded queue between two stages. Once the run is stopped (another stage failed), ``put``
+    returns False and ``get`` returns the end marker, so every stage winds down."""
 
     def __init__(self, size: int, stop: threading.Event):
         self._queue: queue.Queue = queue.Queue(size)
         self._stop = stop
 
-    def put(self, item) -> None:
+    def put(self, item) -> bool:
         while not self._stop.is_set():
             try:
                 self._queue.put(item, timeout=0.05)
-                return
+                return True
             except queue.Full:
                 continue
-        raise _Stopped
+        return False
 
     def get(self):
         while True:
@@ -124,7 +121,7 @@ class _Handoff:
                 return self._queue.get(timeout=0.05)
             except queue.Empty:
                 if self._stop.is_set():
-                    raise _Stopped from None
+                    return _END
 
 
 _END = object()
@@ -233,8 +230,6 @@ def run_overlapped(encoder, prepared: Iterable[Any], consume: Callable[[Any, Any
                 if background:
                     _yield_to_the_model()
                 work()
-            except _Stopped:
-                pass
             except BaseException as exc:  # handed to the caller
                 errors.append(exc)
                 stop.set()
@@ -242,15 +237,16 @@ def run_overlapped(encoder, prepared: Iterable[Any], consume: Callable[[Any, Any
 
     def prepare() -> None:
         for item in prepared:
-            to_model.put(item)
+            if not to_model.put(item):
+                return
         to_model.put(_END)
 
     def put_away() -> None:
         with inference():
             while (entry := to_put_away.get()) is not _END:
                 value = consume(*entry)
-                if then is not None and value is not None:
-                    to_finish.put(value)
+                if then is not None and value is not None and not to_finish.put(value):
+                    return
             to_finish.put(_END)
 
     def finish() -> None:
@@ -267,7 +263,8 @@ def run_overlapped(encoder, prepared: Iterable[Any], consume: Callable[[Any, Any
 
     def run_model() -> None:
         while (item := to_model.get()) is not _END:
-            to_put_away.put((item, model(item)))
+            if not to_put_away.put((item, model(item))):
+                return
         to_put_away.put(_END)
 
     try:
