@@ -70,6 +70,8 @@ def main(argv=None) -> int:
     encoder.runner = device
     cands, refs = sentence_pairs(args.pairs, seed=39)
 
+    idle: dict[bool, list[dict]] = {True: [], False: []}  # device idle per run, by engine
+
     def run(overlap: bool):
         device.reset()
         start = time.perf_counter()
@@ -78,7 +80,6 @@ def main(argv=None) -> int:
         idle[overlap].append(device.idle(start, end))
         return end - start, device.busy_seconds, result
 
-    idle: dict[bool, list[dict]] = {True: [], False: []}
 
     run(True)  # warm-up: the tokenizer's thread pool, torch's kernels
     host = [run(True) for _ in range(args.reps)]
@@ -87,7 +88,8 @@ def main(argv=None) -> int:
     padded_tokens = device.tokens
     device.seconds_per_token = args.factor * host_seconds / padded_tokens
 
-    idle[True].clear(), idle[False].clear()  # the timed runs only
+    for runs in idle.values():  # the timed runs only
+        runs.clear()
     rows: dict[str, list[tuple[float, float]]] = {"overlapped": [], "serial": []}
     results = {}
     for rep in range(args.reps):

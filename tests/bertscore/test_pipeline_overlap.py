@@ -214,14 +214,15 @@ def test_small_calls_run_in_the_callers_thread(tiny_model_path, monkeypatch):
     assert names == [threading.current_thread().name] and threading.active_count() == started
 
 
-def test_an_unpadded_torch_encoder_runs_the_packed_forward_in_the_engine(tiny_model_path, monkeypatch):
+@pytest.mark.parametrize("long_texts", ["truncate", "window"])
+def test_an_unpadded_torch_encoder_runs_the_packed_forward_in_the_engine(tiny_model_path, monkeypatch, long_texts):
     """``Encoder(backend="torch", unpadded=True)``: the device engine's batches go through the
     runner's packed forward (within 1e-5 of the padded forward's vectors: P/R/F within 1e-5)."""
     from rapidscore.encoder import Encoder
 
     _small_engine(monkeypatch)
     model = str(tiny_model_path("bert"))
-    encoder = Encoder(model, 3, backend="torch", unpadded=True, batch_tokens=256)
+    encoder = Encoder(model, 3, backend="torch", unpadded=True, batch_tokens=256, long_texts=long_texts)
     assert encoder.packed_available
     calls = []
     run_packed = encoder.run_packed
@@ -233,7 +234,9 @@ def test_an_unpadded_torch_encoder_runs_the_packed_forward_in_the_engine(tiny_mo
     monkeypatch.setattr(encoder, "run_packed", counting)
     scorer = BERTScore(encoder=encoder, device_engine=True, idf=True)
     cands, refs = _corpus(200, seed=11)
+    cands[3] = " ".join(WORDS * 12)  # past the tiny model's 128 tokens: cut, or windows with kept rows
     packed = scorer.score(cands, refs)
-    padded = BERTScore(model, 3, backend="torch", device_engine=True, idf=True, batch_tokens=256).score(cands, refs)
+    padded = BERTScore(model, 3, backend="torch", device_engine=True, idf=True, batch_tokens=256,
+                       long_texts=long_texts).score(cands, refs)
     assert len(calls) > 1 and sum(calls) >= len(set(cands) | set(refs))  # every text, in several batches
     np.testing.assert_allclose(_scores(packed), _scores(padded), atol=1e-5, rtol=0)

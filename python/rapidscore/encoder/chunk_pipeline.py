@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from rapidscore.encoder.batching import pad_batch
-from rapidscore.encoder.forward import Placement, empty_rows, place_batch, put_rows
+from rapidscore.encoder.forward import Placement, empty_rows, place_batch, place_tokens, put_rows
 from rapidscore.encoder.store import TokenStore
 
 __all__ = ["FINISH_BEHIND", "FINISH_WAITING", "PREPARED_AHEAD", "PaddedBatch", "embed_chunks", "run_overlapped"]
@@ -71,7 +71,6 @@ class _Chunk:  # (no input_ids: the model stage passes it on as it is)
     ids: list[np.ndarray]
     lengths: np.ndarray
     offsets: np.ndarray
-    batches: int = 0
     out: Any = None
 
     def store(self) -> TokenStore:
@@ -84,7 +83,7 @@ class _Chunk:  # (no input_ids: the model stage passes it on as it is)
 class _Batch:
     chunk: _Chunk
     input_ids: np.ndarray | None  # None: a packed batch (``packed_ids``)
-    attention_mask: np.ndarray
+    attention_mask: np.ndarray | None  # None: a packed batch
     placement: Placement
     last: bool
     packed_ids: list[np.ndarray] | None = None
@@ -138,16 +137,14 @@ def _prepared(encoder, chunks: Iterable[tuple[Any, list[np.ndarray]]]) -> Iterat
         chunk = _Chunk(key, ids, lengths, offsets)
         inputs, input_lengths, destinations = encoder.model_inputs(ids, lengths, offsets)
         batches = encoder.batch_plan(input_lengths) if len(inputs) else []
-        chunk.batches = len(batches)
         if not batches:
             yield chunk
         for number, batch in enumerate(batches):
             last = number == len(batches) - 1
             sequences = [inputs[k] for k in batch]
             if packed and input_lengths[batch].min() > 0:  # the packed forward: tokens in a row
-                row = np.ones((1, int(input_lengths[batch].sum())), dtype=np.int64)
-                placement = place_batch(offsets, lengths, destinations, batch, row, to_device)
-                yield _Batch(chunk, None, row, placement, last, sequences)
+                placement = place_tokens(offsets, lengths, destinations, batch, to_device)
+                yield _Batch(chunk, None, None, placement, last, sequences)
                 continue
             input_ids, attention_mask = pad_batch(sequences, encoder.spec.pad_id)
             placement = place_batch(offsets, lengths, destinations, batch, attention_mask, to_device)

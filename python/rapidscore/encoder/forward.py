@@ -15,7 +15,8 @@ import numpy as np
 from rapidscore.encoder.batching import unpadded_inputs
 from rapidscore.encoder.store import row_ranges
 
-__all__ = ["Placement", "empty_rows", "lock_of", "place_batch", "put_rows", "run_batches", "run_unpadded"]
+__all__ = ["Placement", "empty_rows", "lock_of", "place_batch", "place_tokens", "put_rows", "run_batches",
+           "run_unpadded"]
 
 _RUNNER_LOCKS: dict[int, threading.Lock] = {}
 _RUNNER_LOCKS_GUARD = threading.Lock()
@@ -64,6 +65,19 @@ def place_batch(offsets: np.ndarray, lengths: np.ndarray, destinations: list[np.
     return Placement(to_device(rows), to_device(real if kept is None else real[kept]))
 
 
+def place_tokens(offsets: np.ndarray, lengths: np.ndarray, destinations: list[np.ndarray] | None, batch,
+                 to_device=None) -> Placement:
+    """The ``Placement`` of a packed batch (its sentences' tokens in a row, no padding): ``real``
+    None where every token is kept (no windows), else the kept positions."""
+    if destinations is None:
+        rows, kept = row_ranges(offsets[batch], lengths[batch]), None
+    else:
+        rows, kept = _kept_rows(destinations, batch)
+    if to_device is None:
+        return Placement(rows, kept)
+    return Placement(to_device(rows), None if kept is None else to_device(kept))
+
+
 def empty_rows(hidden, rows: int) -> Any:
     """An uninitialised store of ``rows`` token vectors like ``hidden`` (numpy or a torch tensor on
     its device; an all-layers leading axis kept)."""
@@ -75,13 +89,14 @@ def empty_rows(hidden, rows: int) -> Any:
     return torch.empty(shape, dtype=torch.float32, device=hidden.device)
 
 
-def put_rows(out, hidden, attention_mask: np.ndarray, placement: Placement) -> None:
+def put_rows(out, hidden, attention_mask: np.ndarray | None, placement: Placement) -> None:
     """Copy a batch's kept token vectors from its hidden states into their rows of ``out``."""
     rows, real = placement
     if not isinstance(hidden, np.ndarray):  # (a packed forward's (tokens, dim) has no batch axes)
         flat = hidden if hidden.dim() == 2 else hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
-        out[..., rows, :] = flat.index_select(-2, real)
+        out[..., rows, :] = flat if real is None else flat.index_select(-2, real)
     elif real is None:
+        assert attention_mask is not None  # (only a packed batch, always a tensor, comes without one)
         out[..., rows, :] = hidden[..., attention_mask.astype(bool), :]
     else:  # windows: the kept positions only, gathered in one indexing
         flat = hidden.reshape(*hidden.shape[:-3], -1, hidden.shape[-1])
