@@ -240,3 +240,19 @@ def test_an_unpadded_torch_encoder_runs_the_packed_forward_in_the_engine(tiny_mo
                        long_texts=long_texts).score(cands, refs)
     assert len(calls) > 1 and sum(calls) >= len(set(cands) | set(refs))  # every text, in several batches
     np.testing.assert_allclose(_scores(packed), _scores(padded), atol=1e-5, rtol=0)
+
+
+def test_many_threads_through_the_overlapped_pipeline_get_the_sequential_results(tiny_model_path, monkeypatch):
+    """Each call runs its own stages; calls from many threads share the scorer and its runner."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _small_engine(monkeypatch)
+    scorer = BERTScore(str(tiny_model_path("bert")), 3, backend="torch", device_engine=True, idf=True,
+                       batch_tokens=256)
+    jobs = [_corpus(300, seed=20 + k) for k in range(4)]  # 600 texts each: over one batch's rows, overlapped
+    sequential = [_scores(scorer.score(c, r)) for c, r in jobs]
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(lambda job: _scores(scorer.score(*job)), jobs))
+    for expected, got in zip(sequential, threaded):
+        np.testing.assert_array_equal(got, expected)
+    assert _pipeline_threads() == []
