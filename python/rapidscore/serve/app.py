@@ -397,9 +397,12 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
     async def no_metric(metric_name: str) -> Any:
         raise _ClientError(404, f"no metric {metric_name!r} on this server (it serves {sorted(service.paths)})")
 
-    @app.get("/health", responses={503: {"model": ErrorResponse, "description": "Not ready yet."}})
+    # HEAD as well as GET: probes that ask for the status alone (the server sends no body to a HEAD).
+    @app.api_route("/health", methods=["GET", "HEAD"],
+                   responses={503: {"model": ErrorResponse, "description": "Not ready yet."}})
     async def health() -> Any:
-        """200 once the models are loaded and warm; 503 before (and if loading failed)."""
+        """200 once the models are loaded and warm; 503 before (and if loading failed). HEAD: the
+        same status and headers, no body."""
         check_ready()
         return {"status": "ok"}
 
