@@ -45,13 +45,15 @@ from rapidscore.errors import RapidscoreError
 __all__ = ["OutputError", "input_option", "output_option", "FileRun", "command_run", "current_run", "open_output",
            "output_path", "save_figure", "note_input", "note_model", "name_os_error", "commit_when_done",
            "check_output_target", "check_output_directory", "file_sha256", "is_special_file", "STATE_SUFFIX",
-           "PARTIAL_SUFFIX", "PARTS_SUFFIX", "RUN_ONLY_OPTIONS"]
+           "STATE_TMP_SUFFIX", "PARTIAL_SUFFIX", "PARTS_SUFFIX", "RUN_ONLY_OPTIONS"]
 
-# the files a streamed output brings with it (common/stream_io.py)
+# the files a streamed output brings with it (common/stream_io.py): the state, the temporary
+# the state is written to before its rename, the rows so far, and Parquet's part directory
 STATE_SUFFIX = ".resume.json"
+STATE_TMP_SUFFIX = ".resume.json.tmp"
 PARTIAL_SUFFIX = ".partial"
 PARTS_SUFFIX = ".parts"
-STREAM_FILES = (STATE_SUFFIX, PARTIAL_SUFFIX, PARTS_SUFFIX)
+STREAM_FILES = (STATE_SUFFIX, STATE_TMP_SUFFIX, PARTIAL_SUFFIX, PARTS_SUFFIX)
 
 # Options that cannot change a number: left out of a resume fingerprint so that a resumed run may
 # show progress, use other threads or another chunk size (chunks never change scores: the
@@ -186,9 +188,12 @@ def check_output_target(path: str | os.PathLike, option: str = "output", directo
 
 
 def _companions(output: DeclaredFile) -> list[str]:
-    """The output and the files it brings with it."""
+    """The output and the files it brings with it (a stream's: its state, the state's temporary,
+    the partial rows, the part directory and every file in it, part temporaries included)."""
     if output.spec.stream and not is_special_file(output.path):
-        return [output.path, *(output.path + suffix for suffix in STREAM_FILES)]
+        parts = output.path + PARTS_SUFFIX
+        inside = [os.path.join(parts, name) for name in os.listdir(parts)] if os.path.isdir(parts) else []
+        return [output.path, *(output.path + suffix for suffix in STREAM_FILES), *inside]
     return [output.path]
 
 

@@ -27,6 +27,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import sys
 import time
 from collections import deque
@@ -38,14 +39,17 @@ from rapidscore.common.outputs import (
     PARTIAL_SUFFIX,
     PARTS_SUFFIX,
     STATE_SUFFIX,
+    STATE_TMP_SUFFIX,
     commit_when_done,
     current_run,
+    file_sha256,
     input_option,
     is_special_file,
     name_os_error,
     output_option,
 )
 from rapidscore.common.readers import FORMATS, count_rows, import_parquet, iter_rows, parallel_items, row_items
+from rapidscore.common.stream import item_sha256
 from rapidscore.errors import RapidscoreError
 
 __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "iter_rows", "row_items", "file_items",
@@ -55,7 +59,8 @@ __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "iter_rows
 INPUT_FORMATS = FORMATS  # the formats of every reader, batch or streaming
 OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
 # 2: the rows go to OUTPUT.partial, and the settings hold the run's fingerprint
-STATE_VERSION = 2
+# 3: the SHA-256 of the rows written (of each Parquet part), checked before a resume continues
+STATE_VERSION = 3
 
 
 class ResumeError(RapidscoreError, ValueError):
@@ -111,12 +116,9 @@ def output_format(path: str, given: str | None) -> str:
 
 
 def _input_digest(digest, item: Sequence) -> None:
-    # the scored part of an item (text and references; not a copied id column)
-    # surrogatepass: a lone surrogate a JSON escape put in the input is hashed, not an encoding error
-    # (valid text gives the same bytes either way, so earlier states still match)
-    digest.update(json.dumps([item[0], list(item[1])], ensure_ascii=False, separators=(",", ":")).encode(
-        "utf-8", "surrogatepass"))
-    digest.update(b"\n")
+    # the scored part of an item (text and references; not a copied id column), by its own digest:
+    # a stream that holds only part of a long text (common.stream.HeldItem) carries the whole one's
+    digest.update(item_sha256(item))
 
 
 def _csv_text(rows: Iterable[Sequence]) -> str:
@@ -132,8 +134,10 @@ class StreamWriter:
     and becomes OUTPUT when the run succeeds (``common/outputs.py``): an interrupted or failed
     run leaves an earlier OUTPUT as it was, and ``--resume`` continues the partial file. The
     state records the run's fingerprint (every option that changes a number, the content of its
-    settings files, its models' digests); a resume under another one is refused, naming it.
-    Standard output and special files (/dev/null, a FIFO) are written in place, without a state."""
+    settings files, its models' digests) and a SHA-256 of the rows written (of each part for
+    Parquet); a resume under another fingerprint, or over rows that are not those the state
+    records, is refused, naming what differs. Standard output and special files (/dev/null, a
+    FIFO) are written in place, without a state."""
 
     def __init__(self, path: str, fmt: str, columns: Sequence[str], settings: dict, *, resume: bool):
         self.path, self.fmt, self.columns = path, fmt, list(columns)
@@ -152,14 +156,20 @@ class StreamWriter:
         if fmt == "parquet":
             import_parquet(path)  # before any input is read or scored
         self.state_path = f"{path}{STATE_SUFFIX}"
+        self.state_tmp_path = f"{path}{STATE_TMP_SUFFIX}"
         self.partial_path = f"{path}{PARTIAL_SUFFIX}"
         self.parts_dir = f"{path}{PARTS_SUFFIX}"
         self.rows = 0
-        self.digest = hashlib.sha256()
+        self.digest = hashlib.sha256()  # of the input rows written
+        self.output_digest = hashlib.sha256()  # of the partial file's bytes written
         self._handle: Any = None
         self._parts: list[str] = []
+        self._part_digests: list[str] = []
         self.resumed_rows = 0
+        self.notes: list[str] = []  # what a resume accepted that differs in spelling only
         with self._named_errors():
+            if not self.in_place:
+                self._remove_stale_state_tmp()
             if resume:
                 self._load_state()
             elif self.to_stdout:
@@ -171,7 +181,11 @@ class StreamWriter:
                 if fmt == "csv":
                     self._csv_header()
             else:
-                self._start_fresh()
+                try:
+                    self._start_fresh()
+                except BaseException:
+                    self.discard()  # a fresh run that could not start leaves no partial file or state
+                    raise
 
     @contextlib.contextmanager
     def _named_errors(self) -> Iterator[None]:
@@ -185,6 +199,16 @@ class StreamWriter:
             raise
 
     # state
+    def _remove_stale_state_tmp(self) -> None:
+        """A run killed while writing its state leaves the state's temporary: the next run removes
+        it (never an input: the output layer refuses an input among a stream's files first)."""
+        if not os.path.isfile(self.state_tmp_path):
+            return
+        run = current_run()
+        if run is not None:
+            run.check_output(self.state_tmp_path, "--output")
+        os.remove(self.state_tmp_path)
+
     def _start_fresh(self) -> None:
         if self.fmt == "parquet":
             os.makedirs(self.parts_dir, exist_ok=True)
@@ -196,6 +220,10 @@ class StreamWriter:
                 self._csv_header()
         self._save_state()
 
+    def _damaged(self, what: str) -> ResumeError:
+        return ResumeError(f"--resume: the resume state {self.state_path} is damaged ({what}); run again without "
+                           "--resume to start over")
+
     def _read_state(self) -> dict:
         if not os.path.isfile(self.state_path):
             raise ResumeError(f"--resume: no resume state {self.state_path} beside {self.path} (was it written by "
@@ -206,53 +234,150 @@ class StreamWriter:
             if not isinstance(state, dict):
                 raise ValueError(f"a JSON {type(state).__name__}, not an object")
         except (ValueError, UnicodeDecodeError) as exc:
-            raise ResumeError(f"--resume: the resume state {self.state_path} is damaged ({exc}); run again without "
-                              "--resume to start over") from None
+            raise self._damaged(str(exc)) from None
         if state.get("version") != STATE_VERSION:
             raise ResumeError(f"--resume: {self.state_path} was written by another version of rapidscore (state "
-                              f"version {state.get('version')!r}, this one reads {STATE_VERSION}); run again "
+                              f"version {_shown(state.get('version'))}, this one reads {STATE_VERSION}); run again "
                               "without --resume to start over")
         return state
 
+    def _validated(self, state: dict) -> dict:
+        """Every field of a state, of its type and in its range, or a ResumeError naming the field."""
+        def field(name: str, ok: Callable[[Any], bool], wanted: str) -> Any:
+            if name not in state:
+                raise self._damaged(f'no "{name}"')
+            value = state[name]
+            if not ok(value):
+                raise self._damaged(f'"{name}" is {_shown(value)}, not {wanted}')
+            return value
+
+        def count(value: Any) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+        def digest(value: Any) -> bool:
+            return isinstance(value, str) and _SHA256.fullmatch(value) is not None
+
+        field("format", lambda v: v in OUTPUT_FORMATS, f"one of {list(OUTPUT_FORMATS)}")
+        field("columns", lambda v: isinstance(v, list) and all(isinstance(c, str) for c in v), "a list of names")
+        field("settings", lambda v: isinstance(v, dict), "an object")
+        field("rows", count, "a non-negative integer")
+        field("bytes", count, "a non-negative integer")
+        field("input_sha256", digest, "a SHA-256 in hex")
+        field("output_sha256", digest, "a SHA-256 in hex")
+        parts = field("parts", lambda v: isinstance(v, list) and all(
+            isinstance(n, str) and _PART_NAME.fullmatch(n) for n in v), "a list of part file names")
+        field("parts_sha256", lambda v: isinstance(v, list) and len(v) == len(parts) and all(map(digest, v)),
+              f"a list of {len(parts)} SHA-256s in hex, one per part")
+        return state
+
     def _load_state(self) -> None:
-        state = self._read_state()
-        if state.get("format") != self.fmt or state.get("columns") != self.columns:
-            raise ResumeError(f"--resume: {self.path} was written in another format or with other columns")
-        recorded = state.get("settings", {})
-        if recorded != self.settings:
-            changed = sorted(k for k in set(recorded) | set(self.settings) if recorded.get(k) != self.settings.get(k))
-            details = "; ".join(f"{k}: {_shown(recorded.get(k))} then, {_shown(self.settings.get(k))} now"
-                                for k in changed)
+        state = self._validated(self._read_state())
+        if state["format"] != self.fmt or state["columns"] != self.columns:
+            raise ResumeError(f"--resume: {self.path} was written in another format or with other columns "
+                              f"({state['format']} {state['columns']} then, {self.fmt} {self.columns} now)")
+        self._compare_settings(state["settings"])
+        self.rows = self.resumed_rows = state["rows"]
+        self.expected_digest = state["input_sha256"]
+        if self.fmt == "parquet":
+            self._verify_parts(state["parts"], state["parts_sha256"])
+        else:
+            self._verify_partial(state["bytes"], state["output_sha256"])
+
+    def _compare_settings(self, recorded: dict) -> None:
+        """Refuse other settings, naming each difference by the part of its value that differs.
+        A model is compared by its content ("models"); its spelling (``-m``, the model field of a
+        signature) is only reported."""
+        then, now = _meaning(recorded), _meaning(self.settings)
+        if then != now:
+            changed = sorted(k for k in set(then) | set(now) if then.get(k) != now.get(k))
+            spelled = [_difference(k, recorded.get(k), self.settings.get(k)) for k in sorted(_spelling_keys(
+                recorded, self.settings))]
+            details = "; ".join([*(_difference(k, then.get(k), now.get(k)) for k in changed),
+                                 *(f"{line} (the model's name)" for line in spelled)])
             raise ResumeError(f"--resume: {self.path} was written with other settings ({details}); resume with the "
                               "same settings, or run again without --resume")
-        try:
-            self.rows = self.resumed_rows = int(state["rows"])
-            self.expected_digest = str(state["input_sha256"])
-            recorded_bytes = int(state["bytes"])
-            recorded_parts = [str(name) for name in state["parts"]]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ResumeError(f"--resume: the resume state {self.state_path} is damaged (no valid {exc}); run "
-                              "again without --resume to start over") from None
-        if self.fmt == "parquet":
-            self._parts = recorded_parts
-            keep = set(self._parts)
-            for name in os.listdir(self.parts_dir) if os.path.isdir(self.parts_dir) else ():
-                if name not in keep:  # a part written after the last state: redo it
-                    os.remove(os.path.join(self.parts_dir, name))
-            missing = [name for name in self._parts if not os.path.isfile(os.path.join(self.parts_dir, name))]
-            if missing:
-                raise ResumeError(f"--resume: {self.parts_dir} lacks {missing[0]} (of {len(missing)} recorded parts)")
-        else:
-            if not os.path.isfile(self.partial_path):
-                raise ResumeError(f"--resume: {self.partial_path}, the rows written so far, is gone")
-            size = os.path.getsize(self.partial_path)
-            if size < recorded_bytes:
-                raise ResumeError(f"--resume: {self.partial_path} is shorter ({size} bytes) than its state says "
-                                  f"({recorded_bytes})")
-            self._handle = open(self.partial_path, "r+b")  # noqa: SIM115 (closed by close())
-            # drop a torn last line and any rows written after the last recorded state
-            self._handle.truncate(recorded_bytes)
-            self._handle.seek(recorded_bytes)
+        for key in sorted(_spelling_keys(recorded, self.settings)):
+            named = _difference(key, recorded.get(key), self.settings.get(key))
+            self.notes.append(f"--resume: the model is named otherwise ({named}); its content is the same")
+
+    def _verify_partial(self, recorded_bytes: int, recorded_sha256: str) -> None:
+        """The partial file's first ``bytes`` must be the rows the state records: their SHA-256
+        equal, ending on a row boundary, and as many rows as the state says. What follows (a
+        torn last line, rows written after the last state) is dropped."""
+        if not os.path.isfile(self.partial_path):
+            raise ResumeError(f"--resume: {self.partial_path}, the rows written so far, is gone; run again without "
+                              "--resume to start over")
+        size = os.path.getsize(self.partial_path)
+        if size < recorded_bytes:
+            raise ResumeError(f"--resume: {self.partial_path} is shorter ({size} bytes) than its state "
+                              f"{self.state_path} says ({recorded_bytes}): the rows or the state are damaged; run "
+                              "again without --resume to start over")
+        digest = hashlib.sha256()
+        lines: list[bytes] = []
+        with open(self.partial_path, "rb") as handle:
+            left = recorded_bytes
+
+            def prefix_lines() -> Iterator[str]:
+                nonlocal left
+                while left > 0:
+                    line = handle.readline(min(left, 1 << 24))
+                    left -= len(line)
+                    digest.update(line)
+                    lines[:] = [line]  # the last one, for the boundary check
+                    yield line.decode("utf-8", "surrogatepass")
+
+            try:
+                counted = self._count_rows(prefix_lines())
+            except (UnicodeDecodeError, csv.Error):
+                counted = -1  # not rows as this writer writes them: the digest below names it
+        if digest.hexdigest() != recorded_sha256:
+            raise ResumeError(f"--resume: {self.partial_path} does not hold the rows its state {self.state_path} "
+                              f"records (the SHA-256 of its first {recorded_bytes} bytes differs): the rows or the "
+                              "state are damaged; run again without --resume to start over")
+        if lines and not lines[0].endswith(b"\n"):
+            raise self._damaged(f'"bytes" {recorded_bytes} is not on a row boundary of {self.partial_path}')
+        if counted != self.rows:
+            raise self._damaged(f'"rows" is {self.rows}, but the first {recorded_bytes} bytes of {self.partial_path} '
+                                f"hold {max(counted, 0)} rows")
+        self.output_digest = digest
+        self._handle = open(self.partial_path, "r+b")  # noqa: SIM115 (closed by close())
+        # drop a torn last line and any rows written after the last recorded state
+        self._handle.truncate(recorded_bytes)
+        self._handle.seek(recorded_bytes)
+
+    def _count_rows(self, lines: Iterator[str]) -> int:
+        if self.fmt == "jsonl":  # one row a line: JSON escapes a newline inside a value
+            return sum(1 for _ in lines)
+        records = csv.reader(lines, strict=True)
+        header = next(records, None)
+        if header != self.columns:
+            return -1
+        return sum(1 for _ in records)
+
+    def _verify_parts(self, parts: list[str], digests: list[str]) -> None:
+        """Each recorded part must be there with its SHA-256, and hold the rows the state says;
+        files in the part directory the state does not record (a part written after the last
+        state, a part's temporary) go."""
+        import pyarrow.parquet as parquet
+
+        counted = 0
+        for name, recorded in zip(parts, digests):
+            part = os.path.join(self.parts_dir, name)
+            if not os.path.isfile(part):
+                raise ResumeError(f"--resume: {self.parts_dir} lacks {name} (of {len(parts)} recorded parts); run "
+                                  "again without --resume to start over")
+            if file_sha256(part) != recorded:
+                raise ResumeError(f"--resume: {part} is not the part its state {self.state_path} records (its "
+                                  "SHA-256 differs): the part or the state is damaged; run again without --resume "
+                                  "to start over")
+            counted += parquet.ParquetFile(part).metadata.num_rows
+        if counted != self.rows:
+            raise self._damaged(f'"rows" is {self.rows}, but its {len(parts)} parts hold {counted} rows')
+        keep = set(parts)
+        for name in os.listdir(self.parts_dir) if os.path.isdir(self.parts_dir) else ():
+            if name not in keep:  # a part written after the last state, or its temporary: redo it
+                os.remove(os.path.join(self.parts_dir, name))
+        self._parts, self._part_digests = list(parts), list(digests)
 
     def verify_prefix(self, items: Iterator) -> None:
         """Hash the first ``resumed_rows`` input items (consuming them) against the state."""
@@ -272,16 +397,21 @@ class StreamWriter:
             return
         state = {"version": STATE_VERSION, "format": self.fmt, "columns": self.columns, "settings": self.settings,
                  "rows": self.rows, "input_sha256": self.digest.hexdigest(),
-                 "bytes": self._handle.tell() if self._handle is not None else 0, "parts": self._parts}
-        tmp = f"{self.state_path}.tmp"
+                 "bytes": self._handle.tell() if self._handle is not None else 0,
+                 "output_sha256": self.output_digest.hexdigest(), "parts": self._parts,
+                 "parts_sha256": self._part_digests}
         try:
-            with open(tmp, "w", encoding="utf-8") as handle:
+            with open(self.state_tmp_path, "w", encoding="utf-8") as handle:
                 json.dump(state, handle)
                 handle.flush()
                 os.fsync(handle.fileno())
-        except OSError as exc:
-            raise name_os_error(exc, tmp) from None
-        os.replace(tmp, self.state_path)
+            os.replace(self.state_tmp_path, self.state_path)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):  # a failed write leaves no temporary behind
+                os.remove(self.state_tmp_path)
+            if isinstance(exc, OSError):
+                raise name_os_error(exc, self.state_tmp_path) from None
+            raise
 
     # rows
     def _csv_header(self) -> None:
@@ -291,7 +421,9 @@ class StreamWriter:
         if self.to_stdout:
             self._handle.write(text)
         else:  # bytes, so that tell() and truncate() count bytes
-            self._handle.write(text.encode("utf-8"))
+            data = text.encode("utf-8")
+            self._handle.write(data)
+            self.output_digest.update(data)
 
     def write(self, items: Sequence[Any], rows: Sequence[dict]) -> None:
         """Write one chunk: the result ``rows`` of input ``items`` (hashed for resuming)."""
@@ -323,9 +455,21 @@ class StreamWriter:
 
         name = f"part-{len(self._parts):06d}.parquet"
         tmp = os.path.join(self.parts_dir, f".{name}.tmp")
-        parquet.write_table(pa.Table.from_pylist(list(rows)).select(self.columns), tmp)
-        os.replace(tmp, os.path.join(self.parts_dir, name))
+        buffer = pa.BufferOutputStream()  # in memory first: the part's digest is of the bytes written
+        parquet.write_table(pa.Table.from_pylist(list(rows)).select(self.columns), buffer)
+        data = buffer.getvalue().to_pybytes()
+        try:
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, os.path.join(self.parts_dir, name))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
         self._parts.append(name)
+        self._part_digests.append(hashlib.sha256(data).hexdigest())
 
     def close(self) -> None:
         """Finish the output: the partial file (Parquet: the parts joined) becomes OUTPUT when the
@@ -355,28 +499,89 @@ class StreamWriter:
             writer.close()
 
     def discard(self) -> None:
-        """Remove the partial output and its state (a run that wrote no row)."""
+        """Remove the partial output, its state and the state's temporary (a run that wrote no row)."""
         if self._handle is not None and not self.to_stdout:
             self._handle.close()
         if self.in_place:
             return
-        with contextlib.suppress(OSError):
-            if self.fmt != "parquet":
+        if self.fmt != "parquet":
+            with contextlib.suppress(OSError):
                 os.remove(self.partial_path)
+        with contextlib.suppress(OSError):
             self._remove_state()
 
     def _remove_state(self) -> None:
         if self.fmt == "parquet":
             for name in self._parts:
                 os.remove(os.path.join(self.parts_dir, name))
-            os.rmdir(self.parts_dir)
-        if os.path.exists(self.state_path):
-            os.remove(self.state_path)
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(self.parts_dir)
+        for path in (self.state_path, self.state_tmp_path):
+            if os.path.exists(path):
+                os.remove(path)
+
+
+# the options that spell a model: reported on a resume, not compared (its content is, as "models")
+_MODEL_NAME_OPTIONS = ("-m", "--model")
+_SHA256 = re.compile("[0-9a-f]{64}")
+_PART_NAME = re.compile(r"part-[0-9]{6}\.parquet")
+_SHOWN = 40  # characters of a value shown in full; a longer one is shown where it differs
+
+
+def _signature_fields(signature: str) -> dict[str, str]:
+    """``"model:x|layer:4|..."`` -> ``{"model": "model:x", "layer": "layer:4", ...}`` (a field
+    without a colon is keyed by itself)."""
+    return {part.partition(":")[0]: part for part in signature.split("|")}
+
+
+def _meaning(settings: dict) -> dict:
+    """The settings a resume compares: with a model's content fingerprint ("models") recorded, its
+    name (``-m``/``--model``, the signature's model field) is left out."""
+    if "models" not in settings:
+        return settings
+    meaning = {k: v for k, v in settings.items() if k not in _MODEL_NAME_OPTIONS}
+    signature = meaning.get("signature")
+    if isinstance(signature, str):
+        meaning["signature"] = "|".join(f for f in signature.split("|") if f.partition(":")[0] != "model")
+    return meaning
+
+
+def _spelling_keys(then: dict, now: dict) -> set[str]:
+    """The model-name entries that differ between two settings that both record models."""
+    if "models" not in then or "models" not in now:
+        return set()
+    keys = {k for k in _MODEL_NAME_OPTIONS if then.get(k) != now.get(k)}
+    if isinstance(then.get("signature"), str) and isinstance(now.get("signature"), str) and \
+            _signature_fields(then["signature"]).get("model") != _signature_fields(now["signature"]).get("model"):
+        keys.add("signature")
+    return keys
 
 
 def _shown(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 40 else text[:16] + "..." + text[-8:]
+    return text if len(text) <= _SHOWN else text[:_SHOWN // 2] + "..." + text[-_SHOWN // 4:]
+
+
+def _difference(key: str, then: Any, now: Any) -> str:
+    """``key: <then> then, <now> now``, showing the part of a long value that differs: the
+    differing fields of a signature, or a window around the first differing character."""
+    if isinstance(then, str) and isinstance(now, str) and "|" in then + now:
+        old, new = _signature_fields(then), _signature_fields(now)
+        names = [k for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+        if names:
+            return (f"{key}: {_shown('|'.join(old[k] for k in names if k in old) or None)} then, "
+                    f"{_shown('|'.join(new[k] for k in names if k in new) or None)} now")
+    old_text, new_text = json.dumps(then, ensure_ascii=False), json.dumps(now, ensure_ascii=False)
+    if len(old_text) <= _SHOWN and len(new_text) <= _SHOWN:
+        return f"{key}: {old_text} then, {new_text} now"
+    first = next((i for i, (a, b) in enumerate(zip(old_text, new_text)) if a != b), min(len(old_text), len(new_text)))
+    start = max(0, first - _SHOWN // 4)
+
+    def window(text: str) -> str:
+        part = text[start:start + _SHOWN]
+        return ("..." if start else "") + part + ("..." if start + _SHOWN < len(text) else "")
+
+    return f"{key}: {window(old_text)} then, {window(new_text)} now (from character {first})"
 
 
 # -- the loop ---------------------------------------------------------------------------------
@@ -451,6 +656,9 @@ def run_stream(*, items: Iterator, score_chunks: Callable[..., Iterator[tuple[li
     started, done_here = time.perf_counter(), 0
     try:
         writer.verify_prefix(items)
+        if not quiet:
+            for note in writer.notes:
+                print(note, file=sys.stderr)
         bar = _Progress(progress, total, writer.rows, unit)
         # advance is None without a bar: nothing to follow within a chunk
         advance = bar.advance if bar.bar is not None else None
