@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, non_negative_int, show_progress
-from rapidscore.common.outputs import input_option, output_option
+from rapidscore.common.outputs import input_option, model_option, output_option
 
 FORMATS = ("text", "markdown", "latex", "csv", "json")
 
@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="refusal detector: heuristic (default), phrase, keyword, phr+kw, arditi, xstest, "
                         "embedding, classifier (with --model); a record's stored flag for a SELECT method is used when "
                         "it has one (SELECT's pipeline) unless --recompute; 'stored:<name>' uses stored flags only")
-    parser.add_argument("--model", help="--method classifier: the sequence classifier (a directory, or a hub id "
-                        "already downloaded); --method embedding: its encoder (default: all-MiniLM-L6-v2)")
+    model_option(parser.add_argument("--model", help="--method classifier: the sequence classifier (a directory, or "
+                        "a hub id already downloaded); --method embedding: its encoder (default: all-MiniLM-L6-v2)"))
     parser.add_argument("--refusal-label", help="--method classifier: the label meaning refusal (default: the one "
                         "named like refusal/rejection/refuse/reject/abstain)")
     parser.add_argument("--recompute", action="store_true",

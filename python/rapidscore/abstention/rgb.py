@@ -239,7 +239,7 @@ def rgb_negative_rejection(responses: Any, no_support: Any = None, *, method: An
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from rapidscore.common.cli_options import add_common_options
-    from rapidscore.common.outputs import input_option
+    from rapidscore.common.outputs import input_option, model_option
 
     input_option(parser.add_argument("input", help="responses, one record per question: .jsonl, .json, .csv, "
                                               ".tsv, .parquet (.gz too)"))
@@ -250,7 +250,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", default="heuristic",
                         help="refusal detector: heuristic (default), phrase, keyword, phr+kw, arditi, xstest, "
                         "embedding, or rgb (RGB's phrase check: 'insufficient information' in the response)")
-    parser.add_argument("--model", default=None, help="the embedding detector's model (default: all-MiniLM-L6-v2)")
+    model_option(parser.add_argument("--model", default=None,
+                                     help="the embedding detector's model (default: all-MiniLM-L6-v2)"))
     parser.add_argument("--threshold", type=float, default=None,
                         help="the detector's threshold (keyword: partial-ratio; embedding: cosine)")
     parser.add_argument("--confidence", type=float, default=0.95, help="of the Wilson intervals (default: 0.95)")

@@ -17,7 +17,7 @@ from rapidscore.common.cli_options import (
     print_table,
     show_progress,
 )
-from rapidscore.common.outputs import input_option, output_option
+from rapidscore.common.outputs import input_option, model_option, output_option
 from rapidscore.common.stream_io import add_stream_arguments
 
 
@@ -34,9 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="language code; without -m, picks the reference's model (en -> roberta-large, "
                              "downloaded once); with -m, the language of its baseline. The embedded model "
                              "needs no --lang: --rescale_with_baseline uses its English baseline")
-    parser.add_argument("-m", "--model", default=None, help="model hub id or directory "
+    model_option(parser.add_argument("-m", "--model", default=None, help="model hub id or directory "
                         "(default: the embedded all-MiniLM-L6-v2 unless --lang is given; "
-                        "-m all-MiniLM-L6-v2 --lang en keeps it)")
+                        "-m all-MiniLM-L6-v2 --lang en keeps it)"))
     parser.add_argument("-l", "--num_layers", type=int, default=None, help="layer to use (default: tuned layer)")
     parser.add_argument("-b", "--batch_size", type=non_negative_int, default=64,
                         help="the reference's batch size, whose zero padding the scores reproduce so that they "

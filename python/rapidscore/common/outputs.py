@@ -34,6 +34,7 @@ import contextvars
 import errno
 import hashlib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -42,9 +43,10 @@ from typing import IO, Any
 
 from rapidscore.errors import RapidscoreError
 
-__all__ = ["OutputError", "input_option", "output_option", "FileRun", "command_run", "current_run", "open_output",
-           "output_path", "save_figure", "note_input", "note_model", "name_os_error", "commit_when_done",
-           "check_output_target", "check_output_directory", "file_sha256", "is_special_file", "STATE_SUFFIX",
+__all__ = ["OutputError", "input_option", "output_option", "model_option", "FileRun", "command_run", "current_run",
+           "open_output", "output_path", "save_figure", "note_input", "note_model", "name_os_error", "commit_when_done",
+           "check_output_target", "check_output_directory", "file_sha256", "is_special_file",
+           "remove_stale_temporaries", "STATE_SUFFIX",
            "STATE_TMP_SUFFIX", "PARTIAL_SUFFIX", "PARTS_SUFFIX", "RUN_ONLY_OPTIONS"]
 
 # the files a streamed output brings with it (common/stream_io.py): the state, the temporary
@@ -74,7 +76,7 @@ class OutputError(RapidscoreError, ValueError):
 
 @dataclass(frozen=True)
 class _FileOption:
-    role: str  # "input" or "output"
+    role: str  # "input", "output" or "model" (a model directory or name)
     settings: bool = False  # an input whose content changes the numbers (idf counts, a baseline)
     directory: bool = False  # a directory, not a file (an input: allowed to be one)
     text: bool = False  # an input that may be a sentence instead of a file (bertscore -c/-r)
@@ -99,6 +101,15 @@ def output_option(action: argparse.Action, *, stream: bool = False, directory: b
     whose files are opened through this module too). ``stream``: written by the streaming
     writer, which keeps ``OUTPUT.resume.json`` and ``OUTPUT.partial``/``OUTPUT.parts`` beside it."""
     setattr(action, _MARK, _FileOption("output", stream=stream, directory=directory))
+    return action
+
+
+def model_option(action: argparse.Action) -> argparse.Action:
+    """Mark a parser option as naming a model (a directory, a hub id or the embedded model's
+    name): no output may be written inside a model directory it names (checked before the run;
+    models named otherwise are checked when they load, :func:`note_model`). Its value stays among
+    the run's options (a resume state reports it)."""
+    setattr(action, _MARK, _FileOption("model", directory=True, text=True))
     return action
 
 
@@ -206,12 +217,53 @@ def _refuse_input(option: str, path: str, written: str, input_option: str, input
                        f"{input_path}: writing it would destroy the input; give another {option}")
 
 
+def _inside(path: str, directory: str) -> bool:
+    real, folder = os.path.realpath(path), os.path.realpath(directory)
+    return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _directory_files(directory: str) -> list[str]:
+    """The files of a model directory (a hub cache's snapshot holds links to blobs elsewhere)."""
+    found = []
+    for folder, _dirs, names in os.walk(directory):
+        found.extend(os.path.join(folder, name) for name in names)
+    return found
+
+
+@dataclass
+class _ModelDirectory:
+    option: str  # the option that named it, or "model" for one loaded without an option
+    path: str
+    _files: list[str] | None = None
+
+    def refusal(self, option: str, path: str, written: str) -> OutputError | None:
+        """The refusal of output ``option`` ``path`` (writing ``written``) when it would replace a
+        file of this model or write inside its directory; None when it would not."""
+        if self._files is None:
+            self._files = _directory_files(self.path)
+        model_file = next((f for f in self._files if _same_file(written, f)), None)
+        if model_file is None and not _inside(written, self.path):
+            return None
+        what = f"the model file {model_file}" if model_file is not None else "inside the model directory"
+        beside = "" if written == path else f" (it keeps {written} beside it)"
+        model = (f"{self.option} {self.path}" if self.option != "model"
+                 else f"the model this run loaded, {self.path}")
+        return OutputError(f"{option} {path}{beside} is {what} of {model}: a run never writes into a model it "
+                           f"reads; give another {option}")
+
+
+def _model_directories(files: Iterable[DeclaredFile]) -> list[_ModelDirectory]:
+    # hub ids and the embedded model's name are resolved when the model loads (note_model)
+    return [_ModelDirectory(f.option, f.path) for f in files if f.spec.role == "model" and os.path.isdir(f.path)]
+
+
 def check_files(files: Iterable[DeclaredFile]) -> None:
     """The checks of a run's declared files (see the module's docstring); raises before anything
     is opened for writing."""
     files = list(files)
     inputs = [f for f in files if f.spec.role == "input"]
     outputs = [f for f in files if f.spec.role == "output"]
+    models = _model_directories(files)
     for item in inputs:
         if not item.spec.directory and os.path.isdir(item.path):
             also = " (or a sentence in quotes)" if item.spec.text else ""
@@ -223,6 +275,10 @@ def check_files(files: Iterable[DeclaredFile]) -> None:
             for item in inputs:
                 if _same_file(written, item.path):
                     raise _refuse_input(output.option, output.path, written, item.option, item.path)
+            for model in models:
+                refusal = model.refusal(output.option, output.path, written)
+                if refusal is not None:
+                    raise refusal
             for other, other_written in seen:
                 if _same_file(written, other_written):
                     beside = written != output.path or other_written != other.path
@@ -244,7 +300,10 @@ class FileRun:
     options: dict[str, Any] = field(default_factory=dict)  # option -> value, run-only options left out
     read: list[str] = field(default_factory=list)
     models: dict[str, Callable[[], str]] = field(default_factory=dict)  # model directory -> its fingerprint
-    _commits: list[tuple[Callable[[], None], Callable[[], None]]] = field(default_factory=list)
+    model_directories: list[_ModelDirectory] = field(default_factory=list)  # no output is written inside one
+    # (commit, discard, (target, option) or None) of each output waiting for the run's end
+    _commits: list[tuple[Callable[[], None], Callable[[], None], tuple[str, str] | None]] = field(
+        default_factory=list)
 
     @property
     def inputs(self) -> list[tuple[str, str]]:
@@ -255,20 +314,43 @@ class FileRun:
         for input_option_name, input_path in self.inputs:
             if _same_file(path, input_path):
                 raise _refuse_input(option, path, path, input_option_name, input_path)
+        for model in self.model_directories:
+            refusal = model.refusal(option, path, path)
+            if refusal is not None:
+                raise refusal
 
-    def defer(self, commit: Callable[[], None], discard: Callable[[], None]) -> None:
-        """Run ``commit`` when the run succeeds, ``discard`` when it fails."""
-        self._commits.append((commit, discard))
+    def add_model_directory(self, path: str, option: str = "model") -> None:
+        """A model directory the run reads: no output may be written inside it."""
+        if not any(_same_file(path, known.path) for known in self.model_directories):
+            self.model_directories.append(_ModelDirectory(option, path))
+
+    def defer(self, commit: Callable[[], None], discard: Callable[[], None], target: str | None = None,
+              option: str = "output") -> None:
+        """Run ``commit`` when the run succeeds, ``discard`` when it fails. ``target``: the file the
+        commit replaces, checked again then against the inputs known by that time (a model loaded
+        after the output was opened)."""
+        self._commits.append((commit, discard, None if target is None else (target, option)))
 
     def finish(self, succeeded: bool) -> None:
         pending, self._commits = self._commits, []
         if succeeded:
-            for commit, _discard in pending:
+            try:
+                for _commit, _discard, checked in pending:
+                    if checked is not None:
+                        self.check_output(*checked)
+            except OutputError:
+                self._discard(pending)
+                raise
+            for commit, _discard, _checked in pending:
                 commit()
         else:
-            for _commit, discard in reversed(pending):
-                with contextlib.suppress(OSError):
-                    discard()
+            self._discard(pending)
+
+    @staticmethod
+    def _discard(pending: list) -> None:
+        for _commit, discard, _checked in reversed(pending):
+            with contextlib.suppress(OSError):
+                discard()
 
     def fingerprint(self) -> dict[str, Any]:
         """What a resume state records of this run: ``{name: value}`` of every option that can
@@ -307,11 +389,12 @@ def command_run(actions: Sequence[argparse.Action], args: argparse.Namespace) ->
     it raises (KeyboardInterrupt included)."""
     files = declared_files(actions, args)
     check_files(files)
-    file_dests = {a.dest for a in actions if getattr(a, _MARK, None) is not None}
+    # a model's name stays among the options (a resume state reports it; its content is in "models")
+    file_dests = {a.dest for a in actions if getattr(a, _MARK, None) is not None and getattr(a, _MARK).role != "model"}
     names = {a.dest: _option_name(a) for a in actions}
     options = {names.get(dest, dest): value for dest, value in sorted(vars(args).items())
                if dest not in RUN_ONLY_OPTIONS and dest not in file_dests and not callable(value)}
-    run = FileRun(files=files, options=options)
+    run = FileRun(files=files, options=options, model_directories=_model_directories(files))
     token = _RUN.set(run)
     try:
         yield run
@@ -333,10 +416,13 @@ def note_input(path: str | os.PathLike) -> None:
 
 def note_model(model_dir: str | os.PathLike, digest: Callable[[], str]) -> None:
     """A model loaded by the run in progress: ``digest()`` (its content fingerprint, computed
-    only when a resume state asks) joins the run's fingerprint."""
+    only when a resume state asks) joins the run's fingerprint, and its directory the run's
+    inputs: no output may be written inside it (one opened earlier is refused before it replaces
+    its target)."""
     run = _RUN.get()
     if run is not None:
         run.models.setdefault(os.fspath(model_dir), digest)
+        run.add_model_directory(os.fspath(model_dir))
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -367,9 +453,10 @@ def name_os_error(exc: OSError, path: str) -> OSError:
 
 
 def commit_when_done(tmp: str, target: str, *, keep_on_failure: bool = False,
-                     after: Callable[[], None] | None = None) -> None:
-    """Rename ``tmp`` onto ``target`` now (no run in progress) or when the run succeeds; a failed
-    run removes ``tmp`` (``keep_on_failure``: a stream's partial file, kept for --resume).
+                     after: Callable[[], None] | None = None, option: str = "output") -> None:
+    """Rename ``tmp`` onto ``target`` now (no run in progress) or when the run succeeds (once
+    ``target`` is checked again against the run's inputs: ``option`` names it then); a failed run
+    removes ``tmp`` (``keep_on_failure``: a stream's partial file, kept for --resume).
     ``after``: runs once the rename is done (a stream removes its state)."""
     def commit() -> None:
         os.replace(tmp, target)
@@ -384,31 +471,106 @@ def commit_when_done(tmp: str, target: str, *, keep_on_failure: bool = False,
     if run is None:
         commit()
     else:
-        run.defer(commit, discard)
+        run.defer(commit, discard, target, option)
+
+
+# A temporary output is ".{name}.{host}~{pid}.{random}.tmp{ending}" beside its target. A process
+# killed while writing (kill -9, out of memory) cannot remove its own, so every writer of the
+# same target first removes those of processes of this host that are no longer running (another
+# host's, on a shared disk, may still be writing).
+_TEMPORARY_OWNER = re.compile(r"(?P<host>\w+)~(?P<pid>\d+)\.\w+")
+
+
+def _process_owner() -> str:
+    host = "".join(c if c.isalnum() else "_" for c in os.uname().nodename) if hasattr(os, "uname") else "host"
+    return f"{host}~{os.getpid()}"
+
+
+def _process_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else (or cannot tell: keep its file)
+    return True
+
+
+def _temporary_affixes(target: str, suffix: str | None) -> tuple[str, str, str]:
+    """(directory, prefix, suffix) of the temporary files written for ``target``."""
+    directory, name = os.path.split(os.path.abspath(target))
+    ending = os.path.splitext(name)[1] if suffix is None else suffix
+    return directory, f".{name}.", f".tmp{ending}"
+
+
+def remove_stale_temporaries(target: str | os.PathLike, suffix: str | None = None) -> list[str]:
+    """Remove the temporary files of ``target`` left by writers of this host that died (see
+    :func:`output_path`; ``suffix`` as there); returns their paths."""
+    directory, prefix, ending = _temporary_affixes(os.fspath(target), suffix)
+    host = _process_owner().rpartition("~")[0]
+    removed = []
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(prefix) and n.endswith(ending)]
+    except OSError:
+        return removed
+    for name in names:
+        owner = _TEMPORARY_OWNER.fullmatch(name[len(prefix):len(name) - len(ending)])
+        if owner is None or owner["host"] != host or _process_running(int(owner["pid"])):
+            continue
+        path = os.path.join(directory, name)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+            removed.append(path)
+    return removed
+
+
+# what a failed write reports without a file name (other errors come from the writer's own work)
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS, errno.EPIPE})
+
+
+def _named_write_error(exc: OSError, path: str, tmp: str) -> OSError:
+    """A write error naming the output ``path``: the writer saw only the temporary file ``tmp``,
+    or no name at all (a full disk names none: matplotlib, pyarrow and Python's own files alike)."""
+    if exc.filename == tmp and tmp != path:
+        return type(exc)(exc.errno or errno.EIO, exc.strerror or str(exc), path)
+    if exc.filename is None and exc.errno in _WRITE_ERRNOS:
+        return name_os_error(exc, path)
+    return exc
 
 
 @contextlib.contextmanager
 def output_path(path: str | os.PathLike, option: str = "output", suffix: str | None = None) -> Iterator[str]:
     """A temporary path beside ``path`` for a writer that takes a path (matplotlib, pyarrow);
     renamed onto ``path`` as :func:`open_output` does. ``suffix`` (default: ``path``'s
-    extension) ends the temporary name, for writers that pick a format by it."""
+    extension) ends the temporary name, for writers that pick a format by it. Temporaries of
+    ``path`` left by a killed writer are removed first. An OSError of the writer that names no
+    file (a full disk) or the temporary one names ``path``."""
     path = os.fspath(path)
     target = _target(path, option)
-    if is_special_file(target):
-        yield target
+    if is_special_file(target):  # /dev/null, /dev/full, a FIFO: written in place
+        try:
+            yield target
+        except OSError as exc:
+            named = _named_write_error(exc, path, target)
+            if named is exc:
+                raise
+            raise named from None
         return
-    directory, name = os.path.split(os.path.abspath(target))
-    ending = os.path.splitext(name)[1] if suffix is None else suffix
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=f".tmp{ending}", dir=directory)
+    remove_stale_temporaries(target, suffix)
+    directory, prefix, ending = _temporary_affixes(target, suffix)
+    fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{_process_owner()}.", suffix=ending, dir=directory)
     os.close(fd)
     try:
         yield tmp
         os.chmod(tmp, _file_mode(target))
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.remove(tmp)
-        raise
-    commit_when_done(tmp, target)
+        named = _named_write_error(exc, path, tmp) if isinstance(exc, OSError) else exc
+        if named is exc:
+            raise
+        raise named from None
+    commit_when_done(tmp, target, option=option)
 
 
 @contextlib.contextmanager
@@ -420,20 +582,11 @@ def open_output(path: str | os.PathLike, option: str = "output", mode: str = "w"
     if mode not in ("w", "wb"):
         raise ValueError(f"open_output writes whole files: mode 'w' or 'wb', not {mode!r}")
     text = {} if "b" in mode else {"encoding": encoding, "newline": newline}
-    try:
-        with output_path(path, option) as tmp, open(tmp, mode, **text) as handle:  # type: ignore[call-overload]
-            yield handle
-            handle.flush()
-            if not is_special_file(tmp):
-                os.fsync(handle.fileno())
-    except OSError as exc:
-        if exc.filename is None and exc.errno in _WRITE_ERRNOS:  # a write failed: name the file
-            raise name_os_error(exc, os.fspath(path)) from None
-        raise
-
-
-# what a failed write reports without a file name (the rest comes from the body's own work)
-_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS, errno.EPIPE})
+    with output_path(path, option) as tmp, open(tmp, mode, **text) as handle:  # type: ignore[call-overload]
+        yield handle
+        handle.flush()
+        if not is_special_file(tmp):
+            os.fsync(handle.fileno())
 
 
 def save_figure(figure: Any, path: str | os.PathLike, option: str = "plot", **savefig: Any) -> str:

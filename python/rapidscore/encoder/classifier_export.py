@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rapidscore.encoder.disk_cache import build_entry, cache_root, entry_key, find_entry, write_entry_meta
-from rapidscore.encoder.model_source import fingerprint, read_config
+from rapidscore.encoder.model_source import fingerprint, from_pretrained, read_config
 from rapidscore.encoder.onnx_export import (
     EXPORT_MODULES,
     EXPORT_TOLERANCE,
@@ -75,17 +75,16 @@ def classifier_head(model_dir: Path) -> dict[str, Any]:
 
 def load_classification_model(model_dir: Path, attention: str = "eager") -> Any:
     """The torch model with its head (``AutoModelForSequenceClassification``, no remote code), in
-    eval mode; safetensors preferred."""
+    eval mode; safetensors preferred, a pickle carrying code refused (``model_source.from_pretrained``)."""
     require_torch_stack("a classifier with backend='torch' or its ONNX export")
     import transformers
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    use_safetensors = (Path(model_dir) / "model.safetensors").is_file()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = transformers.AutoModelForSequenceClassification.from_pretrained(
-            str(model_dir), trust_remote_code=False, attn_implementation=attention, use_safetensors=use_safetensors)
+        model = from_pretrained(transformers.AutoModelForSequenceClassification, Path(model_dir),
+                                attn_implementation=attention)
     return model.eval()
 
 

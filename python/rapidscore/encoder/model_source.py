@@ -22,6 +22,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from rapidscore.errors import ModelNotFoundError, RapidscoreError
 
@@ -92,6 +93,34 @@ def refusing_unsafe_pickles(files: Sequence[Path]) -> Iterator[None]:
             f"({reason}); rapidscore never unpickles weights in full, since a pickle can run code. Use a copy of "
             "the model with model.safetensors, or convert the weights to safetensors from a copy you trust "
             "(model.save_pretrained(dir, safe_serialization=True), or safetensors.torch.save_file)") from exc
+
+
+def from_pretrained(model_class: Any, model_dir: Path, **kwargs: Any) -> Any:
+    """``model_class.from_pretrained(model_dir)``: how every transformer rapidscore runs (encoder,
+    classifier, their ONNX exports) is loaded. Never remote code; model.safetensors when the
+    directory has it; otherwise transformers unpickles pytorch_model.bin (or its shards) with
+    ``weights_only=True``, and its refusal of a pickle carrying code is an :class:`UnsafeWeightsError`
+    naming the file. ``kwargs``: more of from_pretrained's arguments (``attn_implementation``)."""
+    model_dir = Path(model_dir)
+    use_safetensors = (model_dir / "model.safetensors").is_file()
+    with refusing_unsafe_pickles([] if use_safetensors else pickled_weight_files(model_dir)):
+        return model_class.from_pretrained(str(model_dir), trust_remote_code=False, use_safetensors=use_safetensors,
+                                           **kwargs)
+
+
+def load_pickled_weights(path: Path) -> dict:
+    """The tensors of a pickled weights file (a module's pytorch_model.bin), unpickled with
+    ``torch.load(weights_only=True)``: a file carrying code is an :class:`UnsafeWeightsError`
+    naming it, and none of its code runs. Needs torch (an ImportError saying so)."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(f"reading {path} needs torch: pip install 'rapidscore[export]'") from None
+    with refusing_unsafe_pickles([Path(path)]):
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} holds a {type(state).__name__}, not a state dict of tensors")
+    return state
 
 
 # The record of a model directory kept in the rapidscore cache without its weights (save_weightless_copy).

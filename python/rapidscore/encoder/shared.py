@@ -30,7 +30,8 @@ def get_encoder(model: str | os.PathLike | None = None, layer: int | str | None 
     """
     model = DEFAULT_MODEL if model is None else model
     model_dir = resolve_model(model)
-    note_model(model_dir, lambda: fingerprint(model_dir))  # a command's resume state records the model
+    # a command's run: the model's directory is an input (no output inside it), its resume state records it
+    note_model(model_dir, lambda: fingerprint(model_dir))
     if layer is None:
         layer = num_layers(read_config(model_dir))
     resolved, backend = resolve_precision(precision, device, backend)  # "fast" keys as the mode it is,

@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rapidscore.encoder.model_source import ROBERTA_LIKE, pickled_weight_files, refusing_unsafe_pickles
+from rapidscore.encoder.model_source import ROBERTA_LIKE, UnsafeWeightsError, from_pretrained
 from rapidscore.encoder.tokenization import TokenizerSpec
 
 if TYPE_CHECKING:
@@ -109,19 +109,17 @@ def _load_encoder(model_dir: Path, attention: str):
     # decoder inputs); the encoder is the same module either way.
     model_class = (transformers.T5EncoderModel if config.model_type in ("t5", "mt5", "umt5")
                    else transformers.AutoModel)
-    kwargs: dict = dict(trust_remote_code=False, use_safetensors=_has_safetensors(model_dir))
-    # Without safetensors transformers unpickles pytorch_model.bin (weights_only=True): a refused
-    # file is named, outside the SDPA retry below (the refusal is a ValueError too).
-    pickles = [] if kwargs["use_safetensors"] else pickled_weight_files(model_dir)
-    with warnings.catch_warnings(), refusing_unsafe_pickles(pickles):
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            model = model_class.from_pretrained(str(model_dir), attn_implementation=attention, **kwargs)
+            model = from_pretrained(model_class, model_dir, attn_implementation=attention)
+        except UnsafeWeightsError:
+            raise  # a ValueError too, but no other attention would load it
         except (ValueError, ImportError):
             if attention == "eager":
                 raise
             # transformers refuses SDPA for families that do not implement it: load them eagerly
-            model = model_class.from_pretrained(str(model_dir), attn_implementation="eager", **kwargs)
+            model = from_pretrained(model_class, model_dir, attn_implementation="eager")
     if hasattr(model, "decoder") and hasattr(model, "encoder"):  # bert-score's test, word for word
         model = model.encoder
     return model.eval()
@@ -184,10 +182,6 @@ def _hidden_states(out):
     """The hidden states of a model output; XLNet's two-stream layers give (h, g) pairs, of which
     the content stream h is the encoder-only output."""
     return [h[0] if isinstance(h, tuple) else h for h in out.hidden_states]
-
-
-def _has_safetensors(model_dir: Path) -> bool:
-    return (Path(model_dir) / "model.safetensors").is_file()
 
 
 class LayerOutput:

@@ -13,7 +13,7 @@ import json
 import sys
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, show_progress
-from rapidscore.common.outputs import input_option, output_option
+from rapidscore.common.outputs import input_option, model_option, output_option
 
 # Kept import-light: the evaluation modules (numpy, the encoder) load inside run().
 
@@ -37,9 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gold-format", default=None, help="entity format of the gold (default: as --format)")
     parser.add_argument("--label-similarity", choices=("embedding", "exact"), default="embedding",
                         help="compare labels by embedding cosine (default) or exact match")
-    parser.add_argument("--label-model", default=None, metavar="M",
+    model_option(parser.add_argument("--label-model", default=None, metavar="M",
                         help="encoder for label embeddings (default: the embedded all-MiniLM-L6-v2; "
-                             "bert-base-uncased reproduces the seed's choice)")
+                             "bert-base-uncased reproduces the seed's choice)"))
     input_option(parser.add_argument("--label-map", default=None, metavar="FILE",
                                      help="JSON object {label: canonical label} of synonyms (scored 1 when equal)"),
                  settings=True)

@@ -8,7 +8,7 @@ import os
 import sys
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, print_table, show_progress
-from rapidscore.common.outputs import input_option, output_option
+from rapidscore.common.outputs import input_option, model_option, output_option
 from rapidscore.common.stream_io import add_stream_arguments
 
 LIST_REJECTED = 10  # the text output names the rejected answers when there are at most this many
@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference-column", default="reference",
                         help="key/column in .jsonl/.json/.csv/.tsv/.parquet input")
     parser.add_argument("--threshold", type=float, default=0.8, help="rejected when similarity < threshold")
-    parser.add_argument("--model", default=None, help="model hub id or directory (default: embedded all-MiniLM-L6-v2)")
+    model_option(parser.add_argument("--model", default=None,
+                                     help="model hub id or directory (default: embedded all-MiniLM-L6-v2)"))
     parser.add_argument("--method", default="embedding", choices=("embedding", "bertscore"))
     parser.add_argument("--prompt-name", default=None, metavar="NAME",
                         help="embedding method: one of the model's sentence-transformers prompts (e.g. query); "

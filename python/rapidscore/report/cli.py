@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import partial
 
 from rapidscore.common.cli_options import add_common_options, positive_int
-from rapidscore.common.outputs import input_option, output_option
+from rapidscore.common.outputs import input_option, model_option, output_option
 
 
 def _named(value: str) -> tuple[str, str]:
@@ -83,9 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                           "taxonomy.json, as rapidscore abstention finds it)"), settings=True)
     parser.add_argument("--items", type=positive_int, default=3, metavar="N",
                         help="the N worst and N best items of each system (default 3; every item when at most 2N)")
-    parser.add_argument("--model", "-m", default=None,
+    model_option(parser.add_argument("--model", "-m", default=None,
                         help="BERTScore: show the token alignment of one pair per system, embedded with this model "
-                             "(hub id or directory; the one in the result's signature)")
+                             "(hub id or directory; the one in the result's signature)"))
     parser.add_argument("--layer", "-l", type=int, default=None,
                         help="with --model: the layer (default: the layer in the result's signature)")
     parser.add_argument("--align", type=_align, default="worst", metavar="worst|best|LINE",

@@ -8,7 +8,7 @@ from typing import Any
 
 from rapidscore.common.choices import LOG_LEVELS
 from rapidscore.common.cli_options import add_common_options, add_long_texts_option
-from rapidscore.common.outputs import input_option
+from rapidscore.common.outputs import input_option, model_option
 
 API_KEY_ENV = "RAPIDSCORE_API_KEY"  # rapidscore.serve.config.API_KEY_ENV (not imported: --help stays light)
 
@@ -28,9 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                      "flags, with underscores); flags given on the command line win"))
     parser.add_argument("--host", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, help="port (default 8000; 0 picks a free one)")
-    parser.add_argument("--model", action="append", default=None, metavar="MODEL",
+    model_option(parser.add_argument("--model", action="append", default=None, metavar="MODEL",
                         help="a model to serve (repeatable: requests choose one with \"model\"; the first is the "
-                             "default; default: the embedded all-MiniLM-L6-v2)")
+                             "default; default: the embedded all-MiniLM-L6-v2)"))
     parser.add_argument("--layer", type=int, action="append", default=None, metavar="N",
                         help="BERTScore's layer, loaded for each model (repeatable: requests choose one with "
                              "\"num_layers\"; the first is the default; default: each model's tuned or last layer)")

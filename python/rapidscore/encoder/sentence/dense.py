@@ -180,12 +180,7 @@ def _read_weights(folder: Path) -> dict:
     pickled = folder / "pytorch_model.bin"
     if not pickled.is_file():
         raise ValueError(f"the Dense module in {folder} has no model.safetensors or pytorch_model.bin")
-    try:
-        import torch
-    except ImportError:
-        raise ImportError(f"reading {pickled} needs torch: pip install 'rapidscore[export]'") from None
-    from rapidscore.encoder.model_source import refusing_unsafe_pickles
+    from rapidscore.encoder.model_source import load_pickled_weights
 
-    with refusing_unsafe_pickles([pickled]):  # a pickle that carries code: named, never run
-        state = torch.load(pickled, map_location="cpu", weights_only=True)
+    state = load_pickled_weights(pickled)  # a pickle that carries code: named, never run
     return {key: value.float().numpy() for key, value in state.items()}
