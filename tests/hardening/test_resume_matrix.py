@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import os
+import re
 import shutil
 import signal
 import subprocess
@@ -434,3 +436,97 @@ def test_a_sigkilled_run_resumes_to_the_uninterrupted_output(name, tiny_bert, tm
     assert runs.resume("--input-format", "jsonl") == 0
     assert runs.out.read_bytes() == runs.whole(tmp_path_factory)
     assert not Path(f"{runs.state}.tmp").exists()
+
+
+# -- issue 46's reproducers (each fails before the state recorded the rows' digest) ----------------
+
+def test_item2_a_state_whose_bytes_were_lowered_by_37_is_refused(tmp_path, tmp_path_factory, capsys):
+    runs = matrix_of(FAMILIES["refusal"], "", tmp_path)
+    runs.stop(tmp_path_factory)
+    runs.write_state({**runs.read_state(), "bytes": runs.read_state()["bytes"] - 37})
+    runs.refused(capsys, names="SHA-256")  # it was continued: exit 0 and an invalid JSON line
+
+
+def test_item2_a_state_moved_back_to_an_earlier_row_boundary_is_refused(tmp_path, tmp_path_factory, capsys):
+    runs = matrix_of(FAMILIES["refusal"], "", tmp_path)
+    runs.stop(tmp_path_factory)
+    runs.write_state(_earlier_boundary(runs.read_state(), runs))
+    runs.refused(capsys, names="SHA-256")  # it was continued: exit 0 and CHUNK rows missing
+
+
+def test_item2_a_digit_changed_in_the_partial_rows_is_refused(tmp_path, tmp_path_factory, capsys):
+    runs = matrix_of(FAMILIES["refusal"], "", tmp_path)
+    runs.stop(tmp_path_factory)
+    runs.partial.write_bytes(_change_a_digit(runs.partial.read_bytes()))
+    runs.refused(capsys, names="SHA-256")  # it was kept
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_item3_an_input_named_as_the_state_temporary_is_never_written(name, request, tiny_bert, tmp_path, capsys):
+    family = FAMILIES[name]
+    if name == "toy":
+        request.getfixturevalue("toy_metric")
+    source = write_input(tmp_path / "out.jsonl.resume.json.tmp", family)
+    before = source.read_bytes()
+    argv = family.argv(source, tmp_path / "out.jsonl", tiny_bert)
+    assert main([*argv, "--input-format", "jsonl"]) == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "out.jsonl.resume.json.tmp" in message and "would destroy the input" in message
+    assert source.read_bytes() == before
+
+
+def test_item3_an_input_inside_the_parquet_parts_is_never_removed(tmp_path, capsys):
+    parts = tmp_path / "out.parquet.parts"
+    parts.mkdir()
+    source = write_input(parts / ".part-000000.parquet.tmp", FAMILIES["refusal"])
+    before = source.read_bytes()
+    argv = FAMILIES["refusal"].argv(source, tmp_path / "out.parquet", "")
+    assert main([*argv, "--input-format", "jsonl"]) == 2
+    assert "would destroy the input" in capsys.readouterr().err
+    assert source.read_bytes() == before
+
+
+def test_item9_a_full_disk_before_the_first_row_leaves_no_file(tmp_path, monkeypatch, capsys):
+    runs = matrix_of(FAMILIES["refusal"], "", tmp_path)
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    assert main(runs.argv()) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_item9_a_killed_run_s_state_temporary_is_removed_by_the_next_run(tmp_path, tmp_path_factory, capsys):
+    runs = matrix_of(FAMILIES["refusal"], "", tmp_path)
+    runs.stop(tmp_path_factory)
+    stale = Path(f"{runs.state}.tmp")
+    stale.write_text('{"version": 3, "ro')  # a kill -9 while the state was written
+    kept = {name: content for name, content in runs.files().items() if not name.endswith(".tmp")}
+    # even a resume that is refused removes it, and keeps the rows and the state
+    assert runs.resume("--set", "method=phrase") == 2
+    assert not stale.exists() and runs.files() == kept
+    stale.write_text('{"version": 3, "ro')
+    runs.continued(tmp_path_factory)  # checks the temporary is gone
+    stale.write_text('{"version": 3, "ro')
+    assert main(runs.argv()) == 0  # a fresh run too
+    assert not stale.exists()
+
+
+@pytest.mark.parametrize(("field", "value"), [("settings", ["a"]), ("settings", None), ("bytes", -1), ("rows", -5)])
+def test_item11_a_damaged_state_field_is_named(field, value, tmp_path, tmp_path_factory, capsys):
+    runs = matrix_of(FAMILIES["refusal"], "", tmp_path)
+    runs.stop(tmp_path_factory)
+    runs.write_state({**runs.read_state(), field: value})
+    message = runs.refused(capsys, names=f'"{field}" is {json.dumps(value)}')
+    assert "without --resume" in message
+
+
+def test_item11_a_refusal_shows_the_part_of_the_signature_that_differs(tiny_bert, tmp_path, tmp_path_factory,
+                                                                        capsys):
+    runs = matrix_of(FAMILIES["bertscore"], tiny_bert, tmp_path)
+    runs.stop(tmp_path_factory)
+    message = runs.refused(capsys, "-l", "1", names="signature:")
+    shown = message.split("signature: ", 1)[1].split(";")[0].split(")")[0]
+    assert re.fullmatch(r'"layer:\d+" then, "layer:1" now', shown), message
