@@ -138,3 +138,47 @@ def test_a_pickle_of_tensors_only_still_loads(tiny_model_path, tmp_path) -> None
     got = Encoder(str(model), layer=1, cache_dir=tmp_path / "cache").token_embeddings(["a cat sat"])
     want = Encoder(str(source), layer=1, cache_dir=tmp_path / "cache").token_embeddings(["a cat sat"])
     np.testing.assert_allclose(got[0], want[0], rtol=0, atol=1e-6)
+
+
+@pytest.fixture(params=[2, pickle.HIGHEST_PROTOCOL], ids=["protocol-2", "protocol-highest"])
+def malicious_classifier(request, tiny_models_root, tmp_path) -> tuple[Path, Path]:
+    """A copy of the tiny BERT classifier whose weights are a pickle running ``echo pwned > marker``."""
+    from rapidscore.testing.tiny_classifiers import tiny_classifier_dir
+
+    model = tmp_path / "classifier"
+    shutil.copytree(tiny_classifier_dir("bert", 2, tiny_models_root), model)
+    (model / "model.safetensors").unlink()
+    marker = tmp_path / "pwned.txt"
+    write_malicious_pickle(model / "pytorch_model.bin", marker, request.param)
+    return model, marker
+
+
+# issue 46 item 13: a sequence classifier's pickle gave torch's raw UnpicklingError ("unexpected")
+@pytest.mark.parametrize("backend", ["onnx", "torch"])
+def test_classifier_refuses_a_pickle_that_carries_code(malicious_classifier, backend, tmp_path) -> None:
+    from rapidscore.encoder.classifier import SequenceClassifier
+
+    model, marker = malicious_classifier
+    with pytest.raises(ValueError) as info:
+        SequenceClassifier(str(model), backend=backend, cache_dir=tmp_path / "cache")
+    _check_refusal(info.value, model / "pytorch_model.bin", marker)
+    if backend == "onnx":
+        assert not any(p.is_dir() for p in (tmp_path / "cache").iterdir())  # no entry, no staging left
+
+
+# issue 46 item 13: the refusal command with a classifier detector says so in one line
+def test_refusal_command_refuses_a_classifier_pickle(malicious_classifier, tmp_path, monkeypatch, capsys) -> None:
+    from rapidscore.cli import main
+
+    model, marker = malicious_classifier
+    monkeypatch.setenv("RAPIDSCORE_CACHE", str(tmp_path / "cache"))
+    source = tmp_path / "responses.jsonl"
+    source.write_text(json.dumps({"response": "I cannot help with that."}) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["refusal", "-i", str(source), "-o", str(out), "--set", "method=classifier", "--set",
+                 f"model={model}", "--set", "threshold=0.5", "-q"]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "unexpected" not in err and "UnpicklingError" not in err, err
+    assert str(model / "pytorch_model.bin") in lines[0] and "safetensors" in lines[0], err
+    assert not marker.exists() and not out.exists()

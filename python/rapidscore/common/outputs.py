@@ -8,7 +8,10 @@ runs the command inside a :class:`FileRun`, which, before the command runs:
   hard link), including the files an output brings with it (a stream's ``OUTPUT.resume.json``,
   ``OUTPUT.partial``, ``OUTPUT.parts``), an output named by two options, an output that is a
   directory (or a directory output that is a file), an output whose directory does not exist;
-- refuses an input that is a directory where a file is wanted (``-c DIR`` is not a sentence).
+- refuses an input that is a directory where a file is wanted (``-c DIR`` is not a sentence);
+- refuses an output inside the directory of a model an option names (:func:`model_option`): a
+  loaded model's files are inputs too. A model loaded otherwise (:func:`note_model`) joins the
+  inputs when it loads, and an output is checked again before it replaces its target.
 
 While the command runs, every file is opened through :func:`open_output` or
 :func:`output_path`: it is written to a temporary file beside the target and renamed into place
@@ -16,6 +19,8 @@ when the whole run succeeds, so a failed or interrupted fresh run leaves an earl
 was. Files read while running (:func:`note_input`, called by the readers) join the run's inputs,
 so an output opened later cannot be one of them either. Outside a command (the Python API) the
 same functions check what they can (directory, parent) and rename when the file is complete.
+A temporary file names its host and process, so the next writer of the same target removes those
+a killed process left; a failed write names the output, not the temporary file.
 
 Streams (``common/stream_io.py``) keep their append-and-resume protocol: rows go to
 ``OUTPUT.partial`` and its state file, both checked here, and the partial file becomes OUTPUT

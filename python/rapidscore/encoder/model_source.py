@@ -69,8 +69,11 @@ def _weights_only_refusal(exc: BaseException) -> str | None:
         text = str(current)
         if isinstance(current, pickle.UnpicklingError) and "weights only load failed" in text.lower():
             _, _, detail = text.partition("WeightsUnpickler error:")
+            if not detail:  # torch 2.6+: "... Trying to load unsupported GLOBAL posix.system whose module ..."
+                _, found, rest = text.partition("Trying to load")
+                detail = found + rest
             detail = detail.split("Check the documentation", 1)[0]
-            return " ".join(detail.split()) or "a non-tensor object"
+            return " ".join(detail.split()).rstrip(".") or "a non-tensor object"
         current = current.__cause__ or current.__context__
     return None
 
