@@ -55,14 +55,13 @@ def bertscore_api(model: str, cands=CANDS, refs=REFS, *, reference_batch_size=No
 
 @pytest.mark.filterwarnings("ignore::rapidscore.RapidscoreWarning")  # idf of few references: uniform weights
 def test_every_bertscore_option_equals_the_api(server, models, idf_path):
-    from rapidscore.bertscore.idf import DocumentFrequencies
-
     bert, roberta = models
     body = {"candidates": CANDS, "references": REFS}
     cases = [
         ({}, dict(model=bert, layer=2)),
         ({"idf": True}, dict(model=bert, layer=2, idf=True)),
-        ({"idf_file": "wiki"}, dict(model=bert, layer=2, idf=DocumentFrequencies.load(idf_path).idf())),
+        ({"idf_file": "wiki"}, dict(model=bert, layer=2, idf=idf_path)),
+        ({"idf_file": "wiki", "idf": True}, dict(model=bert, layer=2, idf=idf_path)),  # the file implies idf
         ({"model": roberta}, dict(model=roberta, layer=2)),
         ({"num_layers": 1}, dict(model=bert, layer=1)),
         ({"model": roberta, "num_layers": 1, "idf": True}, dict(model=roberta, layer=1, idf=True)),
@@ -83,7 +82,6 @@ def test_every_bertscore_option_equals_the_api(server, models, idf_path):
     ({"model": "bert-base-uncased"}, "model", "is not served here; the served models"),
     ({"num_layers": 0}, "num_layers", "is not a layer served for"),
     ({"idf_file": "other"}, "idf_file", "is not an idf file this server loaded; loaded: ['wiki']"),
-    ({"idf_file": "wiki", "idf": True}, "idf_file", "give idf (weights from the request's references) or idf_file"),
     ({"rescale_with_baseline": True}, "rescale_with_baseline", "no baseline"),
     ({"long_texts": "slide"}, "long_texts", "Input should be 'truncate' or 'window'"),
     ({"reference_batch_size": 0}, "reference_batch_size", "greater than or equal to 1"),

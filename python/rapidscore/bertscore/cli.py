@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="padded tokens per encoder batch "
                              "(default: 1024 on CPU in fp32, 2048 in bf16, 16384 on GPU)")
     add_long_texts_option(parser)
-    parser.add_argument("--idf", action="store_true", help="idf weighting from the references")
+    parser.add_argument("--idf", action="store_true",
+                        help="idf weighting from the references (with --idf-file: from that file's counts)")
     parser.add_argument("--rescale_with_baseline", action="store_true",
                         help="rescale with the published baseline of the model and --lang (the embedded "
                              "model's: English, no --lang needed)")
@@ -83,14 +84,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     stream.add_argument("--cache-tokens", type=non_negative_int, default=0, metavar="N",
                         help="keep the embeddings of recent texts across chunks (an LRU cache of N tokens)")
     input_option(stream.add_argument("--idf-file", default=None, metavar="FILE",
-                                     help="idf document counts to weight with (implies --idf); written by "
-                                          "--write-idf"), settings=True)
+                                     help="idf document counts to weight with, as written by --write-idf, "
+                                          "batch or streamed: implies --idf, and with --idf the file's counts "
+                                          "are used (signature idf:file=<sha8>)"), settings=True)
     output_option(stream.add_argument("--write-idf", default=None, metavar="FILE",
                                       help="count the references' documents in one streamed pass and write an "
                                            "idf file"))
 
 
-def _inputs(args: argparse.Namespace) -> tuple[list[str], list]:
+def _idf_source(args: argparse.Namespace):
+    """The run's idf source (``rapidscore.bertscore.idf_source``): --idf-file (with or without
+    --idf: the file), else --idf (the references), else none. The file is read and checked now,
+    before any model loads."""
+    from rapidscore.bertscore.idf_source import resolve_idf_source
+
+    return resolve_idf_source(args.idf, args.idf_file)
+
+
+def _inputs(args: argparse.Namespace, idf_from_references: bool = False) -> tuple[list[str], list]:
     from rapidscore.common.readers import parallel_items
 
     if not args.cand or not args.ref:
@@ -111,8 +122,9 @@ def _inputs(args: argparse.Namespace) -> tuple[list[str], list]:
     for text in (args.cand, *args.ref):
         if _looks_like_path(text):  # bert-score scores the string itself: say so
             print(f"rapidscore bertscore: warning: no file {text!r}; scoring it as a sentence", file=sys.stderr)
-    if args.idf:
-        raise ValueError("idf needs more than a single pair of sentences")
+    if idf_from_references:  # an idf file needs no corpus
+        raise ValueError("idf from the references needs more than a single pair of sentences (or give "
+                         "--idf-file)")
     return [args.cand], [list(args.ref)]
 
 
@@ -143,17 +155,18 @@ def run(args: argparse.Namespace) -> int:
     engine["long_texts"] = args.long_texts
     if args.output or args.input or args.write_idf or args.resume:
         return _run_streaming(args, engine)
+    idf = _idf_source(args)
     started = time.perf_counter()
-    scorer = _scorer(args, idf=args.idf, progress=show_progress(args), **engine)
+    scorer = _scorer(args, idf=idf, progress=show_progress(args), **engine)
     loaded = time.perf_counter()
     if args.show:
         from rapidscore.bertscore.plot import plot_similarity
 
-        cands, refs = _inputs(args)
+        cands, refs = _inputs(args, idf.kind == "references")
         first_ref = refs[0] if isinstance(refs[0], str) else refs[0][0]
         plot_similarity(scorer, cands[0], first_ref, fname=args.fname)
         return 0
-    cands, refs = _inputs(args)
+    cands, refs = _inputs(args, idf.kind == "references")
     scoring = time.perf_counter()
     result = scorer.score(cands, refs, reference_batch_size=args.batch_size or None)
     if args.plot_f1:
@@ -271,9 +284,11 @@ class _Reiterable:
 
 
 def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
+    import hashlib
 
-    from rapidscore.bertscore.idf import DocumentFrequencies
+    from rapidscore.bertscore.idf_source import IdfSource
     from rapidscore.bertscore.streaming import DEFAULT_CHUNK_PAIRS, ReadCounter, check_stream_batch_size, chunk_results
+    from rapidscore.common.outputs import file_sha256
     from rapidscore.common.readers import count_rows
     from rapidscore.common.stream_io import RowIds, run_stream
 
@@ -286,20 +301,26 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
     if args.batch_size:  # refused before the model loads or the output file is made
         check_stream_batch_size(args.batch_size, args.chunk_size or DEFAULT_CHUNK_PAIRS)
     make_items = _stream_items(args)
-    use_idf = args.idf or args.idf_file is not None
+    idf = _idf_source(args)
     started = time.perf_counter()
-    scorer = _scorer(args, idf=use_idf, **engine)
+    scorer = _scorer(args, idf=idf, **engine)
     if args.verbose and not args.quiet:
         print(f"rapidscore bertscore: model loaded in {time.perf_counter() - started:.2f} seconds", file=sys.stderr)
     pairs = _Reiterable(make_items)
     counts = None
-    if args.idf_file:
-        counts = DocumentFrequencies.load(args.idf_file)
-    elif args.write_idf or (use_idf and args.output):
+    idf_read_from = None  # what the weights were computed from, for the resume state
+    if idf.kind == "file":
+        counts = idf.counts  # the scorer weighs by them already
+        idf_read_from = f"idf file {file_sha256(args.idf_file)}"
+    elif args.write_idf or (idf.enabled and args.output):
         if "-" in (args.input, args.cand, *(args.ref or [])) and args.output:
             raise ValueError("idf over stdin needs two passes: write an idf file first (--write-idf), then "
                              "stream with --idf-file")
-        counts = scorer.document_frequencies(pairs)
+        digest = hashlib.sha256()
+        counts = scorer.document_frequencies(pairs, digest=digest)
+        idf_read_from = f"references {digest.hexdigest()}"
+    # the first pass's counts are idf of the stream's references: signed idf:yes, as --idf in batch
+    stream_idf = IdfSource.references(counts) if idf.kind == "references" else None
     if args.write_idf:
         assert counts is not None
         counts.save(args.write_idf)
@@ -319,7 +340,7 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
         budget = None if args.memory_budget is None else int(args.memory_budget * 2**20)
         for chunk, result in chunk_results(scorer, ids.strip(items), chunk_size=args.chunk_size or DEFAULT_CHUNK_PAIRS,
                                            memory_budget=budget, cache_tokens=args.cache_tokens,
-                                           idf=counts if use_idf else None,  # --write-idf alone: no weighting
+                                           idf=stream_idf,  # --write-idf alone: no weighting
                                            reference_batch_size=args.batch_size or None,
                                            before=read.before() if args.batch_size else None, progress=advance):
             windowed[0] += result.details["windowed"]
@@ -331,7 +352,9 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
 
     columns = ["index", *(["id"] if args.id_column else []), "precision", "recall", "f1"]
     settings = {"command": "bertscore", "signature": scorer.signature, "batch_size": args.batch_size,
-                "idf_documents": counts.n_documents if counts is not None and use_idf else None,
+                "idf_documents": counts.n_documents if counts is not None and idf.enabled else None,
+                # a resume after an edited reference (same row count) or another idf file is refused
+                "idf source sha256": idf_read_from if idf.enabled else None,
                 "candidate_column": args.candidate_column if args.input else None,
                 "reference_column": args.reference_column if args.input else None, "id_column": args.id_column}
     source = args.input or args.cand

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import os
@@ -103,24 +104,43 @@ class DocumentFrequencies:
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "idf data") -> DocumentFrequencies:
+        """Counts from the JSON ``save`` writes, validated: every count a non-negative integer no
+        larger than ``n_documents`` (JSON's ``Infinity``, ``NaN``, ``true``, ``1.5`` and ``"3"``
+        are refused, not converted); a ValueError names ``source`` (the file), the key and the value."""
         if not isinstance(data, dict) or data.get("format") != IDF_FORMAT:
             raise ValueError(f"{source}: not a rapidscore idf file (expected \"format\": \"{IDF_FORMAT}\")")
-        if data.get("version") != IDF_FORMAT_VERSION:
-            raise ValueError(f"{source}: idf file version {data.get('version')!r}, this rapidscore reads "
+        version = data.get("version")
+        if type(version) is not int or version != IDF_FORMAT_VERSION:  # true == 1 in Python: type first
+            raise ValueError(f"{source}: idf file version {_shown(version)}, this rapidscore reads "
                              f"version {IDF_FORMAT_VERSION}")
-        try:
-            counts = {int(token): int(count) for token, count in data["document_counts"].items()}
-            n_documents = int(data["n_documents"])
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"{source}: malformed idf file ({exc})") from None
-        if n_documents < 0 or any(c < 0 or c > n_documents for c in counts.values()):
-            raise ValueError(f"{source}: document counts must lie in [0, n_documents={n_documents}]")
-        return cls(counts, n_documents, tokenizer=data.get("tokenizer"))
+        for key in ("n_documents", "document_counts"):
+            if key not in data:
+                raise ValueError(f"{source}: malformed idf file: no key {key!r}")
+        n_documents = _count(data["n_documents"], source, "n_documents")
+        document_counts = data["document_counts"]
+        if not isinstance(document_counts, dict):
+            raise ValueError(f"{source}: malformed idf file: \"document_counts\" must be an object token id -> "
+                             f"count, got {_shown(document_counts)}")
+        tokenizer = data.get("tokenizer")
+        if tokenizer is not None and not isinstance(tokenizer, str):
+            raise ValueError(f"{source}: malformed idf file: \"tokenizer\" must be a model name or null, got "
+                             f"{_shown(tokenizer)}")
+        counts = {}
+        for token, count in document_counts.items():
+            if not (isinstance(token, str) and token.isascii() and token.isdigit()):
+                raise ValueError(f"{source}: malformed idf file: key {_shown(token)} of \"document_counts\" is not "
+                                 "a token id (a non-negative integer)")
+            where = f"document_counts[{_shown(token)}]"
+            value = _count(count, source, where)
+            if value > n_documents:
+                raise ValueError(f"{source}: {where} = {value} is more than n_documents = {n_documents} (a token "
+                                 f"occurs in at most every document); document counts must lie in "
+                                 f"[0, n_documents={n_documents}]")
+            counts[int(token)] = value
+        return cls(counts, n_documents, tokenizer=tokenizer)
 
     def save(self, path) -> None:
         """Write the counts as JSON (atomically: a temporary file renamed into place)."""
-        import json
-
         from rapidscore.common.outputs import open_output
 
         with open_output(path, "idf file") as handle:
@@ -128,8 +148,6 @@ class DocumentFrequencies:
 
     @classmethod
     def load(cls, path) -> DocumentFrequencies:
-        import json
-
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no such idf file: {path}")
@@ -151,6 +169,22 @@ class DocumentFrequencies:
 
     def __repr__(self) -> str:
         return f"DocumentFrequencies(n_documents={self.n_documents}, tokens={len(self.counts)})"
+
+
+def _shown(value) -> str:
+    """A JSON value as the file spells it (``Infinity``, ``true``, ``"3"``), shortened."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _count(value, source: str, key: str) -> int:
+    """``value`` if it is a non-negative JSON integer, else a ValueError naming the file and key."""
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{source}: {key} = {_shown(value)}: a document count must be a non-negative integer")
+    return value
 
 
 def is_any_of(ids: np.ndarray, values) -> np.ndarray:

@@ -79,7 +79,8 @@ class BERTScoreMetric(Metric):
         RequestOption("idf", bool, False, "Weight tokens by idf computed from this request's references, as "
                       "BERTScore(idf=True).score does."),
         RequestOption("idf_file", str, None, "Weight tokens by the idf file the server loaded at start under this "
-                      "name (`--idf-file`; its file name without the extension).", among="idf_files"),
+                      "name (`--idf-file`; its file name without the extension); implies `idf`, and with `idf` "
+                      "the file's counts are used.", among="idf_files"),
         RequestOption("rescale_with_baseline", bool, False, "Rescale with the model's published baseline of "
                       "`lang`; a model without one is a 400."),
         RequestOption("lang", str, None, "The baseline's language (default en when rescaling); the model "
@@ -106,20 +107,19 @@ class BERTScoreMetric(Metric):
     def build(self, *, idf: Any = None, reference_batch_size: int | None = None, memory_budget: int | None = None,
               **scorer_options: Any) -> BERTScoreEngine:
         """``scorer_options``: :class:`~rapidscore.bertscore.BERTScore`'s. ``idf``: document counts
-        (``DocumentFrequencies``), an idf file path or a dict, for the whole input; ``True`` only
-        with ``idf_sents`` (idf over a dataset needs a pass over all its references first)."""
+        (``DocumentFrequencies``), an idf file path, a dict or an ``IdfSource`` (a dataset pass's
+        counts of the references: ``IdfSource.references(counts)``), for the whole input, as
+        ``BERTScore(idf=...)`` takes them; ``True`` only with ``idf_sents`` (idf over a dataset
+        needs a pass over all its references first)."""
         from rapidscore.bertscore import BERTScore
-        from rapidscore.bertscore.idf_pass import resolve_idf
 
-        if idf is False:
-            idf = None
+        if idf is None:
+            idf = False
         if idf is True and scorer_options.get("idf_sents") is None:
             raise ValueError("idf=True over a dataset needs its document counts: pass "
                              "idf=rapidscore.integrations.ray.document_frequencies(dataset) (score_dataset does)")
-        scorer_options["idf"] = idf is not None
-        scorer = BERTScore(**scorer_options)
-        weights = resolve_idf(scorer, [], idf) if idf is not None and idf is not True else None
-        return BERTScoreEngine(scorer, weights, reference_batch_size, memory_budget)
+        scorer = BERTScore(idf=idf, **scorer_options)  # the scorer holds the weights: one decision, one place
+        return BERTScoreEngine(scorer, None, reference_batch_size, memory_budget)
 
     def score(self, engine: BERTScoreEngine, columns: Mapping[str, Sequence],
               names: RowNames | None = None) -> dict[str, Any]:

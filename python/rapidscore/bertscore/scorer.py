@@ -33,7 +33,8 @@ from rapidscore.bertscore.finishing import (
     store_weights,
     warn_uniform,
 )
-from rapidscore.bertscore.idf import DocumentFrequencies, check_idf_dict, idf_from_ids
+from rapidscore.bertscore.idf import DocumentFrequencies
+from rapidscore.bertscore.idf_source import IdfSource, resolve_idf_source
 from rapidscore.bertscore.model_table import model_for_language, tuned_layer
 from rapidscore.bertscore.result import BERTScoreResult
 from rapidscore.bertscore.streaming import PairScore
@@ -84,7 +85,10 @@ class BERTScore:
     Parameters mirror bert-score's BERTScorer: ``model`` (hub id or directory; default from
     ``lang`` via the reference's table, else the embedded all-MiniLM-L6-v2), ``layer`` (the
     reference's ``num_layers``; default its tuned layer, or the model's last layer for models the
-    table does not list), ``idf`` (False, True, or a dict token id -> weight), ``idf_sents``,
+    table does not list), ``idf`` (False; True: from each call's references; a dict token id ->
+    weight; an idf file path, str or ``os.PathLike``, or a ``DocumentFrequencies``: those document
+    counts, as ``score_iter(idf=)`` and the CLI's ``--idf-file`` weigh; the signature records
+    which, ``rapidscore.bertscore.idf_source``), ``idf_sents``,
     ``rescale_with_baseline`` + ``lang`` or ``baseline_path``, ``all_layers``. Engine options:
     ``backend``, ``device``, ``precision``, ``batch_tokens``, ``num_threads``, ``progress``, and
     ``device_engine``: with ``backend="torch"``, True keeps the token embeddings on the model's
@@ -120,7 +124,8 @@ class BERTScore:
     """
 
     def __init__(self, model: str | os.PathLike | None = None, layer: int | None = None, *, lang: str | None = None,
-                 idf: bool | dict = False, idf_sents: Sequence[str] | None = None,
+                 idf: bool | dict | str | os.PathLike | DocumentFrequencies | IdfSource = False,
+                 idf_sents: Sequence[str] | None = None,
                  rescale_with_baseline: bool = False, baseline_path: str | os.PathLike | None = None,
                  all_layers: bool = False, use_fast_tokenizer: bool = False, backend: str | None = None,
                  device: str = "cpu", precision: str = "fp32", batch_tokens: int | None = None,
@@ -146,10 +151,8 @@ class BERTScore:
             layer = tuned_layer(self.model_name)
         if rescale_with_baseline and baseline_path is None and lang is None:
             raise ValueError("rescale_with_baseline=True needs lang (or a baseline_path)")
-        if not isinstance(idf, (bool, dict)):
-            raise TypeError(f"idf must be a bool or a dict token id -> weight, got {type(idf).__name__}")
-        if isinstance(idf, dict):
-            check_idf_dict(idf)
+        idf_source = resolve_idf_source(idf)  # the one decision: every later step reads it
+        idf_source.check_model(self.model_name)
         if long_texts is not None:
             check_long_texts(long_texts)
         if encoder is None:  # the process-wide cache: one loaded model per setting
@@ -172,7 +175,8 @@ class BERTScore:
         self.layer = self.encoder.num_layers if all_layers else self.encoder.layer
         self.all_layers = all_layers
         self.lang = lang
-        self.idf = idf
+        # the reference's attribute: the dict, else whether tokens are weighted (an idf file: True)
+        self.idf: bool | dict = idf_source.table if idf_source.table is not None else idf_source.enabled
         self.use_fast_tokenizer = use_fast_tokenizer
         self.rescale_with_baseline = rescale_with_baseline
         self.use_custom_baseline = baseline_path is not None
@@ -182,7 +186,8 @@ class BERTScore:
         # The tokens a tokenizer frames every text with ([CLS] [SEP]; </s> for T5; </s> en_XX for
         # mBART): what an empty text tokenizes to. A sentence with no more tokens is empty.
         self._framing_length = len(self.encoder.tokenize([""])[0])
-        self._idf_dict = idf if isinstance(idf, dict) else None
+        # (source, its weights), replaced together by compute_idf: a call reads one consistent pair
+        self._idf: tuple[IdfSource, dict | None] = (idf_source, idf_source.weights())
         if idf_sents is not None:
             self.compute_idf(idf_sents)
         self._baseline = None
@@ -230,21 +235,35 @@ class BERTScore:
         from rapidscore.encoder import check_texts
 
         sents = check_texts(sents, "idf_sents")
-        self._idf_dict = idf_from_ids(self.encoder.tokenize([s.strip() for s in sents]))
-        return self._idf_dict
+        counts = DocumentFrequencies(tokenizer=self.model_name).add(self.encoder.tokenize([s.strip() for s in sents]))
+        weights = counts.idf()
+        source = self._idf[0]
+        # without idf (idf=False) the weights are kept, as the reference keeps them, and not used
+        self._idf = (IdfSource("sentences", counts=counts) if source.enabled else source, weights)
+        return weights
 
     @property
     def idf_dict(self) -> dict | None:
-        return self._idf_dict
+        return self._idf[1]
+
+    @property
+    def idf_source(self) -> IdfSource:
+        """Which idf weights this scorer's calls use (``rapidscore.bertscore.idf_source``)."""
+        return self._idf[0]
 
     # -- signature ----------------------------------------------------------------------------
 
     @property
     def signature(self) -> str:
         """Reproducibility signature in the spirit of sacrebleu's."""
+        return self.signature_with(self._idf[0])
+
+    def signature_with(self, idf_source: IdfSource) -> str:
+        """The signature of a call that weighs by ``idf_source`` (a stream's, an idf file given
+        to ``score_iter``) instead of the scorer's own."""
         return build_signature([
             ("model", self.model_name), ("layer", "all" if self.all_layers else self.layer),
-            ("idf", "dict" if isinstance(self.idf, dict) else ("yes" if self.idf else "no")),
+            ("idf", idf_source.signature_value),
             ("rescaled", "custom" if self.use_custom_baseline and self.rescale_with_baseline
              else ("yes" if self.rescale_with_baseline else "no")),
             ("tok", f"fast-maxlen{self.encoder.max_length}"),
@@ -309,10 +328,11 @@ class BERTScore:
         by default). Texts repeated within a chunk are encoded once; ``cache_tokens`` > 0 keeps
         the embeddings of recently seen texts across chunks (an LRU cache of that many tokens).
 
-        idf (a scorer with ``idf=True``): ``idf`` = a ``DocumentFrequencies``, an idf file path or
-        a dict; else the scorer's own weights (``idf_sents``, a dict); else a first pass over the
-        stream's references, which needs a re-iterable ``pairs`` (a list; a generator raises
-        ValueError). A bad item raises TypeError/ValueError naming its index.
+        idf (a scorer with idf): ``idf`` = a ``DocumentFrequencies``, an idf file path or a dict
+        (the signature says which, as ``BERTScore(idf=...)`` with it); else the scorer's own
+        weights (an idf file, ``idf_sents``, a dict); else a first pass over the stream's
+        references, which needs a re-iterable ``pairs`` (a list; a generator raises ValueError).
+        A bad item raises TypeError/ValueError naming its index.
 
         ``reference_batch_size`` B: the numbers of ``score(..., reference_batch_size=B)`` whatever
         the chunks; a chunk's padding comes from the reference's batches it overlaps, so up to
@@ -332,13 +352,14 @@ class BERTScore:
                            memory_budget=memory_budget, cache_tokens=cache_tokens, idf=idf, rescale=rescale,
                            reference_batch_size=reference_batch_size)
 
-    def document_frequencies(self, pairs: Iterable) -> DocumentFrequencies:
+    def document_frequencies(self, pairs: Iterable, *, digest=None) -> DocumentFrequencies:
         """Document counts of the references of a stream of ``(candidate, reference)`` pairs:
-        the idf first pass, streamed. ``.save(path)`` writes an idf file for ``score_iter(idf=)``
-        and the CLI's ``--idf-file``."""
+        the idf first pass, streamed. ``.save(path)`` writes an idf file for ``BERTScore(idf=)``,
+        ``score_iter(idf=)`` and the CLI's ``--idf-file``. ``digest``: a ``hashlib`` object
+        updated with every reference read (what the counts were computed from)."""
         from rapidscore.bertscore.idf_pass import document_frequencies
 
-        return document_frequencies(self, pairs)
+        return document_frequencies(self, pairs, digest=digest)
 
     # -- phases -------------------------------------------------------------------------------
 
@@ -359,11 +380,12 @@ class BERTScore:
 
     def finish(self, plan: ScoringPlan, store: TokenStore, *, rescale: bool | None = None,
                reference_batch_size: int | None = None, idf_weights: dict | None = None,
-               padding_floors: np.ndarray | None = None) -> BERTScoreResult:
+               padding_floors: np.ndarray | None = None, idf_source: IdfSource | None = None) -> BERTScoreResult:
         """Phase 3: weights, matching, best reference per candidate, rescaling.
 
         ``idf_weights``: idf weights to use instead of the scorer's (a stream's, computed over all
-        its references; ignored when the scorer has idf=False). ``padding_floors``: bert-score's
+        its references; ignored when the scorer has idf=False) and ``idf_source`` their source (the
+        result's signature; default the scorer's). ``padding_floors``: bert-score's
         padding of each of the plan's pairs, (pairs, 2) bool as ``kernels.padding.padding_floors``
         gives it, instead of ``reference_batch_size`` (a stream's chunk, whose batches of the
         reference reach into the chunks around it)."""
@@ -378,7 +400,7 @@ class BERTScore:
                                  f"pair), got {padding_floors.dtype} {padding_floors.shape}")
         if len(store) != len(plan.texts):
             raise ValueError(f"the store holds {len(store)} texts, the plan {len(plan.texts)}")
-        options = self.finishing_options()
+        options = self.finishing_options(idf_source)
         idf_dict = call_idf(options, idf_weights, lambda: [store.token_ids(k) for k in plan.pairs[:, 1]])
         weights, real_tokens, uniform = store_weights(store, idf_dict, options)
         if uniform:
@@ -393,7 +415,8 @@ class BERTScore:
     def weights_fixed(self) -> bool:
         """Whether token weights are the same in every call (no idf, or idf weights given or
         computed once): then several plans can share one weighting and matching pass."""
-        return self.idf is False or self._idf_dict is not None
+        source, weights = self._idf
+        return not source.enabled or weights is not None
 
     def finish_plans(self, plans: Sequence[ScoringPlan], store: TokenStore, rows: Sequence[np.ndarray],
                      truncated: Sequence[int], *, rescale: bool | None = None) -> list[BERTScoreResult]:
@@ -424,17 +447,19 @@ class BERTScore:
             start = end
         return results
 
-    def finishing_options(self) -> FinishingOptions:
+    def finishing_options(self, idf_source: IdfSource | None = None) -> FinishingOptions:
         """The scorer's settings as the finishing step reads them, taken when a call starts
-        (``rapidscore.bertscore.finishing``)."""
+        (``rapidscore.bertscore.finishing``); ``idf_source``: a call's own (its signature)."""
+        source, weights = self._idf
         window = self.long_texts == "window"
         if window:
             prefix, suffix = self.encoder.tokenizer.framing
         return FinishingOptions(
-            idf=self.idf, idf_weights=self._idf_dict, special_ids=self._cls_sep,
+            idf=source.enabled, idf_weights=weights, special_ids=self._cls_sep,
             framing_length=self._framing_length, reference_empty_rule=self.reference_empty_rule,
             all_layers=self.all_layers, num_threads=self.num_threads,
-            rescale_with_baseline=self.rescale_with_baseline, baseline=self._baseline, signature=self.signature,
+            rescale_with_baseline=self.rescale_with_baseline, baseline=self._baseline,
+            signature=self.signature if idf_source is None else self.signature_with(idf_source),
             window_length=self.encoder.max_length if window else None,
             window_framing=len(prefix) + len(suffix) if window else 0)
 

@@ -15,23 +15,20 @@ __all__ = ["BERTScoreTask", "serving_scorer"]
 def serving_scorer(server: Any, options: Any, encoder: Any) -> Any:
     """The ``BERTScore`` a server scores requests with, under a request's engine options
     (``BERTScoreMetric.request_options``): the served model and layer it names, idf (from each
-    request's references, or an idf file loaded at start), rescaling with ``lang``'s baseline
-    (en by default), long texts. The encoder is the process's shared one (``get_encoder``)."""
+    request's references, or an idf file loaded at start: ``idf_file`` implies ``idf``, both are
+    the file), rescaling with ``lang``'s baseline (en by default), long texts. The encoder is the
+    process's shared one (``get_encoder``)."""
     from rapidscore.bertscore import BERTScore
-    from rapidscore.bertscore.idf import DocumentFrequencies
+    from rapidscore.bertscore.idf_source import resolve_idf_source
 
     model = options.get("model") or server.default_model
     layer = server.layer_of(model, options.get("num_layers"))
-    idf: Any = bool(options.get("idf"))
-    if options.get("idf_file") is not None:
-        if idf:
-            raise _field_error("idf_file", "give idf (weights from the request's references) or idf_file, not both")
-        try:
-            counts = DocumentFrequencies.load(server.idf_file(options["idf_file"]))
-            counts.check_model(model)
-        except (ValueError, OSError) as exc:
-            raise _field_error("idf_file", str(exc)) from None
-        idf = counts.idf()
+    name = options.get("idf_file")
+    try:  # the CLI's rule: an idf file implies idf, and given with idf the file's counts are used
+        idf = resolve_idf_source(bool(options.get("idf")), None if name is None else server.idf_file(name))
+        idf.check_model(model)
+    except (ValueError, OSError) as exc:
+        raise _field_error("idf_file", str(exc)) from None
     rescale = bool(options.get("rescale_with_baseline"))
     lang = options.get("lang") or ("en" if rescale else None)
     try:

@@ -265,7 +265,7 @@ def chunk_results(scorer: BERTScore, pairs: Iterable, *, chunk_size: int = DEFAU
     if cache_tokens and scorer.encoder.returns_tensors:
         raise ValueError("cache_tokens needs host embeddings; the encoder keeps them on its device")
     batches = _padding_batches(scorer, reference_batch_size, chunk_size, before)
-    weights = resolve_idf(scorer, pairs, idf)
+    idf_source, weights = resolve_idf(scorer, pairs, idf)
     cache = BoundedCache(cache_tokens, lambda entry: len(entry.ids)) if cache_tokens else None
     max_length = scorer.encoder.max_length
     # With windows a text keeps all its tokens: its estimate is not capped at the maximum length.
@@ -301,7 +301,8 @@ def chunk_results(scorer: BERTScore, pairs: Iterable, *, chunk_size: int = DEFAU
             pending = itertools.chain.from_iterable([*reversed(todo), source.peek()])
             floors = batches.floors(lengths, _pair_lengths(scorer, pending, batches.after(len(lengths))))
             batches.advance(lengths)
-        result = scorer.finish(plan, store, rescale=rescale, idf_weights=weights, padding_floors=floors)
+        result = scorer.finish(plan, store, rescale=rescale, idf_weights=weights, padding_floors=floors,
+                               idf_source=idf_source)
         yield chunk, result
 
 

@@ -12,7 +12,9 @@ The BERTScore module takes the hub ``bertscore`` metric's inputs and keywords (`
 ``num_layers``, ``idf``, ``batch_size``, ``nthreads``, ``all_layers``, ``rescale_with_baseline``,
 ``baseline_path``, ``use_fast_tokenizer``, ``device``, ``verbose``) and returns its keys
 (``precision``, ``recall``, ``f1`` lists and ``hashcode``: here rapidscore's signature, which
-names the model, layer, idf, rescaling and rapidscore's version). Without ``lang`` and
+names the model, layer, idf, rescaling and rapidscore's version). ``idf`` may also be an idf
+file path or a ``DocumentFrequencies`` (rapidscore's: weights from those document counts, as
+``BERTScore(idf=...)``; hashcode ``idf:file=<sha8>``). Without ``lang`` and
 ``model_type`` it uses rapidscore's default model (all-MiniLM-L6-v2, embedded). rapidscore's
 engine keywords (``backend``, ``precision``, ``num_threads``, ``batch_tokens``, ``cache_dir``)
 pass through. The numbers are ``rapidscore.bertscore.BERTScore``'s with
@@ -33,6 +35,7 @@ module's own scorer cache takes a lock.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -155,7 +158,7 @@ class BERTScoreModule(_PairModule):
 
     def _compute(self, *, predictions: list[str], references: list[list[str]], lang: str | None = None,
                  model_type: str | None = None, num_layers: int | None = None, verbose: bool = False,
-                 idf: bool = False, device: Any = None, batch_size: int | None = 64, nthreads: int = 4,
+                 idf: Any = False, device: Any = None, batch_size: int | None = 64, nthreads: int = 4,
                  all_layers: bool = False, rescale_with_baseline: bool = False, baseline_path: str | None = None,
                  use_fast_tokenizer: bool = False, **engine_options: Any) -> dict:
         from rapidscore.bertscore import BERTScore
@@ -163,14 +166,19 @@ class BERTScoreModule(_PairModule):
         check_positive_int(nthreads, "nthreads")  # bert-score's idf worker count: checked, unused here
         if batch_size is not None:
             batch_size = check_positive_int(batch_size, "batch_size")
-        if not isinstance(idf, bool):
-            raise IntegrationTypeError(f"idf must be a bool (weights from these references), got {type(idf).__name__}")
+        from rapidscore.bertscore.idf import DocumentFrequencies
+
+        if not isinstance(idf, (bool, str, os.PathLike, DocumentFrequencies)):
+            raise IntegrationTypeError(f"idf must be a bool (weights from these references), an idf file path or a "
+                                       f"DocumentFrequencies, got {type(idf).__name__}")
         options = dict(model=model_type, layer=num_layers, lang=lang, all_layers=all_layers,
                        rescale_with_baseline=rescale_with_baseline, baseline_path=baseline_path,
                        use_fast_tokenizer=use_fast_tokenizer, progress=verbose,
                        device="cpu" if device is None else str(device), **engine_options)
-        if idf:  # the hub metric's idf: document counts of this call's references
+        if idf is True:  # the hub metric's idf: document counts of this call's references
             scorer = BERTScore(idf=True, idf_sents=[ref for group in references for ref in group], **options)
+        elif idf is not False:  # counts given: the file is read each call (it may have changed)
+            scorer = BERTScore(idf=idf, **options)
         else:
             scorer = self._cached(tuple(sorted((k, repr(v)) for k, v in options.items())),
                                   lambda: BERTScore(**options))
