@@ -230,3 +230,20 @@ def test_output_path_names_the_target_of_a_failed_write(tmp_path, reported) -> N
         raise OSError(errno.ENOSPC, "No space left on device", name)
     assert info.value.errno == errno.ENOSPC and info.value.filename == str(target)
     assert list(tmp_path.iterdir()) == []
+
+
+# issue 46 item 9: `rapidscore export --name` killed while copying the model's files left its staging
+def test_a_killed_weightless_copy_is_removed_by_the_next_one(tiny_bert, tmp_path) -> None:
+    from rapidscore.encoder.model_source import save_weightless_copy
+
+    models = tmp_path / "models"
+    models.mkdir()
+    killed = models / f".org--tiny-{_host()}~{_dead_pid()}-k1ll3d_x"
+    running = models / f".org--tiny-{_host()}~{os.getpid()}-c0py1ng_"
+    for path in (killed, running):
+        path.mkdir()
+        (path / "config.json").write_text("{}", encoding="utf-8")
+        os.utime(path, (os.path.getmtime(path) - 120,) * 2)  # past the minute a staging is given to start
+    copy = save_weightless_copy(Path(tiny_bert), "org/tiny", tmp_path)
+    assert (copy / "config.json").is_file() and not killed.exists() and running.exists()
+    assert sorted(p.name for p in models.iterdir()) == sorted([copy.name, running.name])

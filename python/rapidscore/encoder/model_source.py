@@ -351,7 +351,12 @@ def save_weightless_copy(model_dir: Path, name: str, base: Path | None = None) -
     model_dir = Path(model_dir)
     target = weightless_copy_dir(name, base)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    # named as the cache's entries are staged, so that a copy killed midway is removed by the next one
+    from rapidscore.encoder.disk_cache import _staging_owner, remove_stale_staging
+
+    remove_stale_staging(target.parent)
+    owner = _staging_owner()
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-{owner}-", dir=target.parent))
     try:
         for path in sorted(model_dir.iterdir()):
             if path.is_dir() and path.name not in _SKIPPED_FOLDERS:
@@ -361,7 +366,7 @@ def save_weightless_copy(model_dir: Path, name: str, base: Path | None = None) -
         record = {"name": canonical_name(name), "fingerprint": fingerprint(model_dir), "source": str(model_dir)}
         (staging / WEIGHTLESS_RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
         if target.exists():
-            old = target.with_name(f".{target.name}-old-{os.getpid()}")
+            old = target.with_name(f".{target.name}-{owner}-old")
             os.replace(target, old)
             shutil.rmtree(old, ignore_errors=True)
         os.replace(staging, target)
