@@ -27,7 +27,7 @@ import numpy as np
 
 from rapidscore.bertscore.idf_pass import document_frequencies, resolve_idf
 from rapidscore.bertscore.result import BERTScoreResult
-from rapidscore.common.stream import BoundedCache, iter_pairs
+from rapidscore.common.stream import BoundedCache, held_items, item_chars, iter_pairs
 from rapidscore.encoder.store import TokenStore, row_ranges
 from rapidscore.errors import TruncationWarning, check_positive_int
 
@@ -41,6 +41,10 @@ __all__ = ["PairScore", "DEFAULT_MEMORY_BUDGET", "chunk_results", "document_freq
 # 1024-wide model 65,536; all_layers divides by the number of layers).
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 DEFAULT_CHUNK_PAIRS = 16384
+# Characters of text a chunk holds at most (an item over it alone is a chunk of its own): text
+# costs memory of its own (1-4 bytes a character, more while it is tokenised), whatever the
+# token budget, e.g. a chunk of rows each a few MB of text that truncation cuts to 512 tokens.
+MAX_CHUNK_CHARS = 32 * 2**20
 
 
 class PairScore(NamedTuple):
@@ -81,7 +85,9 @@ class ReadCounter:
     """An iterator over ``(candidate, references, ...)`` items that counts the pairs read through
     it and keeps the items of the last ``batch_size - 1`` of them: ``before()`` is where a stream
     that goes on from here starts (a resumed run: the rows it skips shift the reference's
-    batches). ``batch_size`` None keeps no items. Not thread-safe: one per stream."""
+    batches). Items are kept until ``before()`` is asked, not after: the stream it starts holds
+    its own (``chunk_results`` holds only what it reads of a long text). ``batch_size`` None
+    keeps no items. Not thread-safe: one per stream."""
 
     def __init__(self, items: Iterable, batch_size: int | None):
         self._items = iter(items)
@@ -106,7 +112,11 @@ class ReadCounter:
         return item
 
     def before(self) -> PairsBefore:
-        return PairsBefore(self.pairs, list(self._recent))
+        """Where a stream of the items after those read so far starts; no items are kept after."""
+        before = PairsBefore(self.pairs, list(self._recent))
+        self._keep = 0
+        self._recent = deque()
+        return before
 
 
 def read_ahead_limit(chunk_size: int) -> int:
@@ -208,17 +218,19 @@ class _Source:
         self._items = items
         self._ahead: list = []
 
-    def take(self, max_items: int, cost, max_cost: int) -> list:
+    def take(self, max_items: int, cost, max_cost: int, max_chars: int) -> list:
         """The next chunk: at most ``max_items`` items whose ``cost`` sums within ``max_cost``
-        (an item over the budget alone is a chunk of its own)."""
+        and whose characters within ``max_chars`` (an item over a budget alone is a chunk of
+        its own)."""
         chunk: list = []
-        spent = 0
+        spent = chars = 0
         for item in self.peek():
-            item_cost = cost(item)
-            if chunk and spent + item_cost > max_cost:
+            item_cost, held = cost(item), item_chars(item)
+            if chunk and (spent + item_cost > max_cost or chars + held > max_chars):
                 break
             chunk.append(item)
             spent += item_cost
+            chars += held
             if len(chunk) >= max_items:
                 break
         del self._ahead[:len(chunk)]
@@ -274,11 +286,17 @@ def chunk_results(scorer: BERTScore, pairs: Iterable, *, chunk_size: int = DEFAU
     def cost(item: tuple[str, list[str]]) -> int:
         return _estimate_tokens(item[0], cap) + sum(_estimate_tokens(r, cap) for r in item[1])
 
-    source = _Source(iter_pairs(pairs))
+    items = iter_pairs(pairs)
+    tokenizer = scorer.encoder.tokenizer
+    if scorer.long_texts == "truncate" and hasattr(tokenizer, "held_text"):
+        # a long text is held as the part truncation reads (the chunk, the rows read ahead for
+        # the padding batches): memory bounded by max_length, not by the input's rows
+        items = held_items(items, lambda text: tokenizer.held_text(text.strip()), tokenizer.piece_chars)
+    source = _Source(items)
     todo: list[list] = []  # halves of a chunk over the budget; the next chunk is todo[-1]
     warned = False
     while True:
-        chunk = todo.pop() if todo else source.take(chunk_size, cost, max_tokens)
+        chunk = todo.pop() if todo else source.take(chunk_size, cost, max_tokens, MAX_CHUNK_CHARS)
         if not chunk:
             return
         cands = [cand for cand, _refs in chunk]

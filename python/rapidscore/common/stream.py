@@ -7,12 +7,15 @@ Imports nothing heavy: the metric engines (``BERTScore.score_iter``,
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["check_pair", "iter_pairs", "chunks", "BoundedCache", "is_one_shot"]
+__all__ = ["check_pair", "iter_pairs", "chunks", "BoundedCache", "is_one_shot", "HeldItem", "item_sha256",
+           "held_items", "item_chars"]
 
 
 def check_pair(item: Any, index: int, names: tuple[str, str] = ("candidate", "reference")) -> tuple[str, list[str]]:
@@ -55,6 +58,53 @@ def iter_pairs(pairs: Iterable, names: tuple[str, str] = ("candidate", "referenc
     """:func:`check_pair` over an iterable (items numbered from ``start``)."""
     for index, item in enumerate(pairs, start):
         yield check_pair(item, index, names)
+
+
+def item_sha256(item: Sequence) -> bytes:
+    """The SHA-256 of an item as read: its text and references (not an id column), as one JSON
+    list; a :class:`HeldItem` carries the digest of the item it was cut from. A resume compares
+    the running digest of these over the rows written."""
+    held = getattr(item, "input_sha256", None)
+    if held is not None:
+        return held
+    # surrogatepass: a lone surrogate a JSON escape put in the input is hashed, not an encoding error
+    return hashlib.sha256(json.dumps([item[0], list(item[1])], ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass")).digest()
+
+
+class HeldItem(tuple):
+    """A ``(text, [references])`` item as a stream holds it: texts that are only partly read
+    (a truncated text's first pieces) cut to that part, and ``input_sha256`` the digest of the
+    item as read (:func:`item_sha256`), so a resume still checks the input's own rows."""
+
+    input_sha256: bytes
+
+    def __new__(cls, text: str, refs: list[str], input_sha256: bytes) -> HeldItem:
+        item = super().__new__(cls, (text, refs))
+        item.input_sha256 = input_sha256
+        return item
+
+
+def held_items(items: Iterable[tuple[str, list[str]]], held_text: Callable[[str], str],
+               longer_than: int) -> Iterator[tuple[str, list[str]]]:
+    """``items`` with every text of more than ``longer_than`` characters replaced by
+    ``held_text(text)`` (the part a metric reads: for a truncated text, the prefix that tokenises
+    the same): what a stream holds of an item is then bounded by the metric, not the input.
+    Such items become :class:`HeldItem`; the others pass unchanged."""
+    for item in items:
+        text, refs = item[0], item[1]
+        if len(text) <= longer_than and all(len(ref) <= longer_than for ref in refs):
+            yield item
+            continue
+        digest = item_sha256(item)
+        cut = [held_text(t) if len(t) > longer_than else t for t in (text, *refs)]
+        del item, text, refs  # the whole texts go now, not when the next item is read
+        yield HeldItem(cut[0], cut[1:], digest)
+
+
+def item_chars(item: tuple[str, list[str]]) -> int:
+    """Characters an item holds (its text and references)."""
+    return len(item[0]) + sum(len(ref) for ref in item[1])
 
 
 def is_one_shot(iterable: Iterable) -> bool:

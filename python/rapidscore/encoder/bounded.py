@@ -332,6 +332,13 @@ class PieceTokenizer:
 
     def encode(self, text: str, index: int) -> tuple[np.ndarray, bool]:
         """(ids, truncated) of ``text`` (item ``index`` of the call, for errors)."""
+        ids, truncated, _end = self.encode_prefix(text, index)
+        return ids, truncated
+
+    def encode_prefix(self, text: str, index: int) -> tuple[np.ndarray, bool, int]:
+        """(ids, truncated, end): :meth:`encode`, and where the pieces read stopped. When the text
+        is truncated, ``text[:end]`` has the same ids and is truncated too: ``end`` is a safe cut
+        (or the end), and the pieces before it already hold more tokens than truncation keeps."""
         content: list[int] = []
         position, size, length = 0, self.first_chars, len(text)
         while position < length and len(content) <= self.keep:
@@ -365,7 +372,7 @@ class PieceTokenizer:
         truncated = len(content) > self.keep
         kept = content[:self.keep]
         ids = self._frame(kept) if self._frame is not None else self._prefix + kept + self._suffix
-        return np.asarray(ids, dtype=np.int64), truncated
+        return np.asarray(ids, dtype=np.int64), truncated, position
 
     # -- cuts -----------------------------------------------------------------------------------
 

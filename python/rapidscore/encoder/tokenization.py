@@ -134,6 +134,22 @@ class BatchTokenizer:
         enc = self._tokenizer.encode(text, add_special_tokens=True)
         return np.asarray(enc.ids, dtype=np.int64), bool(enc.overflowing)
 
+    def held_text(self, text: str) -> str:
+        """The part of a stripped ``text`` that a stream needs to hold: its shortest prefix read
+        by the bounded pieces when that prefix has the same ids and truncation as the whole text
+        (a long truncated text: about ``piece_chars`` characters, whatever its length), else
+        ``text`` itself. A text that cannot be cut is kept whole (tokenising it names the error)."""
+        if not self.truncate or len(text) <= self.piece_chars:
+            return text
+        pieces, _reason = self.piece_tokenizer()
+        if pieces is None:
+            return text
+        try:
+            _ids, truncated, end = pieces.encode_prefix(text, 0)
+        except ValueError:  # no safe cut: scoring the text raises, naming it
+            return text
+        return text[:end] if truncated and end < len(text) else text
+
     def piece_tokenizer(self) -> tuple[PieceTokenizer | None, str]:
         """What tokenises this tokenizer's long texts in bounded pieces (made on first use), or
         None and the reason it cannot be cut safely."""
