@@ -91,10 +91,15 @@ def format_size(size: int) -> str:
 RAISE_RECORD_HINT = f"raise it with --max-record-bytes SIZE, e.g. --max-record-bytes 1G, or {MAX_RECORD_ENV}=SIZE"
 
 
-def line_too_long(where: str, limit: int) -> ValueError:
+class RecordTooLongError(ValueError):
+    """A line or record over :func:`max_record_bytes`: the file is not read further (nor read
+    again as another format, which would hold it whole)."""
+
+
+def line_too_long(where: str, limit: int) -> RecordTooLongError:
     """The error of a line over the bound ``limit``, at ``where`` (``path:line``)."""
-    return ValueError(f"{where}: line longer than {format_size(limit)} (the bound on one line or record; "
-                      f"{RAISE_RECORD_HINT})")
+    return RecordTooLongError(f"{where}: line longer than {format_size(limit)} (the bound on one line or record; "
+                              f"{RAISE_RECORD_HINT})")
 
 
 def document_too_big(name: str, limit: int, what: str) -> ValueError:

@@ -62,6 +62,7 @@ from rapidscore.common.read_bounds import (
     MAX_DOCUMENT_ENV,
     MAX_RECORD_ENV,
     RAISE_RECORD_HINT,
+    RecordTooLongError,
     digits_error,
     format_size,
     line_too_long,
@@ -78,8 +79,8 @@ __all__ = ["FORMATS", "STDIN", "TextRow", "detect_format", "check_input_file", "
            "import_parquet", "iter_rows", "iter_column", "read_column", "read_texts", "read_records", "text_value",
            "cell_texts", "row_items", "parallel_items", "zip_checked", "count_rows", "parse_size",
            "max_record_bytes", "set_max_record_bytes", "max_document_bytes", "set_max_document_bytes",
-           "line_too_long", "digits_error", "DEFAULT_MAX_RECORD_BYTES", "DEFAULT_MAX_DOCUMENT_BYTES",
-           "MAX_RECORD_ENV", "MAX_DOCUMENT_ENV"]
+           "line_too_long", "RecordTooLongError", "digits_error", "DEFAULT_MAX_RECORD_BYTES",
+           "DEFAULT_MAX_DOCUMENT_BYTES", "MAX_RECORD_ENV", "MAX_DOCUMENT_ENV"]
 
 FORMATS = ("txt", "jsonl", "json", "csv", "tsv", "parquet")
 _EXTENSIONS = {".txt": "txt", ".jsonl": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
@@ -197,7 +198,7 @@ def csv_rows(lines: Iterable[str], name: str, delimiter: str = ",",
         for last, line in enumerate(lines, 1):
             size += len(line)
             if size > limit:  # a quoted field left open, or many fields over many lines
-                raise ValueError(f"{name}:{first}: CSV record longer than {format_size(limit)} (lines "
+                raise RecordTooLongError(f"{name}:{first}: CSV record longer than {format_size(limit)} (lines "
                                  f"{first}-{last}; the bound on one line or record; {RAISE_RECORD_HINT})")
             yield line
 

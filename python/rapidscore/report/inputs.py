@@ -206,7 +206,7 @@ def read_result(path: str, name: str, *, taxonomy: str | None = None) -> list[Ru
 
 def _load(path: str) -> tuple[str, Any]:
     """("document", dict) or ("rows", [dict])."""
-    from rapidscore.common.readers import check_input_file, detect_format, iter_rows, load_json
+    from rapidscore.common.readers import RecordTooLongError, check_input_file, detect_format, iter_rows, load_json
 
     check_input_file(path)
     fmt = detect_format(path, default="jsonl")
@@ -214,10 +214,16 @@ def _load(path: str) -> tuple[str, Any]:
         return _shape(path, load_json(path))
     if fmt in ("csv", "tsv", "parquet"):
         return "rows", [dict(row) for row, _where in iter_rows(path, fmt)]
+    rows: list[dict] = []
     try:  # JSONL (or any other extension): one object per line
-        rows = [dict(row) for row, _where in iter_rows(path, "jsonl")]
+        for row, _where in iter_rows(path, "jsonl"):
+            rows.append(dict(row))
+    except RecordTooLongError:
+        raise  # read as one document, the line would be held whole: the bound's error, as every reader's
     except ValueError as not_jsonl:
-        try:  # a command's indented --json document, saved under another name
+        if rows:  # lines of JSON objects, then a bad one: JSONL with an error, not an indented document
+            raise
+        try:  # a command's indented --json document (its first line is not a whole object)
             return _shape(path, load_json(path))
         except ValueError:
             raise not_jsonl from None
