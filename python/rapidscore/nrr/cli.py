@@ -45,7 +45,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rapidscore.common.readers import parallel_items
     from rapidscore.encoder.model_source import DEFAULT_MODEL
     from rapidscore.nrr import negative_rejection, plot_similarities
 
@@ -53,11 +52,9 @@ def run(args: argparse.Namespace) -> int:
         return _run_streaming(args)
     if not args.generated or not args.references:
         raise ValueError("give --generated and --references (or --input/--output to stream)")
-    items = list(parallel_items(args.generated, args.references, args.generated_column, args.reference_column))
-    if not items:  # the same words as bertscore's
+    generated, references = _read_items(args)
+    if not generated:  # the same words as bertscore's
         raise ValueError(f"nothing to evaluate: {args.generated} is empty")
-    generated = [text for text, _refs, _where in items]
-    references = [refs for _text, refs, _where in items]  # the best of an item's references counts
     result = negative_rejection(generated, references, threshold=args.threshold, model=args.model or DEFAULT_MODEL,
                                 method=args.method, progress=show_progress(args), prompt_name=args.prompt_name,
                                 **encoder_options(args))
@@ -76,10 +73,27 @@ def run(args: argparse.Namespace) -> int:
           f"captured {result.n_captured}")
     print(f"negative rejection rate: {result.rate:.4f}   capture rate (1 - NRR): {result.capture_rate:.4f}")
     if args.table:
-        _print_items(result, several=any(len(refs) > 1 for refs in references))
+        _print_items(result, several=any(not isinstance(refs, str) for refs in references))
     elif result.n_rejected:
         _print_rejected(result)
     return 0
+
+
+def _read_items(args: argparse.Namespace) -> tuple[list[str], list]:
+    """The answers and their references (a string, or a list when there are several: the best
+    counts), each distinct text one object shared by the rows that repeat it: a million rows of
+    a few texts hold a few texts and lists of pointers, not a million strings."""
+    from rapidscore.common.readers import parallel_items
+
+    distinct: dict[str, str] = {}
+    generated: list[str] = []
+    references: list = []
+    for text, refs, _where in parallel_items(args.generated, args.references, args.generated_column,
+                                             args.reference_column):
+        generated.append(distinct.setdefault(text, text))
+        group = [distinct.setdefault(ref, ref) for ref in refs]
+        references.append(group[0] if len(group) == 1 else group)
+    return generated, references
 
 
 def _print_items(result, several: bool) -> None:
@@ -94,19 +108,20 @@ def _print_items(result, several: bool) -> None:
 
 def _print_rejected(result) -> None:
     """The rejected answers (numbered from 1) with their similarities, when they are few."""
-    rejected = [(i, sim) for i, (sim, no) in enumerate(zip(result.similarities.tolist(), result.rejected.tolist()),
-                                                        start=1) if no]
+    import numpy as np
+
+    rejected = np.flatnonzero(result.rejected)  # not a Python pair per answer: there may be millions
     if len(rejected) > LIST_REJECTED:
         print(f"rejected answers: {len(rejected)} (--table lists every answer, --json their similarities)")
     else:
-        print("rejected answers (similarity): " + ", ".join(f"{i} ({sim:.3f})" for i, sim in rejected))
+        print("rejected answers (similarity): " + ", ".join(f"{i + 1} ({result.similarities[i]:.3f})"
+                                                            for i in rejected.tolist()))
 
 
 def _run_streaming(args: argparse.Namespace) -> int:
     """``--output``: similarity and decision per answer, written as they are computed (see
     docs/scale.md; the same resume contract as ``rapidscore bertscore --output``)."""
     from rapidscore.common.readers import count_rows, row_items
-    from rapidscore.common.stream import chunks
     from rapidscore.common.stream_io import RowIds, file_items, run_stream
     from rapidscore.encoder.model_source import DEFAULT_MODEL
     from rapidscore.nrr.scoring import SentenceSimilarity, check_threshold, rejected_below
@@ -137,8 +152,8 @@ def _run_streaming(args: argparse.Namespace) -> int:
 
     def score_chunks(rows, first_index: int):
         index = first_index
-        for chunk in chunks(ids.strip(rows), args.chunk_size or 4096):
-            sims, best = model.pairs([g for g, _refs in chunk], [refs for _g, refs in chunk])
+        # chunks bounded in characters too: a few rows of megabytes of text are a chunk
+        for chunk, sims, best in model.score_chunks(ids.strip(rows), chunk_size=args.chunk_size or 4096):
             rejected = rejected_below(sims, threshold).tolist()
             counts["rejected"] += sum(rejected)
             counts["evaluated"] += len(rejected)

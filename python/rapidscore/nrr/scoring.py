@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 METHODS = ("embedding", "bertscore")
+# Rows whose two sentence vectors are gathered at once for their cosines (2 x 16,384 x 384
+# float64: 100 MB for MiniLM), however many rows share those vectors.
+SIMILARITY_BLOCK = 16384
 
 __all__ = ["NRRResult", "negative_rejection", "rejected_below", "similarity", "negative_rejection_frame",
            "negative_rejection_jsonl", "SentenceSimilarity"]
@@ -235,31 +238,41 @@ class SentenceSimilarity:
 
     def _pairs(self, generated: list[str], groups: list[list[str]],
                embed: Callable[[list[str]], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`pairs` of checked inputs."""
-        flat = [ref for group in groups for ref in group]
-        owners = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+        """:meth:`pairs` of checked inputs. Each distinct text is embedded once and the rows hold
+        indices into them (numpy arrays): a million rows of a few texts cost a few arrays of a
+        million numbers, never a sentence vector per row."""
+        sizes = np.fromiter((len(g) for g in groups), dtype=np.int64, count=len(groups))
+        owners = np.repeat(np.arange(len(groups)), sizes)
+        index: dict[str, int] = {}  # generated texts first, then references, as read
+        gen_of = np.fromiter((index.setdefault(t, len(index)) for t in generated), dtype=np.int64,
+                             count=len(generated))[owners]
+        ref_of = np.fromiter((index.setdefault(r, len(index)) for g in groups for r in g), dtype=np.int64,
+                             count=len(owners))
+        texts = list(index)
+        del index
         if self.method == "embedding":
-            texts = list(dict.fromkeys(generated + flat))
-            index = {t: i for i, t in enumerate(texts)}
             if embed is not None:
                 vectors = self._unit(embed(texts))
             else:  # the texts are validated and distinct already: no second dedupe
                 vectors = self.sentence_vectors(texts)
-            gen = vectors[[index[generated[o]] for o in owners]]
-            ref = vectors[[index[r] for r in flat]]
-            sims = np.einsum("ij,ij->i", gen, ref)
+            sims = np.empty(len(owners), dtype=np.float64)
+            for start in range(0, len(owners), SIMILARITY_BLOCK):  # the rows' vectors a block at a time
+                rows = slice(start, start + SIMILARITY_BLOCK)
+                sims[rows] = np.einsum("ij,ij->i", vectors[gen_of[rows]], vectors[ref_of[rows]])
         else:
-            sims = self.scorer.score([generated[o] for o in owners], flat).f1.astype(np.float64)
-        empty = np.array([not generated[o].strip() or not r.strip() for o, r in zip(owners, flat)])
-        sims[empty] = 0.0
+            sims = self.scorer.score([texts[i] for i in gen_of], [texts[i] for i in ref_of]).f1.astype(np.float64)
+        blank = np.fromiter((not t.strip() for t in texts), dtype=bool, count=len(texts))
+        sims[blank[gen_of] | blank[ref_of]] = 0.0
         sims = np.clip(sims, -1.0, 1.0)
+        if len(owners) == len(groups):  # one reference each
+            return sims.astype(np.float32), np.zeros(len(groups), dtype=np.int64)
         best = np.full(len(groups), -np.inf)
+        np.fmax.at(best, owners, sims)  # fmax: a NaN similarity never wins, as in a comparison
+        position = np.arange(len(owners)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        hits = np.flatnonzero(sims == best[owners])
+        first_owners, first = np.unique(owners[hits], return_index=True)  # the first best reference
         best_index = np.zeros(len(groups), dtype=np.int64)
-        position = np.zeros(len(groups), dtype=np.int64)
-        for owner, sim in zip(owners, sims):  # few references per item: a plain loop
-            if sim > best[owner]:
-                best[owner], best_index[owner] = sim, position[owner]
-            position[owner] += 1
+        best_index[first_owners] = position[hits[first]]
         return best.astype(np.float32), best_index
 
     def score_iter(self, items, *, chunk_size: int = 4096, max_chars: int = 2_000_000) -> Iterator[tuple[float, int]]:
