@@ -229,7 +229,7 @@ def _inside(path: str, directory: str) -> bool:
 
 def _directory_files(directory: str) -> list[str]:
     """The files of a model directory (a hub cache's snapshot holds links to blobs elsewhere)."""
-    found = []
+    found: list[str] = []
     for folder, _dirs, names in os.walk(directory):
         found.extend(os.path.join(folder, name) for name in names)
     return found
@@ -513,7 +513,7 @@ def remove_stale_temporaries(target: str | os.PathLike, suffix: str | None = Non
     :func:`output_path`; ``suffix`` as there); returns their paths."""
     directory, prefix, ending = _temporary_affixes(os.fspath(target), suffix)
     host = _process_owner().rpartition("~")[0]
-    removed = []
+    removed: list[str] = []
     try:
         names = [n for n in os.listdir(directory) if n.startswith(prefix) and n.endswith(ending)]
     except OSError:
@@ -568,13 +568,17 @@ def output_path(path: str | os.PathLike, option: str = "output", suffix: str | N
     try:
         yield tmp
         os.chmod(tmp, _file_mode(target))
-    except BaseException as exc:
+    except OSError as exc:
         with contextlib.suppress(OSError):
             os.remove(tmp)
-        named = _named_write_error(exc, path, tmp) if isinstance(exc, OSError) else exc
+        named = _named_write_error(exc, path, tmp)
         if named is exc:
             raise
         raise named from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
     commit_when_done(tmp, target, option=option)
 
 
