@@ -7,13 +7,15 @@ JSONL or CSV), one row per input row in input order, written chunk by chunk.
 
 Resuming: rows are written to ``OUTPUT.partial``, and beside it a state file
 ``OUTPUT.resume.json`` records, after every chunk is on disk (flushed and fsync'd), the rows
-written, the partial file's size in bytes, a SHA-256 of the input rows they came from and the
-run's settings with its fingerprint (``common/outputs.py``: options, settings files' contents,
-models). ``--resume`` truncates the partial file to the last recorded state (a torn last line, or
-rows written after the last record, go), re-reads that many input rows and checks their hash (the
-input must be the same), checks the settings, and continues. Parquet output is written as atomic
-part files under ``OUTPUT.parts/`` and joined at the end. The partial file becomes OUTPUT only
-when the run succeeds: until then an earlier OUTPUT stays as it was.
+written, the partial file's size in bytes and a running SHA-256 of those bytes, a SHA-256 of the
+input rows they came from and the run's settings with its fingerprint (``common/outputs.py``:
+options, settings files' contents, models). ``--resume`` checks every field of the state, the
+settings (a model by its content, not its name), the partial file's recorded bytes against their
+digest (on a row boundary, holding the recorded rows), truncates what follows (a torn last line,
+rows written after the last record), re-reads that many input rows and checks their hash, and
+continues. Parquet output is written as atomic part files under ``OUTPUT.parts/`` (each part's
+SHA-256 in the state) and joined at the end. The partial file becomes OUTPUT only when the run
+succeeds: until then an earlier OUTPUT stays as it was.
 
 Imports only the standard library at module level: the parsers of every command use it.
 """
@@ -31,7 +33,7 @@ import re
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 from rapidscore.common.cli_options import positive_int
@@ -317,19 +319,34 @@ class StreamWriter:
         with open(self.partial_path, "rb") as handle:
             left = recorded_bytes
 
-            def prefix_lines() -> Iterator[str]:
+            def prefix_lines() -> Generator[str, None, None]:
+                """The lines of the first ``recorded_bytes`` (the last one maybe torn), hashed as read."""
                 nonlocal left
+                pieces: list[bytes] = []
                 while left > 0:
-                    line = handle.readline(min(left, 1 << 24))
-                    left -= len(line)
-                    digest.update(line)
-                    lines[:] = [line]  # the last one, for the boundary check
-                    yield line.decode("utf-8", "surrogatepass")
+                    piece = handle.readline(min(left, 1 << 24))  # a longer line comes in pieces
+                    if not piece:
+                        break
+                    left -= len(piece)
+                    digest.update(piece)
+                    pieces.append(piece)
+                    if piece.endswith(b"\n") or left == 0:
+                        line, pieces = b"".join(pieces), []
+                        lines[:] = [line[-1:]]  # the last byte, for the boundary check
+                        yield line.decode("utf-8", "surrogatepass")
 
+            read = prefix_lines()
             try:
-                counted = self._count_rows(prefix_lines())
+                counted = self._count_rows(read)
             except (UnicodeDecodeError, csv.Error):
                 counted = -1  # not rows as this writer writes them: the digest below names it
+            read.close()
+            while left > 0:  # the bytes a count stopped before: hashed all the same
+                block = handle.read(min(left, 1 << 20))
+                if not block:
+                    break
+                left -= len(block)
+                digest.update(block)
         if digest.hexdigest() != recorded_sha256:
             raise ResumeError(f"--resume: {self.partial_path} does not hold the rows its state {self.state_path} "
                               f"records (the SHA-256 of its first {recorded_bytes} bytes differs): the rows or the "
