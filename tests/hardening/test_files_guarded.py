@@ -247,3 +247,45 @@ def test_a_killed_weightless_copy_is_removed_by_the_next_one(tiny_bert, tmp_path
     copy = save_weightless_copy(Path(tiny_bert), "org/tiny", tmp_path)
     assert (copy / "config.json").is_file() and not killed.exists() and running.exists()
     assert sorted(p.name for p in models.iterdir()) == sorted([copy.name, running.name])
+
+
+def _model_options() -> dict[str, str]:
+    """command -> the option its parser marks as naming a model (common/outputs.py model_option)."""
+    from rapidscore.common.outputs import file_options
+
+    from .test_output_layer import _parsers
+
+    found = {}
+    for name, parser in _parsers().items():
+        options = file_options(parser._actions, "model")
+        if options:
+            found[name] = options[0][0]
+    return found
+
+
+def test_the_commands_that_take_a_model_mark_it() -> None:
+    marked = _model_options()
+    for name in ("bertscore", "nrr", "abstention", "rgb", "report", "ner", "serve"):
+        assert name in marked, f"rapidscore {name} takes a model: mark the option with model_option"
+
+
+# issue 46 item 4: every output option of every command with a model option, inside that model
+@pytest.mark.parametrize("name", ["bertscore", "nrr", "abstention", "ner", "report"])
+def test_every_output_inside_a_named_model_is_refused(name, model_copy, tmp_path, tiny_model_path, capsys) -> None:
+    from .test_output_layer import _argv, _examples, _snapshot
+
+    option = _model_options()[name]
+    before = _snapshot(model_copy)
+    for base, outputs in _examples(name, tmp_path, str(tiny_model_path("bert"))):
+        given = next((k for k, part in enumerate(base) if part in ("-m", "--model", option)), None)
+        base = ([*base[:given + 1], str(model_copy), *base[given + 2:]] if given is not None
+                else [*base, option, str(model_copy)])
+        for output in outputs:
+            directory = output in ("--plot-dir", "--cache")
+            places = [model_copy / "plots"] if directory else [model_copy / "tokenizer.json", model_copy / "new"]
+            for inside in places:
+                status = main(_argv(name, base, {**outputs, output: inside}))
+                err = capsys.readouterr().err
+                assert status == 2 and f"{output} {inside}" in err and str(model_copy) in err, (name, output, err)
+                assert "model" in err and "unexpected" not in err, err
+    assert _snapshot(model_copy) == before
