@@ -117,6 +117,29 @@ def test_an_output_inside_a_model_loaded_implicitly_is_refused(model_copy, tmp_p
         clear_cache()
 
 
+# issue 46 item 4: a streamed output inside a model loaded implicitly fails the run when the model
+# loads: the model's file is kept, and no partial rows or state are left in its directory
+@pytest.mark.slow  # loads and exports a tiny model
+def test_a_stream_into_a_model_loaded_implicitly_is_refused(model_copy, tmp_path, monkeypatch, capsys) -> None:
+    import json
+
+    from rapidscore.encoder import clear_cache, model_source
+
+    monkeypatch.setattr(model_source, "embedded_model_dir", lambda: model_copy)
+    clear_cache()
+    try:
+        rows = tmp_path / "answers.jsonl"
+        rows.write_text(json.dumps({"generated": "a cat sat", "reference": "the cat sat"}) + "\n", encoding="utf-8")
+        tokenizer = model_copy / "tokenizer.json"
+        before = sorted((p.name, p.read_bytes()) for p in model_copy.iterdir())
+        assert main(["nrr", "--input", str(rows), "--output", str(tokenizer), "-q"]) == 2
+        err = _error_line(capsys)
+        assert f"--output {tokenizer}" in err and f"model file {tokenizer}" in err, err
+        assert sorted((p.name, p.read_bytes()) for p in model_copy.iterdir()) == before
+    finally:
+        clear_cache()
+
+
 # issue 46 item 4: an output opened before the model loaded is refused before it replaces its target
 def test_an_output_opened_before_the_model_loaded_is_not_committed(model_copy) -> None:
     target = model_copy / "tokenizer.json"

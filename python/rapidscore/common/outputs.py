@@ -325,15 +325,30 @@ class FileRun:
                 raise refusal
 
     def add_model_directory(self, path: str, option: str = "model") -> None:
-        """A model directory the run reads: no output may be written inside it."""
-        if not any(_same_file(path, known.path) for known in self.model_directories):
-            self.model_directories.append(_ModelDirectory(option, path))
+        """A model directory the run reads: no output may be written inside it. The outputs the
+        run declared or opened already are checked at once (an OutputError), so a run writing
+        into a model it loads late fails when it loads it."""
+        if any(_same_file(path, known.path) for known in self.model_directories):
+            return
+        model = _ModelDirectory(option, path)
+        self.model_directories.append(model)
+        outputs = [(f.option, f.path, written) for f in self.files if f.spec.role == "output"
+                   for written in _companions(f)]
+        outputs += [(checked[1], checked[0], checked[0]) for _commit, _discard, checked in self._commits
+                    if checked is not None]  # (target, option) of the outputs opened already
+        for output_option_name, output_path_name, written in outputs:
+            refusal = model.refusal(output_option_name, output_path_name, written)
+            if refusal is not None:
+                raise refusal
 
     def defer(self, commit: Callable[[], None], discard: Callable[[], None], target: str | None = None,
               option: str = "output") -> None:
         """Run ``commit`` when the run succeeds, ``discard`` when it fails. ``target``: the file the
         commit replaces, checked again then against the inputs known by that time (a model loaded
         after the output was opened)."""
+        if target is not None and option == "output":  # a caller that does not know its option (a stream)
+            option = next((f.option for f in self.files if f.spec.role == "output" and _same_file(f.path, target)),
+                          option)
         self._commits.append((commit, discard, None if target is None else (target, option)))
 
     def finish(self, succeeded: bool) -> None:
