@@ -93,6 +93,10 @@ class OnnxRunner:
         # per call, two sessions called in turn on 2 cores: 15.0 -> 5.7 ms; one session called
         # back to back: 4.22 -> 4.27 ms.
         options.add_session_config_entry("session.force_spinning_stop", "1")
+        # No CPU memory arena: it keeps every region it ever grew by, and concurrent runs of many
+        # shapes (a server's window requests) kept finding no free block of their size, so it grew
+        # without bound; malloc gives large blocks back when a run ends (bench/RESULTS.md, soak).
+        options.enable_cpu_mem_arena = False
         self._torch: Any = None
         self._device_id = 0
         if device == "cuda":
