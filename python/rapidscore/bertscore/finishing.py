@@ -33,15 +33,16 @@ class FinishingOptions:
     """A scorer's settings, as the finishing step of one call reads them
     (``BERTScore.finishing_options()`` takes them when a call starts).
 
-    ``idf``: the scorer's setting (False, True or a dict); ``idf_weights``: the weights it holds
-    (the dict, or those of idf_sents / compute_idf; None: none). ``special_ids``: token ids
+    ``idf``: whether tokens are weighted by idf (the scorer's ``IdfSource``, or a call's);
+    ``idf_weights``: the fixed weights (a dict, an idf file's, idf_sents'; None: none, or idf
+    from each call's references). ``special_ids``: token ids
     weighted 0 ([CLS], [SEP]). ``framing_length``: tokens of an empty text. ``window_length``:
     the encoder's maximum length under ``long_texts="window"`` (None otherwise), and
     ``window_framing`` the tokens that frame each window. ``baseline``: the loaded baseline
     (a row per layer with ``all_layers``), or None.
     """
 
-    idf: bool | dict
+    idf: bool
     idf_weights: dict | None
     special_ids: tuple[int, ...]
     framing_length: int
