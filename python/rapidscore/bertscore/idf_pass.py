@@ -10,7 +10,7 @@ from typing import Any
 
 from rapidscore.bertscore.idf import DocumentFrequencies
 from rapidscore.bertscore.idf_source import IdfSource, resolve_idf_source
-from rapidscore.common.stream import chunks, is_one_shot, iter_pairs
+from rapidscore.common.stream import MAX_CHUNK_CHARS, chunks, is_one_shot, item_chars, iter_pairs
 from rapidscore.errors import check_positive_int
 
 # The scorer is passed in, not imported: scorer.py imports the streaming module, which imports this.
@@ -26,7 +26,8 @@ def document_frequencies(scorer: BERTScore, pairs: Iterable, *, chunk_size: int 
     ``digest``: a ``hashlib`` object updated with each pair's references as read (one JSON list
     and a newline per pair), so that a resume can tell whether idf came from the same column."""
     counts = DocumentFrequencies(tokenizer=scorer.model_name)
-    for chunk in chunks(iter_pairs(pairs), check_positive_int(chunk_size, "chunk_size")):
+    size = check_positive_int(chunk_size, "chunk_size")
+    for chunk in chunks(iter_pairs(pairs), size, item_chars, MAX_CHUNK_CHARS):  # rows of MBs: a few at a time
         if digest is not None:
             for _cand, refs in chunk:
                 digest.update(json.dumps(list(refs), ensure_ascii=False, separators=(",", ":")).encode(

@@ -27,7 +27,7 @@ import numpy as np
 
 from rapidscore.bertscore.idf_pass import document_frequencies, resolve_idf
 from rapidscore.bertscore.result import BERTScoreResult
-from rapidscore.common.stream import BoundedCache, held_items, item_chars, iter_pairs
+from rapidscore.common.stream import MAX_CHUNK_CHARS, BoundedCache, held_items, item_chars, iter_pairs
 from rapidscore.encoder.store import TokenStore, row_ranges
 from rapidscore.errors import TruncationWarning, check_positive_int
 
@@ -41,10 +41,6 @@ __all__ = ["PairScore", "DEFAULT_MEMORY_BUDGET", "chunk_results", "document_freq
 # 1024-wide model 65,536; all_layers divides by the number of layers).
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 DEFAULT_CHUNK_PAIRS = 16384
-# Characters of text a chunk holds at most (an item over it alone is a chunk of its own): text
-# costs memory of its own (1-4 bytes a character, more while it is tokenised), whatever the
-# token budget, e.g. a chunk of rows each a few MB of text that truncation cuts to 512 tokens.
-MAX_CHUNK_CHARS = 32 * 2**20
 
 
 class PairScore(NamedTuple):

@@ -15,7 +15,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 __all__ = ["check_pair", "iter_pairs", "chunks", "BoundedCache", "is_one_shot", "HeldItem", "item_sha256",
-           "held_items", "item_chars"]
+           "held_items", "item_chars", "MAX_CHUNK_CHARS"]
+
+# Characters of text a chunk of a stream holds at most (an item over it alone is a chunk of its
+# own): text costs memory of its own (1-4 bytes a character, more while it is tokenised), whatever
+# a metric's token budget, e.g. rows each a few MB of text that truncation cuts to 512 tokens.
+MAX_CHUNK_CHARS = 32 * 2**20
 
 
 def check_pair(item: Any, index: int, names: tuple[str, str] = ("candidate", "reference")) -> tuple[str, list[str]]:
