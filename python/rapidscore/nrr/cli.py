@@ -6,10 +6,14 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, print_table, show_progress
 from rapidscore.common.outputs import input_option, model_option, output_option
 from rapidscore.common.stream_io import add_stream_arguments
+
+if TYPE_CHECKING:
+    from rapidscore.nrr.scoring import IndexedItems
 
 LIST_REJECTED = 10  # the text output names the rejected answers when there are at most this many
 
@@ -46,18 +50,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rapidscore.encoder.model_source import DEFAULT_MODEL
-    from rapidscore.nrr import negative_rejection, plot_similarities
+    from rapidscore.nrr import SentenceSimilarity, plot_similarities
+    from rapidscore.nrr.scoring import check_threshold
 
     if args.output or args.input or args.resume:
         return _run_streaming(args)
     if not args.generated or not args.references:
         raise ValueError("give --generated and --references (or --input/--output to stream)")
-    generated, references = _read_items(args)
-    if not generated:  # the same words as bertscore's
+    items = _read_items(args)
+    if not len(items.sizes):  # the same words as bertscore's
         raise ValueError(f"nothing to evaluate: {args.generated} is empty")
-    result = negative_rejection(generated, references, threshold=args.threshold, model=args.model or DEFAULT_MODEL,
-                                method=args.method, progress=show_progress(args), prompt_name=args.prompt_name,
-                                **encoder_options(args))
+    threshold = check_threshold(args.threshold)  # before the model loads
+    model = SentenceSimilarity(args.model or DEFAULT_MODEL, args.method, progress=show_progress(args),
+                               prompt_name=args.prompt_name, **encoder_options(args))
+    result = model.indexed_rejection(items, threshold)
     if args.plot:
         plot_similarities(result, args.plot)
     if args.plot_curve:
@@ -73,27 +79,23 @@ def run(args: argparse.Namespace) -> int:
           f"captured {result.n_captured}")
     print(f"negative rejection rate: {result.rate:.4f}   capture rate (1 - NRR): {result.capture_rate:.4f}")
     if args.table:
-        _print_items(result, several=any(not isinstance(refs, str) for refs in references))
+        _print_items(result, several=bool((items.sizes > 1).any()))
     elif result.n_rejected:
         _print_rejected(result)
     return 0
 
 
-def _read_items(args: argparse.Namespace) -> tuple[list[str], list]:
-    """The answers and their references (a string, or a list when there are several: the best
-    counts), each distinct text one object shared by the rows that repeat it: a million rows of
-    a few texts hold a few texts and lists of pointers, not a million strings."""
+def _read_items(args: argparse.Namespace) -> IndexedItems:
+    """The answers and their references as indices into their distinct texts: a million rows of
+    a few texts hold a few texts and arrays of numbers, not a million strings."""
     from rapidscore.common.readers import parallel_items
+    from rapidscore.nrr.scoring import ItemIndex
 
-    distinct: dict[str, str] = {}
-    generated: list[str] = []
-    references: list = []
+    index = ItemIndex()
     for text, refs, _where in parallel_items(args.generated, args.references, args.generated_column,
                                              args.reference_column):
-        generated.append(distinct.setdefault(text, text))
-        group = [distinct.setdefault(ref, ref) for ref in refs]
-        references.append(group[0] if len(group) == 1 else group)
-    return generated, references
+        index.add(text, refs)
+    return index.items()
 
 
 def _print_items(result, several: bool) -> None:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import numpy as np
 
@@ -36,8 +37,8 @@ METHODS = ("embedding", "bertscore")
 # float64: 100 MB for MiniLM), however many rows share those vectors.
 SIMILARITY_BLOCK = 16384
 
-__all__ = ["NRRResult", "negative_rejection", "rejected_below", "similarity", "negative_rejection_frame",
-           "negative_rejection_jsonl", "SentenceSimilarity"]
+__all__ = ["NRRResult", "IndexedItems", "ItemIndex", "negative_rejection", "rejected_below", "similarity",
+           "negative_rejection_frame", "negative_rejection_jsonl", "SentenceSimilarity"]
 
 
 @dataclass(frozen=True)
@@ -238,40 +239,42 @@ class SentenceSimilarity:
 
     def _pairs(self, generated: list[str], groups: list[list[str]],
                embed: Callable[[list[str]], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`pairs` of checked inputs. Each distinct text is embedded once and the rows hold
-        indices into them (numpy arrays): a million rows of a few texts cost a few arrays of a
-        million numbers, never a sentence vector per row."""
-        sizes = np.fromiter((len(g) for g in groups), dtype=np.int64, count=len(groups))
-        owners = np.repeat(np.arange(len(groups)), sizes)
-        index: dict[str, int] = {}  # generated texts first, then references, as read
-        gen_of = np.fromiter((index.setdefault(t, len(index)) for t in generated), dtype=np.int64,
-                             count=len(generated))[owners]
-        ref_of = np.fromiter((index.setdefault(r, len(index)) for g in groups for r in g), dtype=np.int64,
-                             count=len(owners))
-        texts = list(index)
-        del index
+        """:meth:`pairs` of checked inputs."""
+        index = ItemIndex()
+        for text, group in zip(generated, groups):
+            index.add(text, group)
+        return self.indexed_pairs(index.items(), embed)
+
+    def indexed_pairs(self, rows: IndexedItems,
+                      embed: Callable[[list[str]], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`pairs` of items held as indices into their distinct texts: each text is embedded
+        once and the rows' cosines are gathered a block at a time (a million rows of a few texts
+        cost a few arrays of a million numbers, never a sentence vector per row)."""
+        texts, sizes = rows.texts, rows.sizes
+        owners = np.repeat(np.arange(len(sizes)), sizes)
+        gen_of, ref_of = rows.generated[owners], rows.references
         if self.method == "embedding":
             if embed is not None:
                 vectors = self._unit(embed(texts))
             else:  # the texts are validated and distinct already: no second dedupe
                 vectors = self.sentence_vectors(texts)
             sims = np.empty(len(owners), dtype=np.float64)
-            for start in range(0, len(owners), SIMILARITY_BLOCK):  # the rows' vectors a block at a time
-                rows = slice(start, start + SIMILARITY_BLOCK)
-                sims[rows] = np.einsum("ij,ij->i", vectors[gen_of[rows]], vectors[ref_of[rows]])
+            for start in range(0, len(owners), SIMILARITY_BLOCK):
+                block = slice(start, start + SIMILARITY_BLOCK)
+                sims[block] = np.einsum("ij,ij->i", vectors[gen_of[block]], vectors[ref_of[block]])
         else:
             sims = self.scorer.score([texts[i] for i in gen_of], [texts[i] for i in ref_of]).f1.astype(np.float64)
         blank = np.fromiter((not t.strip() for t in texts), dtype=bool, count=len(texts))
         sims[blank[gen_of] | blank[ref_of]] = 0.0
         sims = np.clip(sims, -1.0, 1.0)
-        if len(owners) == len(groups):  # one reference each
-            return sims.astype(np.float32), np.zeros(len(groups), dtype=np.int64)
-        best = np.full(len(groups), -np.inf)
+        if len(owners) == len(sizes):  # one reference each
+            return sims.astype(np.float32), np.zeros(len(sizes), dtype=np.int64)
+        best = np.full(len(sizes), -np.inf)
         np.fmax.at(best, owners, sims)  # fmax: a NaN similarity never wins, as in a comparison
         position = np.arange(len(owners)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
         hits = np.flatnonzero(sims == best[owners])
         first_owners, first = np.unique(owners[hits], return_index=True)  # the first best reference
-        best_index = np.zeros(len(groups), dtype=np.int64)
+        best_index = np.zeros(len(sizes), dtype=np.int64)
         best_index[first_owners] = position[hits[first]]
         return best.astype(np.float32), best_index
 
@@ -308,12 +311,59 @@ class SentenceSimilarity:
         there (``embed`` as in :meth:`pairs`)."""
         threshold = check_threshold(threshold)
         generated, groups = check_items(generated, groups)
-        sims, best = self._pairs(generated, groups, embed)
+        index = ItemIndex()
+        for text, group in zip(generated, groups):
+            index.add(text, group)
+        return self.indexed_rejection(index.items(), threshold, embed=embed)
+
+    def indexed_rejection(self, rows: IndexedItems, threshold: float, *,
+                          embed: Callable[[list[str]], np.ndarray] | None = None) -> NRRResult:
+        """:meth:`rejection` of items held as indices into their distinct texts (a reader's
+        :class:`ItemIndex`: its texts are strings, every item has a reference)."""
+        threshold = check_threshold(threshold)
+        if len(rows.sizes) == 0:
+            raise ValueError("nothing to evaluate: generated is empty")
+        sims, best = self.indexed_pairs(rows, embed)
         rejected = rejected_below(sims, threshold)
         signature = str(Signature([*self.signature_fields, ("threshold", threshold),
-                                   ("nrefs", max(len(g) for g in groups))], name="nrr"))
+                                   ("nrefs", int(rows.sizes.max()))], name="nrr"))
         return NRRResult(similarities=sims, rejected=rejected, threshold=threshold, signature=signature,
                          best_reference=best)
+
+
+class IndexedItems(NamedTuple):
+    """Items ``(generated, [references])`` as indices into their distinct texts: ``texts`` (each
+    once, in the order first seen), ``generated[i]`` the index of answer i's text,
+    ``references`` those of every answer's references in order, ``sizes[i]`` how many answer i
+    has: what a million rows of a few texts hold is a few texts and arrays of numbers. Made by
+    :class:`ItemIndex`."""
+
+    texts: list[str]
+    generated: np.ndarray
+    references: np.ndarray
+    sizes: np.ndarray
+
+
+class ItemIndex:
+    """Builds :class:`IndexedItems` one item at a time (:meth:`add`, then :meth:`items`)."""
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}
+        self._generated, self._references, self._sizes = array("q"), array("q"), array("q")
+
+    def add(self, text: str, references: Sequence[str]) -> None:
+        """One more item: an answer and its references (strings, at least one)."""
+        index = self._index
+        self._generated.append(index.setdefault(text, len(index)))
+        self._references.extend(index.setdefault(ref, len(index)) for ref in references)
+        self._sizes.append(len(references))
+
+    def items(self) -> IndexedItems:
+        def numbers(values: array) -> np.ndarray:
+            return np.array(values, dtype=np.int64) if len(values) else np.zeros(0, dtype=np.int64)
+
+        return IndexedItems(list(self._index), numbers(self._generated), numbers(self._references),
+                            numbers(self._sizes))
 
 
 def similarity(generated, references, model: str | os.PathLike = DEFAULT_MODEL, method: str = "embedding", *,
