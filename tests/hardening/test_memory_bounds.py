@@ -11,15 +11,16 @@
 
 How the bound is held: each command runs in a fresh process and its peak resident set is read
 with ``getrusage(RUSAGE_CHILDREN)`` (``ru_maxrss``, the kernel's own high-water mark: nothing is
-sampled, so no short peak is missed). An address-space limit (``prlimit --as``) measures the
-wrong thing here: onnxruntime, OpenMP and glibc reserve address space they never touch (a
-thread's 8 MiB stack, per-thread malloc arenas of 64 MiB), so the process's virtual size grows
-with the thread count, not with the memory the input costs. ``RLIMIT_DATA`` counts the same
-untouched private mappings. A failure under either limit is also an allocation error anywhere
-(often "std::bad_alloc" in onnxruntime), not the command's own. Each input is scaled down to
-run in seconds, and each bound sits between the fixed cost of the command (interpreter, numpy,
-onnxruntime, the model: measured by the same command on a one-row input) and what the code
-before the fix took on the same input (bench/RESULTS.md, "Peak memory per item").
+sampled, so no short peak is missed). An address-space limit (``prlimit --as``) is not tight
+enough to tell the fixed code from the old on an input scaled down to seconds: onnxruntime,
+OpenMP and glibc reserve address space they never touch (a thread's 8 MiB stack, per-thread
+malloc arenas of up to 64 MiB), so the virtual size follows the thread count, not the input
+(one short row: 426 MB of address space for 214 MB resident on 2 cores, more on more cores).
+``RLIMIT_DATA`` counts the same untouched private mappings, and a failure under either limit is
+an allocation error anywhere (often in onnxruntime), not the command's own. So each bound is a
+margin over the command's floor, the same command's peak on a one-row input measured in the
+same test (interpreter, numpy, onnxruntime, the model), well under what the code before the fix
+took on the same input (bench/RESULTS.md, "Peak memory per item (issue 46, items 5, 7, 8)").
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import textwrap
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 MiB = 1 << 20
@@ -204,3 +206,36 @@ def test_nrr_pairs_match_a_vector_per_row(tmp_path: Path, tiny_bert: str) -> Non
         row = [0.0 if not text or not ref else float(np.clip(vectors[text] @ vectors[ref], -1, 1)) for ref in group]
         assert sims[k] == pytest.approx(max(row), abs=1e-6)
         assert best[k] == int(np.argmax(np.asarray(row, dtype=np.float32) == np.float32(sims[k])))
+
+
+@pytest.mark.filterwarnings("ignore::rapidscore.errors.TruncationWarning")
+def test_chunks_and_the_idf_pass_hold_a_budget_of_characters(monkeypatch, tiny_bert: str) -> None:
+    # the token budget alone let a chunk (and the first idf pass, 4,096 rows at a time) hold
+    # every row of megabytes: each costs only max_length tokens
+    from rapidscore.bertscore import BERTScore, idf_pass, streaming
+    from rapidscore.common import stream
+
+    scorer = BERTScore(model=tiny_bert, idf=True)
+    rng = random.Random(3)
+    pairs = [(words_text(rng, 30_000), words_text(rng, 30_000)) for _ in range(8)]
+    whole = [r.f1 for _items, r in streaming.chunk_results(scorer, pairs)]
+    monkeypatch.setattr(streaming, "MAX_CHUNK_CHARS", 100_000)
+    monkeypatch.setattr(idf_pass, "MAX_CHUNK_CHARS", 100_000)
+    read: list[int] = []
+    chunks = stream.chunks
+
+    def counted_chunks(*args, **kwargs):
+        for chunk in chunks(*args, **kwargs):
+            read.append(sum(stream.item_chars(item) for item in chunk))
+            yield chunk
+
+    monkeypatch.setattr(idf_pass, "chunks", counted_chunks)
+    parts = list(streaming.chunk_results(scorer, pairs))
+    assert len(read) == 8 and max(read) <= 100_000  # the idf pass: one row of 60,000 characters at a time
+    assert [len(items) for items, _result in parts] == [8]  # held as the first pieces: all fit
+    assert all(stream.item_chars(item) < 2 * 16 * 128 * 2 for item in parts[0][0])  # 2 texts, 16 x max_length
+    assert np.array_equal(np.concatenate([r.f1 for _items, r in parts]), np.concatenate(whole))
+    monkeypatch.setattr(streaming, "MAX_CHUNK_CHARS", 5_000)
+    parts = list(streaming.chunk_results(scorer, pairs))
+    assert [len(items) for items, _result in parts] == [1] * 8
+    assert np.array_equal(np.concatenate([r.f1 for _items, r in parts]), np.concatenate(whole))
