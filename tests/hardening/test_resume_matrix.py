@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import re
@@ -323,14 +324,14 @@ def _earlier_boundary(state: dict, runs: Matrix) -> dict:
 
 def _consistent_earlier_state(state: dict, runs: Matrix) -> dict:
     """The state as it was one chunk earlier: every field agreeing (a valid state to resume)."""
-    from rapidscore.common.stream_io import _input_digest
+    from rapidscore.common.stream import item_sha256
 
     rows = state["rows"] - CHUNK
     size = _row_boundary(runs, rows)
-    digest = __import__("hashlib").sha256()
+    digest = hashlib.sha256()
     for line in runs.data.read_text().splitlines()[:rows]:
         values = list(json.loads(line).values())
-        _input_digest(digest, (values[0], values[1:]))
+        digest.update(item_sha256((values[0], values[1:])))  # the digest of the rows as read
     return {**state, "rows": rows, "bytes": size, "input_sha256": digest.hexdigest(),
             "output_sha256": sha256(runs.partial.read_bytes()[:size])}
 
@@ -366,7 +367,7 @@ STATE_DAMAGE: dict[str, tuple[Callable[[dict, Matrix], dict] | str, str | None]]
     "output_sha256 not hex": (_set("output_sha256", "xyz"), '"output_sha256" is "xyz"'),
     "output_sha256 another": (_set("output_sha256", "0" * 64), "SHA-256"),
     "parts a string": (_set("parts", "a"), '"parts" is "a"'),
-    "parts outside the directory": (_set("parts", ["../../escape.parquet"]), '"parts" is'),
+    "parts outside the directory": (_set("parts", ["elsewhere/part-000000.parquet"]), '"parts" is'),
     "parts_sha256 an object": (_set("parts_sha256", {}), '"parts_sha256" is {}'),
     "an earlier state, consistent": (_consistent_earlier_state, None),
 }
