@@ -187,6 +187,7 @@ def test_a_settings_change_is_refused_naming_it(name, change, request, tiny_bert
 MODELLED = [name for name, family in FAMILIES.items() if family.model_option]
 
 
+@pytest.mark.slow  # a second model, and a copy of the first exported again: ~4 s for bertscore
 @pytest.mark.parametrize("name", MODELLED)
 def test_another_model_is_refused_and_a_copy_of_the_same_resumes(name, tiny_bert, tiny_model_path, tmp_path,
                                                                  tmp_path_factory, capsys):
