@@ -249,7 +249,8 @@ def test_the_resume_state_names_an_idf_file_by_its_content(tiny_bert, files, tmp
     from rapidscore.common.stream_io import StreamWriter
 
     out = tmp_path / "out.jsonl"
-    argv = ["bertscore", "-m", tiny_bert, "-q", "--input", files["pairs"], "--idf-file", files["other"],
+    argv = ["bertscore", "-m", tiny_bert, "-l", str(LAYER), "-q", "--input", files["pairs"], "--idf-file",
+            files["other"],
             "--chunk-size", "4", "--output", str(out)]
 
     def stop(self, *args, **kwargs):  # interrupted before the output is finished: the state stays
