@@ -143,6 +143,7 @@ def gzip_line(path: Path, size: int) -> Path:
     return path
 
 
+@pytest.mark.slow  # a 256 MiB line compressed and read up to the bound (~3 s)
 def test_report_stops_at_a_line_over_the_bound_without_reading_the_file_whole(tmp_path: Path) -> None:
     bomb = gzip_line(tmp_path / "results.jsonl.gz", 256 * MiB)
     html = tmp_path / "report.html"
