@@ -9,7 +9,7 @@ httpx = pytest.importorskip("httpx", reason="the [serve] test dependencies (http
 pytest.importorskip("fastapi", reason="the [serve] extra (fastapi) is not installed")
 
 
-def test_head_health_answers_like_get_without_a_body(tiny_server):
+def test_head_health_answers_like_get_without_a_body(tiny_server) -> None:
     server = tiny_server()
     get = httpx.get(f"{server.url}/health")
     head = httpx.head(f"{server.url}/health")
@@ -19,7 +19,7 @@ def test_head_health_answers_like_get_without_a_body(tiny_server):
     assert head.headers["content-type"] == get.headers["content-type"]
 
 
-def test_head_health_before_ready_is_503(tiny_model_path, live_server_class):
+def test_head_health_before_ready_is_503(tiny_model_path, live_server_class) -> None:
     from rapidscore.serve.config import ServeConfig
 
     server = live_server_class(ServeConfig(model=str(tiny_model_path("bert")), warmup=False), start=False)
@@ -45,7 +45,7 @@ def _rss_in_use_mib() -> float:
 
 
 @pytest.mark.slow  # the real MiniLM, about 30 s
-def test_concurrent_window_requests_give_their_memory_back(minilm_path, live_server_class):
+def test_concurrent_window_requests_give_their_memory_back(minilm_path, live_server_class) -> None:
     """Rounds of 8 concurrent long_texts="window" requests (texts of 2-3 windows each, every one
     of another length) against the live server: the memory held once a round is answered stays
     within 128 MiB of what the server held before any of them, and does not grow over the later
