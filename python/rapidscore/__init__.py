@@ -31,6 +31,7 @@ _LAZY_ATTRIBUTES = {
     "ColumnError": "rapidscore.common.metric",
     "TableError": "rapidscore.common.tables",
     "ResumeError": "rapidscore.common.stream_io",
+    "RecordTooLongError": "rapidscore.common.read_bounds",
     "OutputError": "rapidscore.common.outputs",
     "DamagedCacheError": "rapidscore.encoder.onnx_export",
     "ExportMismatchError": "rapidscore.encoder.onnx_export",

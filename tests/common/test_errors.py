@@ -24,6 +24,7 @@ BUILTIN_OF = {
     "rapidscore.encoder.onnx_export.DamagedCacheError": ValueError,
     "rapidscore.encoder.model_source.UnsafeWeightsError": ValueError,
     "rapidscore.common.stream_io.ResumeError": ValueError,
+    "rapidscore.common.read_bounds.RecordTooLongError": ValueError,
     "rapidscore.integrations.ray.BatchError": ValueError,
     "rapidscore.errors.IntegrationInputError": ValueError,
     "rapidscore.errors.IntegrationTypeError": TypeError,

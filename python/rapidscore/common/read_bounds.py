@@ -10,6 +10,8 @@ import os
 import re
 import sys
 
+from rapidscore.errors import RapidscoreError
+
 # -- bounds ---------------------------------------------------------------------------------------
 
 # 256 MiB: far above any text a metric scores (a 100 MB JSONL row is read), far below the memory
@@ -91,7 +93,7 @@ def format_size(size: int) -> str:
 RAISE_RECORD_HINT = f"raise it with --max-record-bytes SIZE, e.g. --max-record-bytes 1G, or {MAX_RECORD_ENV}=SIZE"
 
 
-class RecordTooLongError(ValueError):
+class RecordTooLongError(RapidscoreError, ValueError):
     """A line or record over :func:`max_record_bytes`: the file is not read further (nor read
     again as another format, which would hold it whole)."""
 
