@@ -49,7 +49,8 @@ from typing import IO, Any
 from rapidscore.errors import RapidscoreError
 
 __all__ = ["OutputError", "input_option", "output_option", "model_option", "FileRun", "command_run", "current_run",
-           "open_output", "output_path", "save_figure", "note_input", "note_model", "name_os_error", "commit_when_done",
+           "open_output", "output_path", "process_owner", "process_running", "save_figure", "note_input", "note_model",
+           "name_os_error", "commit_when_done",
            "check_output_target", "check_output_directory", "file_sha256", "is_special_file",
            "remove_stale_temporaries", "STATE_SUFFIX",
            "STATE_TMP_SUFFIX", "PARTIAL_SUFFIX", "PARTS_SUFFIX", "RUN_ONLY_OPTIONS"]
@@ -501,12 +502,14 @@ def commit_when_done(tmp: str, target: str, *, keep_on_failure: bool = False,
 _TEMPORARY_OWNER = re.compile(r"(?P<host>\w+)~(?P<pid>\d+)\.\w+")
 
 
-def _process_owner() -> str:
+def process_owner() -> str:
+    """``host~pid`` of this process: what a temporary file or staging directory is named by."""
     host = "".join(c if c.isalnum() else "_" for c in os.uname().nodename) if hasattr(os, "uname") else "host"
     return f"{host}~{os.getpid()}"
 
 
-def _process_running(pid: int) -> bool:
+def process_running(pid: int) -> bool:
+    """Whether process ``pid`` of this host may still be running (True when it cannot be told)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -527,7 +530,7 @@ def remove_stale_temporaries(target: str | os.PathLike, suffix: str | None = Non
     """Remove the temporary files of ``target`` left by writers of this host that died (see
     :func:`output_path`; ``suffix`` as there); returns their paths."""
     directory, prefix, ending = _temporary_affixes(os.fspath(target), suffix)
-    host = _process_owner().rpartition("~")[0]
+    host = process_owner().rpartition("~")[0]
     removed: list[str] = []
     try:
         names = [n for n in os.listdir(directory) if n.startswith(prefix) and n.endswith(ending)]
@@ -535,7 +538,7 @@ def remove_stale_temporaries(target: str | os.PathLike, suffix: str | None = Non
         return removed
     for name in names:
         owner = _TEMPORARY_OWNER.fullmatch(name[len(prefix):len(name) - len(ending)])
-        if owner is None or owner["host"] != host or _process_running(int(owner["pid"])):
+        if owner is None or owner["host"] != host or process_running(int(owner["pid"])):
             continue
         path = os.path.join(directory, name)
         with contextlib.suppress(FileNotFoundError):
@@ -578,7 +581,7 @@ def output_path(path: str | os.PathLike, option: str = "output", suffix: str | N
         return
     remove_stale_temporaries(target, suffix)
     directory, prefix, ending = _temporary_affixes(target, suffix)
-    fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{_process_owner()}.", suffix=ending, dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{process_owner()}.", suffix=ending, dir=directory)
     os.close(fd)
     try:
         yield tmp

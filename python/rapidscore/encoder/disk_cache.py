@@ -35,8 +35,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rapidscore.common.outputs import file_sha256
+from rapidscore.common.outputs import file_sha256, process_owner
 from rapidscore.encoder.model_source import cache_base
+from rapidscore.encoder.staging import remove_stale_staging
 
 __all__ = ["cache_root", "entry_key", "exclusive_lock", "build_entry", "find_entry", "file_record", "record_files",
            "write_entry_meta", "verified_stamp", "entry_damage", "refusal_reason", "remove_stale_staging"]
@@ -85,12 +86,12 @@ def build_entry(root: Path, key: str, build: Callable[[Path], None], *, refusal:
             raise refused_by(refusal_reason(refusal))
         root.mkdir(parents=True, exist_ok=True)
         remove_stale_staging(root)
-        staging = Path(tempfile.mkdtemp(prefix=f".{key}-{_staging_owner()}-", dir=root))
+        staging = Path(tempfile.mkdtemp(prefix=f".{key}-{process_owner()}-", dir=root))
         try:
             build(staging)
             verified_stamp(entry).unlink(missing_ok=True)  # it vouched for the files being replaced
             if entry.exists():  # damaged (the callers check first): moved aside, then removed
-                damaged = root / f".{key}-{_staging_owner()}-damaged"
+                damaged = root / f".{key}-{process_owner()}-damaged"
                 os.replace(entry, damaged)
                 shutil.rmtree(damaged, ignore_errors=True)
             os.replace(staging, entry)
@@ -173,7 +174,7 @@ def _write_stamp(entry: Path, identities: dict[str, list[int]]) -> None:
     if newest > time.time_ns() - STAMP_MIN_AGE_SECONDS * 1e9:
         return  # too fresh to trust its times: verified in full until it is older
     stamp = verified_stamp(entry)
-    staging = stamp.with_name(f".{stamp.name}-{_staging_owner()}-{threading.get_ident()}")
+    staging = stamp.with_name(f".{stamp.name}-{process_owner()}-{threading.get_ident()}")
     try:
         staging.write_text(json.dumps({"files": identities}), encoding="utf-8")
         os.replace(staging, stamp)
@@ -235,7 +236,7 @@ def _damage_by_hash(entry: Path) -> str | None:
 
 
 def _write_refusal(path: Path, record: Mapping[str, Any]) -> None:
-    staging = path.with_name(f".{path.name}-{_staging_owner()}")
+    staging = path.with_name(f".{path.name}-{process_owner()}")
     staging.write_text(json.dumps(record), encoding="utf-8")
     os.replace(staging, path)
 
@@ -246,49 +247,3 @@ def refusal_reason(path: Path) -> str:
         return str(json.loads(path.read_text(encoding="utf-8"))["reason"])
     except (OSError, ValueError, KeyError, TypeError):
         return f"an earlier attempt refused this model ({path})"
-
-
-# A staging directory is ".{key}-{host}~{pid}-{random}". A process killed during a build (kill -9,
-# out of memory) cannot remove its own, so every build first removes the stale ones: those of a
-# process of this host that is no longer running (and older than a minute, so a directory being
-# created right now is never touched), and any older than a day (another host's, an older
-# naming, a reused pid).
-STALE_OWNER_GONE_SECONDS = 60.0
-STALE_ANY_SECONDS = 24 * 3600.0
-
-
-def _staging_owner() -> str:
-    host = "".join(c if c.isalnum() else "_" for c in os.uname().nodename) if hasattr(os, "uname") else "host"
-    return f"{host}~{os.getpid()}"
-
-
-def _process_running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True  # exists, owned by someone else (or cannot tell: keep the directory)
-    return True
-
-
-def remove_stale_staging(root: Path, now: float | None = None) -> list[Path]:
-    """Delete the staging directories under ``root`` left by builds that died; returns them."""
-    now = time.time() if now is None else now
-    host = _staging_owner().rsplit("~", 1)[0]
-    removed = []
-    for path in root.glob(".*-*"):
-        if not path.is_dir():
-            continue
-        try:
-            age = now - path.stat().st_mtime
-        except FileNotFoundError:
-            continue  # renamed into place or removed meanwhile
-        parts = path.name.rsplit("-", 2)  # ".{key}-{owner}-{suffix}": keys may contain "-" (int8 entries)
-        owner = parts[1] if len(parts) == 3 else ""
-        owner_host, _, pid = owner.rpartition("~")
-        gone = owner_host == host and pid.isdigit() and not _process_running(int(pid))
-        if (gone and age > STALE_OWNER_GONE_SECONDS) or age > STALE_ANY_SECONDS:
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    return removed

@@ -352,10 +352,11 @@ def save_weightless_copy(model_dir: Path, name: str, base: Path | None = None) -
     target = weightless_copy_dir(name, base)
     target.parent.mkdir(parents=True, exist_ok=True)
     # named as the cache's entries are staged, so that a copy killed midway is removed by the next one
-    from rapidscore.encoder.disk_cache import _staging_owner, remove_stale_staging
+    from rapidscore.common.outputs import process_owner
+    from rapidscore.encoder.staging import remove_stale_staging
 
     remove_stale_staging(target.parent)
-    owner = _staging_owner()
+    owner = process_owner()
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-{owner}-", dir=target.parent))
     try:
         for path in sorted(model_dir.iterdir()):
