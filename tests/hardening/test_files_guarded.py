@@ -18,6 +18,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,18 @@ def model_copy(tiny_model_path, tmp_path) -> Path:
     model = tmp_path / "model"
     shutil.copytree(tiny_model_path("bert"), model)
     return model
+
+
+@pytest.fixture
+def implicit_model(model_copy, monkeypatch) -> Iterator[Path]:
+    """``model_copy`` as the embedded default (loaded without -m), with a fresh encoder cache: a
+    tiny model's copy, so that nothing is written into site-packages if a guard fails."""
+    from rapidscore.encoder import clear_cache, model_source
+
+    monkeypatch.setattr(model_source, "embedded_model_dir", lambda: model_copy)
+    clear_cache()
+    yield model_copy
+    clear_cache()
 
 
 @pytest.fixture
@@ -97,47 +110,35 @@ def test_a_new_file_inside_a_model_directory_is_refused(model_copy, corpus, caps
 # issue 46 item 4: the embedded default, loaded without -m (its directory is a tiny model's copy
 # here, so that nothing is written into site-packages if the guard fails)
 @pytest.mark.slow  # loads and exports a tiny model
-def test_an_output_inside_a_model_loaded_implicitly_is_refused(model_copy, tmp_path, monkeypatch, capsys) -> None:
-    from rapidscore.encoder import clear_cache, model_source
-
-    monkeypatch.setattr(model_source, "embedded_model_dir", lambda: model_copy)
-    clear_cache()
-    try:
-        tokenizer = model_copy / "tokenizer.json"
-        before = tokenizer.read_bytes()
-        args = _nrr(tmp_path)
-        assert main([*args, "--plot", str(tokenizer)]) == 2
-        err = _error_line(capsys)
-        assert f"--plot {tokenizer}" in err and f"model file {tokenizer}" in err and str(model_copy) in err, err
-        assert tokenizer.read_bytes() == before
-        assert main([*args, "--plot", str(model_copy / "nrr.png")]) == 2
-        assert "inside the model directory" in _error_line(capsys)
-        assert not (model_copy / "nrr.png").exists()
-    finally:
-        clear_cache()
+def test_an_output_inside_a_model_loaded_implicitly_is_refused(implicit_model, tmp_path, capsys) -> None:
+    model_copy = implicit_model
+    tokenizer = model_copy / "tokenizer.json"
+    before = tokenizer.read_bytes()
+    args = _nrr(tmp_path)
+    assert main([*args, "--plot", str(tokenizer)]) == 2
+    err = _error_line(capsys)
+    assert f"--plot {tokenizer}" in err and f"model file {tokenizer}" in err and str(model_copy) in err, err
+    assert tokenizer.read_bytes() == before
+    assert main([*args, "--plot", str(model_copy / "nrr.png")]) == 2
+    assert "inside the model directory" in _error_line(capsys)
+    assert not (model_copy / "nrr.png").exists()
 
 
 # issue 46 item 4: a streamed output inside a model loaded implicitly fails the run when the model
 # loads: the model's file is kept, and no partial rows or state are left in its directory
 @pytest.mark.slow  # loads and exports a tiny model
-def test_a_stream_into_a_model_loaded_implicitly_is_refused(model_copy, tmp_path, monkeypatch, capsys) -> None:
+def test_a_stream_into_a_model_loaded_implicitly_is_refused(implicit_model, tmp_path, capsys) -> None:
     import json
 
-    from rapidscore.encoder import clear_cache, model_source
-
-    monkeypatch.setattr(model_source, "embedded_model_dir", lambda: model_copy)
-    clear_cache()
-    try:
-        rows = tmp_path / "answers.jsonl"
-        rows.write_text(json.dumps({"generated": "a cat sat", "reference": "the cat sat"}) + "\n", encoding="utf-8")
-        tokenizer = model_copy / "tokenizer.json"
-        before = sorted((p.name, p.read_bytes()) for p in model_copy.iterdir())
-        assert main(["nrr", "--input", str(rows), "--output", str(tokenizer), "-q"]) == 2
-        err = _error_line(capsys)
-        assert f"--output {tokenizer}" in err and f"model file {tokenizer}" in err, err
-        assert sorted((p.name, p.read_bytes()) for p in model_copy.iterdir()) == before
-    finally:
-        clear_cache()
+    model_copy = implicit_model
+    rows = tmp_path / "answers.jsonl"
+    rows.write_text(json.dumps({"generated": "a cat sat", "reference": "the cat sat"}) + "\n", encoding="utf-8")
+    tokenizer = model_copy / "tokenizer.json"
+    before = sorted((p.name, p.read_bytes()) for p in model_copy.iterdir())
+    assert main(["nrr", "--input", str(rows), "--output", str(tokenizer), "-q"]) == 2
+    err = _error_line(capsys)
+    assert f"--output {tokenizer}" in err and f"model file {tokenizer}" in err, err
+    assert sorted((p.name, p.read_bytes()) for p in model_copy.iterdir()) == before
 
 
 # issue 46 item 4: an output opened before the model loaded is refused before it replaces its target

@@ -16,13 +16,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from rapidscore.cli import main
+from rapidscore.testing.streams import wait_for_rows
 
 from .resume_cases import CHUNK, FAMILIES, ROWS, Family, sha256, write_input
 
@@ -391,21 +391,6 @@ def test_a_damaged_state_is_refused_naming_the_field(family, model, damage, tmp_
 
 # -- a real kill ------------------------------------------------------------------------------------
 
-def _wait_for_rows(state_path: Path, rows: int, proc: subprocess.Popen, timeout: float = 180.0) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"the run ended before it was killed: {proc.stderr.read() if proc.stderr else ''}")
-        try:
-            done = json.loads(state_path.read_text())["rows"]
-        except (OSError, ValueError, KeyError):
-            done = 0
-        if done >= rows:
-            return done
-        time.sleep(0.05)
-    raise AssertionError(f"no {rows} rows written within {timeout} s")
-
-
 @pytest.mark.slow  # a CLI process killed with SIGKILL, then resumed: several seconds each
 @pytest.mark.parametrize("name", ["bertscore", "nrr", "refusal"])
 def test_a_sigkilled_run_resumes_to_the_uninterrupted_output(name, tiny_bert, tmp_path, tmp_path_factory):
@@ -419,7 +404,7 @@ def test_a_sigkilled_run_resumes_to_the_uninterrupted_output(name, tiny_bert, tm
     stop = family.stop_row()
     proc.stdin.write("".join(lines[:stop]))  # the rest is never sent: the kill lands part way for certain
     proc.stdin.flush()
-    done = _wait_for_rows(runs.state, stop // CHUNK * CHUNK, proc)
+    done = wait_for_rows(runs.state, stop // CHUNK * CHUNK, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL and 0 < done < ROWS

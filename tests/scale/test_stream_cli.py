@@ -8,13 +8,13 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
 from rapidscore.bertscore import BERTScore
 from rapidscore.cli import main
+from rapidscore.testing.streams import wait_for_rows
 
 N = 120
 CANDS = [f"candidate {i}: the {'quick ' * (i % 4)}brown fox {i % 7} jumps over a lazy dog" for i in range(N)]
@@ -95,21 +95,6 @@ def test_stdin_to_stdout(model, pairs_file):
     assert np.array_equal(scores_of(rows), expected_scores(model))
 
 
-def _wait_for_rows(state_path, rows, proc, timeout=120.0) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"the run ended before it was killed: {proc.stderr.read()}")
-        try:
-            done = json.loads(state_path.read_text())["rows"]
-        except (OSError, ValueError, KeyError):
-            done = 0
-        if done >= rows:
-            return done
-        time.sleep(0.05)
-    raise AssertionError(f"no {rows} rows written within {timeout} s")
-
-
 def test_a_killed_run_resumes_to_the_uninterrupted_output(model, pairs_file, tmp_path):
     lines = pairs_file.read_text().splitlines(keepends=True)
     args = ["-m", model, "-l", "2", "--input", "-", "--chunk-size", "10", "-q"]
@@ -124,7 +109,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_output(model, pairs_file, tmp
     assert proc.stdin is not None
     proc.stdin.write("".join(lines[:60]))
     proc.stdin.flush()
-    done = _wait_for_rows(tmp_path / "out.jsonl.resume.json", 40, proc)
+    done = wait_for_rows(tmp_path / "out.jsonl.resume.json", 40, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL and 40 <= done < N
@@ -147,7 +132,7 @@ def test_resume_refuses_another_input_or_other_settings(model, pairs_file, tmp_p
     # a chunk is written once the pairs after it in its -b 64 batch are read: 60 rows (80 pairs) in
     proc.stdin.write("".join(lines[:60]))
     proc.stdin.flush()
-    _wait_for_rows(tmp_path / "out.jsonl.resume.json", 20, proc)
+    wait_for_rows(tmp_path / "out.jsonl.resume.json", 20, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     other = lines[1:] + lines[:1]

@@ -12,6 +12,7 @@ synthetic data of real shapes.
   bench/.
 - :mod:`.select_release`: a synthetic SELECT release (results files of the real one's shape)
   for the abstention metric.
+- :mod:`.streams`: waiting for a streamed command's resume state to record rows (before a kill).
 - :mod:`.approximation`: word-salad texts and a brute-force Kendall tau, for checking a
   non-exact mode (bf16, int8, "fast") against fp32.
 
