@@ -9,10 +9,12 @@ setting); results land in a :class:`TokenStore` on the host or on the model's de
 from __future__ import annotations
 
 from rapidscore.common.choices import BACKENDS, DEVICES, POOLINGS, PRECISIONS
-from rapidscore.encoder.encoder import DEFAULT_MODEL, Encoder, check_texts, default_backend
+from rapidscore.encoder.encoder import DEFAULT_MODEL, Encoder, check_texts
 from rapidscore.encoder.model_source import resolve_model
+from rapidscore.encoder.settings import EncoderSettings, default_backend, resolve_encoder_settings
 from rapidscore.encoder.shared import cache_info, clear_cache, get_encoder
 from rapidscore.encoder.store import TokenStore
 
-__all__ = ["Encoder", "TokenStore", "get_encoder", "clear_cache", "cache_info", "DEFAULT_MODEL",
-           "check_texts", "default_backend", "resolve_model", "BACKENDS", "DEVICES", "PRECISIONS", "POOLINGS"]
+__all__ = ["Encoder", "EncoderSettings", "resolve_encoder_settings", "TokenStore", "get_encoder", "clear_cache",
+           "cache_info", "DEFAULT_MODEL", "check_texts", "default_backend", "resolve_model", "BACKENDS", "DEVICES",
+           "PRECISIONS", "POOLINGS"]

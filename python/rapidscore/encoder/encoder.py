@@ -10,6 +10,7 @@ library (``rapidscore.encoder.tokenization``); the model runs batch by batch in
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -25,35 +26,19 @@ from rapidscore.encoder.batching import default_batch_tokens, equal_length_batch
 from rapidscore.encoder.cache import load_model
 from rapidscore.encoder.forward import lock_of, run_batches, run_unpadded
 from rapidscore.encoder.int8 import Int8Error
-from rapidscore.encoder.model_source import (
-    DEFAULT_MODEL,
-    ROBERTA_LIKE,
-    hidden_size,
-    num_layers,
-    read_config,
-    resolve_model,
-    unpadded_supported,
-)
-from rapidscore.encoder.precision import FAST, resolve_precision
-from rapidscore.encoder.runtime import Runner, backend_for, check_options
+from rapidscore.encoder.model_source import DEFAULT_MODEL, ROBERTA_LIKE, hidden_size, read_config, unpadded_supported
+from rapidscore.encoder.precision import FAST
+from rapidscore.encoder.runtime import Runner
 from rapidscore.encoder.sentence import SentenceEncoder, SentencePipeline
+from rapidscore.encoder.settings import EncoderSettings, default_backend, resolve_encoder_settings, usable_positions
 from rapidscore.encoder.store import TokenStore
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
-from rapidscore.encoder.windows import check_long_texts, check_window_texts, split_windows
-from rapidscore.errors import TruncationWarning, check_positive_int
-from rapidscore.threads import check_num_threads
+from rapidscore.encoder.windows import check_window_texts, split_windows
+from rapidscore.errors import TruncationWarning
 
 __all__ = ["Encoder", "TokenStore", "DEFAULT_MODEL", "check_texts", "default_backend"]
 
 logger = logging.getLogger("rapidscore")
-
-
-def default_backend(backend: str | None, precision: str) -> str:
-    """The backend for ``precision`` when none is named: OpenVINO for bf16, torch for fp16 (a
-    GPU mode), ONNX Runtime else (int8 included); the first capability table that runs it."""
-    if backend is None:
-        return backend_for(precision)
-    return backend
 
 
 def check_texts(texts, name: str = "texts") -> list[str]:
@@ -61,16 +46,6 @@ def check_texts(texts, name: str = "texts") -> list[str]:
     (``rapidscore.common.inputs.as_texts``: a TypeError naming the first offending item, a
     ValueError for a string the tokenizer cannot take); the name callers of the encoder use."""
     return as_texts(texts, name)
-
-
-def _usable_positions(config: dict) -> int | None:
-    """Token positions the model has (RoBERTa-style ids start after the padding index)."""
-    positions = config.get("max_position_embeddings")
-    if not isinstance(positions, int) or positions <= 0:
-        return None
-    if config.get("model_type") in ROBERTA_LIKE:
-        positions -= int(config.get("pad_token_id") or 0) + 1
-    return positions
 
 
 class Encoder:
@@ -134,51 +109,54 @@ class Encoder:
                  batch_tokens: int | None = None, max_batch_size: int = 256, num_threads: int | None = None,
                  cache_dir: str | os.PathLike | None = None, add_prefix_space: bool | None = None,
                  progress: bool = False, unpadded: bool = False, long_texts: str = "truncate"):
-        requested = precision
-        precision, backend = resolve_precision(precision, device, backend)
-        backend = default_backend(backend, precision)
-        self.long_texts = check_long_texts(long_texts)
-        check_options(backend, device, precision)  # the backends' capability tables (encoder/runtime)
-        if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int)
-                                       or max_length < 2):
-            raise ValueError(f"max_length must be an int >= 2, got {max_length!r}")
-        num_threads = check_num_threads(num_threads)
-        self.model_dir = resolve_model(model)
-        self.model_name = os.fspath(model)
+        if model is None:  # (get_encoder's None is the default model; Encoder's default is named)
+            raise TypeError("model must be a hub id or a directory path, got NoneType: None")
+        settings = resolve_encoder_settings(
+            model, layer, backend, device, precision, max_length=max_length, batch_tokens=batch_tokens,
+            max_batch_size=max_batch_size, num_threads=num_threads, cache_dir=cache_dir,
+            add_prefix_space=add_prefix_space, unpadded=unpadded, long_texts=long_texts)
+        self._setup(settings, progress)
+
+    @classmethod
+    def from_settings(cls, settings: EncoderSettings, *, progress: bool = False) -> Encoder:
+        """The encoder of resolved ``settings`` (``resolve_encoder_settings``), resolving nothing again."""
+        encoder = cls.__new__(cls)
+        encoder._setup(settings, progress)
+        return encoder
+
+    def _setup(self, settings: EncoderSettings, progress: bool) -> None:
+        options = settings.encoder_options()
+        self.settings = settings
+        self.long_texts = options["long_texts"]
+        max_length, num_threads, cache_dir = options["max_length"], options["num_threads"], options["cache_dir"]
+        self.model_dir = settings.model_dir
+        self.model_name = settings.model
         config = read_config(self.model_dir)
-        self.num_layers = num_layers(config)
+        self.num_layers = settings.num_layers
         self.hidden_size = hidden_size(config)
         self.model_type = config.get("model_type")
-        positions = _usable_positions(config)
-        if max_length is not None and positions is not None and max_length > positions:
-            # Beyond the position embeddings the runtime fails deep inside the graph
-            # (ONNX Runtime: "invalid expand shape"); say what the limit is instead.
-            raise ValueError(f"max_length={max_length} exceeds the {positions} positions of {self.model_name!r} "
-                             "(max_position_embeddings); use max_length <= " + str(positions))
-        self.layer = self._check_layer(layer)
+        self.layer = settings.layer
+        backend, device, precision = settings.backend, settings.device, settings.precision
         self.backend, self.device, self.precision = backend, device, precision
-        default_batch = batch_tokens is None
-        if default_batch:
-            batch_tokens = default_batch_tokens(device, precision)
-        self.batch_tokens = check_positive_int(batch_tokens, "batch_tokens")
-        self.max_batch_size = check_positive_int(max_batch_size, "max_batch_size")
+        default_batch = options["batch_tokens"] is None
+        self.batch_tokens = default_batch_tokens(device, precision) if default_batch else options["batch_tokens"]
+        self.max_batch_size = options["max_batch_size"]
         self.num_threads = num_threads
         self.progress = progress
-        if not isinstance(unpadded, bool):
-            raise TypeError(f"unpadded must be a bool, got {type(unpadded).__name__}: {unpadded!r}")
-        self.unpadded = unpadded
+        self.unpadded = options["unpadded"]
 
         load_args: tuple[Path, int | str, str, str, str, int | None, Path | None, bool | None] = (
             self.model_dir, self.layer, backend, device, precision, num_threads,
-            Path(cache_dir) if cache_dir else None, add_prefix_space)
+            Path(cache_dir) if cache_dir else None, options["add_prefix_space"])
         try:
             loaded, loaded_here = load_model(*load_args)
         except Int8Error as refusal:
-            if requested != FAST:
+            if settings.requested_precision != FAST:
                 raise
             # "fast" is the fastest mode within the bound that this model runs: exact fp32 here.
             logger.warning("precision='fast': %s; running in exact fp32", refusal)
             precision = self.precision = "fp32"
+            self.settings = dataclasses.replace(settings, precision=precision)  # what runs
             if default_batch:
                 self.batch_tokens = default_batch_tokens(device, precision)
             load_args = (*load_args[:4], precision, *load_args[5:])
@@ -212,17 +190,6 @@ class Encoder:
         if loaded.runner_created:
             self._use(loaded.runner)
 
-    def _check_layer(self, layer):
-        if layer is None:
-            return self.num_layers
-        if layer == "all":
-            return "all"
-        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
-            raise TypeError(f"layer must be an int, None or 'all', got {type(layer).__name__}: {layer!r}")
-        if not 0 <= layer <= self.num_layers:
-            raise ValueError(f"layer must be in [0, {self.num_layers}] for {self.model_name!r} "
-                             f"({self.num_layers} layers), got {layer}")
-        return int(layer)
 
     @property
     def runner(self) -> Runner:
@@ -418,7 +385,7 @@ class Encoder:
     @property
     def packed_available(self) -> bool:
         """Whether the runner has a packed (unpadded) forward for this model and layer
-        (``TorchRunner.packed``, ``rapidscore.encoder.packed``): the device engines use it when
+        (``TorchRunner.packed``, ``rapidscore.device.packed``): the device engines use it when
         the encoder was made with ``unpadded=True``."""
         return self.runs_torch and bool(getattr(self.runner, "packed", False))
 
@@ -461,7 +428,7 @@ class Encoder:
         if sentence is None:  # two threads may both read the directory: same result, harmless
             sentence = self._sentence = SentenceEncoder.load(
                 self, max_length=self.max_length if self._max_length_given else None,
-                positions=_usable_positions(read_config(self.model_dir)))
+                positions=usable_positions(read_config(self.model_dir)))
         return sentence
 
     def sentence_embeddings(self, texts: Sequence[str], pooling: str | None = None, normalize: bool | None = None,

@@ -1,0 +1,153 @@
+"""What an encoder runs, decided once: :class:`EncoderSettings`, made by :func:`resolve_encoder_settings`.
+
+Every value the user may spell several ways is resolved here and nowhere else: the model to its
+directory, ``layer=None`` to the last layer's number, ``precision="fast"`` to the mode it is on
+this machine (``encoder/precision.py``), ``backend=None`` to the backend of that mode. Every check
+of these values (their types, the capability tables, the layer range, the model's positions) is
+made here, once. The object is frozen and hashable: it is the key of ``get_encoder``'s cache, and
+``Encoder.from_settings`` builds from it without resolving again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rapidscore.encoder.model_source import DEFAULT_MODEL, ROBERTA_LIKE, num_layers, read_config, resolve_model
+from rapidscore.encoder.precision import FAST, resolve_precision
+from rapidscore.encoder.runtime import backend_for, check_options
+from rapidscore.encoder.windows import check_long_texts
+from rapidscore.errors import check_positive_int
+from rapidscore.threads import check_num_threads
+
+__all__ = ["EncoderSettings", "resolve_encoder_settings", "OPTION_DEFAULTS", "default_backend", "usable_positions"]
+
+#: the Encoder keywords besides model, layer, backend, device and precision, with their defaults
+#: (an option given at its default is not stored: equal meanings give equal settings)
+OPTION_DEFAULTS: Mapping[str, Any] = {
+    "max_length": None, "batch_tokens": None, "max_batch_size": 256, "num_threads": None,
+    "cache_dir": None, "add_prefix_space": None, "unpadded": False, "long_texts": "truncate"}
+
+
+@dataclass(frozen=True)
+class EncoderSettings:
+    """One encoder's resolved settings (see the module). Two settings are equal when they run the
+    same thing: the model's spelling and the precision asked for are not compared, except that
+    ``"fast"`` resolved to int8 differs from an explicit ``"int8"`` (a model may refuse int8:
+    "fast" then runs fp32 where "int8" raises)."""
+
+    model: str = field(compare=False)  # the model as the user named it (messages, signatures)
+    model_dir: Path
+    layer: int | str
+    num_layers: int
+    backend: str
+    device: str
+    precision: str
+    requested_precision: str = field(compare=False)
+    #: the other Encoder keywords given away from their defaults (``OPTION_DEFAULTS``), sorted by name
+    options: tuple[tuple[str, Any], ...] = ()
+    # "fast" that became int8 keys apart from an explicit "int8" (see the class)
+    precision_key: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        key = f"{FAST}:{self.precision}" if self.requested_precision == FAST and self.precision == "int8" \
+            else self.precision
+        object.__setattr__(self, "precision_key", key)
+
+    def option(self, name: str, default: Any = None) -> Any:
+        """The option ``name`` as given; ``default`` where it was not given or given at the
+        Encoder's default (``OPTION_DEFAULTS``)."""
+        return dict(self.options).get(name, default)
+
+    def encoder_options(self) -> dict[str, Any]:
+        """The options as ``Encoder`` keywords (every one, defaults included)."""
+        return {**OPTION_DEFAULTS, **dict(self.options)}
+
+
+def default_backend(backend: str | None, precision: str) -> str:
+    """The backend for ``precision`` when none is named: OpenVINO for bf16, torch for fp16 (a
+    GPU mode), ONNX Runtime else (int8 included); the first capability table that runs it."""
+    if backend is None:
+        return backend_for(precision)
+    return backend
+
+
+def usable_positions(config: dict) -> int | None:
+    """Token positions the model has (RoBERTa-style ids start after the padding index)."""
+    positions = config.get("max_position_embeddings")
+    if not isinstance(positions, int) or positions <= 0:
+        return None
+    if config.get("model_type") in ROBERTA_LIKE:
+        positions -= int(config.get("pad_token_id") or 0) + 1
+    return positions
+
+
+def resolve_encoder_settings(model: str | os.PathLike | None = None, layer: int | str | None = None,
+                             backend: str | None = None, device: str = "cpu", precision: str = "fp32",
+                             **options: Any) -> EncoderSettings:
+    """The settings of an encoder of ``model`` (same arguments as ``Encoder``, except ``progress``,
+    which belongs to each call): every value resolved and checked, a TypeError or ValueError
+    naming the first that is not valid. Reads the model's config.json (its layers and positions)."""
+    if "progress" in options:
+        raise TypeError("get_encoder() does not take progress: pass progress= to encode() instead")
+    for name in options:
+        if name not in OPTION_DEFAULTS:
+            raise TypeError(f"resolve_encoder_settings() got an unexpected keyword argument {name!r}")
+    requested = precision
+    precision, backend = resolve_precision(precision, device, backend)
+    backend = default_backend(backend, precision)
+    given = {**OPTION_DEFAULTS, **options}
+    long_texts = check_long_texts(given["long_texts"])
+    check_options(backend, device, precision)  # the backends' capability tables (encoder/runtime)
+    max_length = given["max_length"]
+    if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int)
+                                   or max_length < 2):
+        raise ValueError(f"max_length must be an int >= 2, got {max_length!r}")
+    num_threads = check_num_threads(given["num_threads"])
+    model = DEFAULT_MODEL if model is None else model
+    model_dir = resolve_model(model)
+    model_name = os.fspath(model)
+    config = read_config(model_dir)
+    layers = num_layers(config)
+    positions = usable_positions(config)
+    if max_length is not None and positions is not None and max_length > positions:
+        # Beyond the position embeddings the runtime fails deep inside the graph
+        # (ONNX Runtime: "invalid expand shape"); say what the limit is instead.
+        raise ValueError(f"max_length={max_length} exceeds the {positions} positions of {model_name!r} "
+                         "(max_position_embeddings); use max_length <= " + str(positions))
+    layer = _check_layer(layer, layers, model_name)
+    batch_tokens = given["batch_tokens"]
+    if batch_tokens is not None:
+        batch_tokens = check_positive_int(batch_tokens, "batch_tokens")
+    max_batch_size = check_positive_int(given["max_batch_size"], "max_batch_size")
+    unpadded = given["unpadded"]
+    if not isinstance(unpadded, bool):
+        raise TypeError(f"unpadded must be a bool, got {type(unpadded).__name__}: {unpadded!r}")
+    add_prefix_space = given["add_prefix_space"]
+    if add_prefix_space is not None and not isinstance(add_prefix_space, bool):
+        raise TypeError(f"add_prefix_space must be a bool or None, got {type(add_prefix_space).__name__}: "
+                        f"{add_prefix_space!r}")
+    cache_dir = given["cache_dir"]
+    checked = {"max_length": max_length, "batch_tokens": batch_tokens, "max_batch_size": max_batch_size,
+               "num_threads": num_threads, "cache_dir": os.fspath(cache_dir) if cache_dir else None,
+               "add_prefix_space": add_prefix_space, "unpadded": unpadded, "long_texts": long_texts}
+    stored = tuple(sorted((name, value) for name, value in checked.items() if value != OPTION_DEFAULTS[name]))
+    return EncoderSettings(model=model_name, model_dir=model_dir, layer=layer, num_layers=layers, backend=backend,
+                           device=device, precision=precision, requested_precision=requested, options=stored)
+
+
+def _check_layer(layer, layers: int, model_name: str) -> int | str:
+    if layer is None:
+        return layers
+    if layer == "all":
+        return "all"
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+        raise TypeError(f"layer must be an int, None or 'all', got {type(layer).__name__}: {layer!r}")
+    if not 0 <= layer <= layers:
+        raise ValueError(f"layer must be in [0, {layers}] for {model_name!r} ({layers} layers), got {layer}")
+    return int(layer)
