@@ -32,7 +32,7 @@ _LAZY_ATTRIBUTES = {
     "TableError": "rapidscore.common.tables",
     "ResumeError": "rapidscore.common.stream_io",
     "RecordTooLongError": "rapidscore.common.read_bounds",
-    "OutputError": "rapidscore.common.outputs",
+    "OutputError": "rapidscore.common.output_checks",
     "DamagedCacheError": "rapidscore.encoder.onnx_export",
     "ExportMismatchError": "rapidscore.encoder.onnx_export",
     "ResultsError": "rapidscore.abstention.results",

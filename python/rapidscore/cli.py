@@ -19,7 +19,7 @@ from importlib import import_module
 from typing import NoReturn
 
 from rapidscore._version import __version__
-from rapidscore.common.outputs import command_run
+from rapidscore.common.file_run import command_run
 
 # The commands that are not a metric's: command -> (module, one-line help). A metric's command
 # comes from the registry (rapidscore.metrics): its own module, or the generic metric command.

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from rapidscore.common.cli_options import add_common_options
-from rapidscore.common.outputs import input_option, output_option
+from rapidscore.common.file_options import input_option, output_option
 
 __all__ = ["add_arguments", "run", "export_model"]
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rapidscore.common.cli_options import add_common_options, positive_int, show_progress
-from rapidscore.common.outputs import input_option, output_option
+from rapidscore.common.file_options import input_option, output_option
 
 if TYPE_CHECKING:
     from rapidscore.common.metric import RequestOption

@@ -24,7 +24,9 @@ from pathlib import Path
 import pytest
 
 from rapidscore.cli import main
-from rapidscore.common.outputs import OutputError, command_run, note_model, open_output, output_path
+from rapidscore.common.file_run import command_run, note_model
+from rapidscore.common.output_checks import OutputError
+from rapidscore.common.outputs import open_output, output_path
 
 
 def _host() -> str:
@@ -275,7 +277,7 @@ def test_a_killed_weightless_copy_is_removed_by_the_next_one(tiny_bert, tmp_path
 
 def _model_options() -> dict[str, str]:
     """command -> the option its parser marks as naming a model (common/outputs.py model_option)."""
-    from rapidscore.common.outputs import file_options
+    from rapidscore.common.file_options import file_options
 
     from .test_output_layer import _parsers
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rapidscore.cli import build_parser, commands, main
-from rapidscore.common.outputs import file_options
+from rapidscore.common.file_options import file_options
 
 ROOT = Path(__file__).resolve().parents[2]
 PREVIOUS = b"an earlier result, kept byte for byte\n"
@@ -147,7 +147,7 @@ def test_every_output_option_has_an_example(toy_metric):
 
 def _inputs_of(argv: list[str], name: str) -> list[Path]:
     """The existing files and directories named by the declared input options of ``argv``."""
-    from rapidscore.common.outputs import declared_files
+    from rapidscore.common.file_options import declared_files
 
     parser = _parsers()[name]
     args, _unknown = parser.parse_known_args(argv[1:])

@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, non_negative_int, show_progress
-from rapidscore.common.outputs import input_option, model_option, output_option
+from rapidscore.common.file_options import input_option, model_option, output_option
 
 FORMATS = ("text", "markdown", "latex", "csv", "json")
 
@@ -126,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
     from rapidscore.abstention.pipeline import DecisionStats, evaluate, find_experiments
     from rapidscore.abstention.results import load_flat_table
     from rapidscore.abstention.taxonomy import Taxonomy
-    from rapidscore.common.outputs import note_input, open_output
+    from rapidscore.common.file_run import note_input
+    from rapidscore.common.outputs import open_output
 
     on_error = "skip" if args.skip_malformed else "raise"
     progress = show_progress(args)

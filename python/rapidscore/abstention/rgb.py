@@ -239,7 +239,7 @@ def rgb_negative_rejection(responses: Any, no_support: Any = None, *, method: An
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from rapidscore.common.cli_options import add_common_options
-    from rapidscore.common.outputs import input_option, model_option
+    from rapidscore.common.file_options import input_option, model_option
 
     input_option(parser.add_argument("input", help="responses, one record per question: .jsonl, .json, .csv, "
                                               ".tsv, .parquet (.gz too)"))

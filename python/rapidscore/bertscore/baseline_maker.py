@@ -12,7 +12,7 @@ import numpy as np
 
 from rapidscore.bertscore.baselines import write_baseline
 from rapidscore.bertscore.scorer import BERTScore
-from rapidscore.common.outputs import check_output_target
+from rapidscore.common.output_checks import check_output_target
 from rapidscore.errors import check_positive_int
 
 __all__ = ["compute_baseline", "random_pairs", "DEFAULT_BASELINE_MEMORY"]

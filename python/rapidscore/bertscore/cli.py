@@ -17,7 +17,7 @@ from rapidscore.common.cli_options import (
     print_table,
     show_progress,
 )
-from rapidscore.common.outputs import input_option, model_option, output_option
+from rapidscore.common.file_options import input_option, model_option, output_option
 from rapidscore.common.stream_io import add_stream_arguments
 
 
@@ -288,7 +288,7 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
 
     from rapidscore.bertscore.idf_source import IdfSource
     from rapidscore.bertscore.streaming import DEFAULT_CHUNK_PAIRS, ReadCounter, check_stream_batch_size, chunk_results
-    from rapidscore.common.outputs import file_sha256
+    from rapidscore.common.file_run import file_sha256
     from rapidscore.common.readers import count_rows
     from rapidscore.common.stream_io import RowIds, run_stream
 

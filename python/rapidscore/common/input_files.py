@@ -1,5 +1,5 @@
 """Input files: a path checked (a missing file or a directory named in words; the file joins the
-run's inputs, ``rapidscore.common.outputs``), and whole documents (a ``.json`` file, an
+run's inputs, ``rapidscore.common.file_run``), and whole documents (a ``.json`` file, an
 abstention results file, a settings file) read within
 :func:`~rapidscore.common.read_bounds.max_document_bytes`, decompressed in pieces up to the
 bound, decoded and parsed with errors that name the file (``rapidscore.common.readers`` reads
@@ -15,7 +15,7 @@ import sys
 import zlib
 from typing import Any, Callable
 
-from rapidscore.common.outputs import note_input
+from rapidscore.common.file_run import note_input
 from rapidscore.common.read_bounds import (
     DECOMPRESS_PIECE,
     READ_CHUNK,

@@ -37,19 +37,16 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 from rapidscore.common.cli_options import positive_int
-from rapidscore.common.outputs import (
+from rapidscore.common.file_options import input_option, output_option
+from rapidscore.common.file_run import current_run, file_sha256
+from rapidscore.common.output_checks import (
     PARTIAL_SUFFIX,
     PARTS_SUFFIX,
     STATE_SUFFIX,
     STATE_TMP_SUFFIX,
-    commit_when_done,
-    current_run,
-    file_sha256,
-    input_option,
     is_special_file,
-    name_os_error,
-    output_option,
 )
+from rapidscore.common.outputs import commit_when_done, name_os_error
 from rapidscore.common.readers import FORMATS, count_rows, import_parquet, iter_rows, parallel_items, row_items
 from rapidscore.common.stream import item_sha256
 from rapidscore.errors import RapidscoreError

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from rapidscore.common.file_run import note_model
 from rapidscore.common.inputs import as_texts
-from rapidscore.common.outputs import note_model
 from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches
 from rapidscore.encoder.cache import KeyedCache
 from rapidscore.encoder.classifier_export import (

@@ -35,7 +35,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rapidscore.common.outputs import file_sha256, process_owner
+from rapidscore.common.file_run import file_sha256
+from rapidscore.common.outputs import process_owner
 from rapidscore.encoder.model_source import cache_base
 from rapidscore.encoder.staging import remove_stale_staging
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from rapidscore.common.outputs import note_model
+from rapidscore.common.file_run import note_model
 from rapidscore.encoder.cache import MAX_MODELS, MODELS, KeyedCache
 from rapidscore.encoder.encoder import Encoder, default_backend
 from rapidscore.encoder.model_source import DEFAULT_MODEL, fingerprint, num_layers, read_config, resolve_model

@@ -13,7 +13,7 @@ import json
 import sys
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, show_progress
-from rapidscore.common.outputs import input_option, model_option, output_option
+from rapidscore.common.file_options import input_option, model_option, output_option
 
 # Kept import-light: the evaluation modules (numpy, the encoder) load inside run().
 

@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, print_table, show_progress
-from rapidscore.common.outputs import input_option, model_option, output_option
+from rapidscore.common.file_options import input_option, model_option, output_option
 from rapidscore.common.stream_io import add_stream_arguments
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import partial
 
 from rapidscore.common.cli_options import add_common_options, positive_int
-from rapidscore.common.outputs import input_option, model_option, output_option
+from rapidscore.common.file_options import input_option, model_option, output_option
 
 
 def _named(value: str) -> tuple[str, str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from rapidscore.common.choices import LOG_LEVELS
 from rapidscore.common.cli_options import add_common_options, add_long_texts_option
-from rapidscore.common.outputs import input_option, model_option
+from rapidscore.common.file_options import input_option, model_option
 
 API_KEY_ENV = "RAPIDSCORE_API_KEY"  # rapidscore.serve.config.API_KEY_ENV (not imported: --help stays light)
 

@@ -1,0 +1,196 @@
+"""One command run's files: its inputs, the models it loaded, and the outputs waiting for its end.
+
+``rapidscore.cli.main`` runs a command inside :func:`command_run`: its declared files are checked
+first (``common/output_checks.py``), then every output opened through ``common/outputs.py`` is
+renamed into place when the whole run succeeds and discarded when it fails. Files read while
+running (:func:`note_input`, called by the readers) and models loaded (:func:`note_model`) join
+the run's inputs, so an output opened later cannot be one of them either.
+:meth:`FileRun.fingerprint` is what a resume state records of the run: every option that can
+change a number, the content hash of every settings file (idf counts, baselines, label maps) and
+the digest of every model the run loaded.
+
+Imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import contextvars
+import hashlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rapidscore.common.file_options import DeclaredFile, declared_files, file_role, option_name
+from rapidscore.common.output_checks import (
+    ModelDirectory,
+    OutputError,
+    check_files,
+    input_refusal,
+    model_directories,
+    same_file,
+    written_files,
+)
+
+__all__ = ["FileRun", "command_run", "current_run", "note_input", "note_model", "file_sha256", "RUN_ONLY_OPTIONS"]
+
+# Options that cannot change a number: left out of a resume fingerprint so that a resumed run may
+# show progress, use other threads or another chunk size (chunks never change scores: the
+# streams place a resumed chunk in the reference's batches).
+RUN_ONLY_OPTIONS = frozenset({
+    "resume", "progress", "quiet", "verbose", "json", "threads", "chunk_size", "memory_budget", "cache_tokens",
+    "max_record_bytes", "seg_level", "table", "run_command", "command", "progress_default",
+})
+
+
+@dataclass
+class FileRun:
+    """The files of one command run: its declared inputs and outputs, the files it read while
+    running, the models it loaded, and the outputs waiting for the run to succeed.
+    One per run; not thread-safe beyond the run's own thread (a command's writes come from it)."""
+
+    files: list[DeclaredFile] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)  # option -> value, run-only options left out
+    read: list[str] = field(default_factory=list)
+    models: dict[str, Callable[[], str]] = field(default_factory=dict)  # model directory -> its fingerprint
+    model_directories: list[ModelDirectory] = field(default_factory=list)  # no output is written inside one
+    # (commit, discard, (target, option) or None) of each output waiting for the run's end
+    _commits: list[tuple[Callable[[], None], Callable[[], None], tuple[str, str] | None]] = field(
+        default_factory=list)
+
+    @property
+    def inputs(self) -> list[tuple[str, str]]:
+        declared = [(f.option, f.path) for f in self.files if f.spec.role == "input"]
+        return declared + [("read", path) for path in self.read]
+
+    def check_output(self, path: str, option: str) -> None:
+        for input_option_name, input_path in self.inputs:
+            if same_file(path, input_path):
+                raise input_refusal(option, path, path, input_option_name, input_path)
+        for model in self.model_directories:
+            refusal = model.refusal(option, path, path)
+            if refusal is not None:
+                raise refusal
+
+    def add_model_directory(self, path: str, option: str = "model") -> None:
+        """A model directory the run reads: no output may be written inside it. The outputs the
+        run declared or opened already are checked at once (an OutputError), so a run writing
+        into a model it loads late fails when it loads it."""
+        if any(same_file(path, known.path) for known in self.model_directories):
+            return
+        model = ModelDirectory(option, path)
+        self.model_directories.append(model)
+        outputs = [(f.option, f.path, written) for f in self.files if f.spec.role == "output"
+                   for written in written_files(f)]
+        outputs += [(checked[1], checked[0], checked[0]) for _commit, _discard, checked in self._commits
+                    if checked is not None]  # (target, option) of the outputs opened already
+        for output_option_name, output_path_name, written in outputs:
+            refusal = model.refusal(output_option_name, output_path_name, written)
+            if refusal is not None:
+                raise refusal
+
+    def defer(self, commit: Callable[[], None], discard: Callable[[], None], target: str | None = None,
+              option: str = "output") -> None:
+        """Run ``commit`` when the run succeeds, ``discard`` when it fails. ``target``: the file the
+        commit replaces, checked again then against the inputs known by that time (a model loaded
+        after the output was opened)."""
+        if target is not None and option == "output":  # a caller that does not know its option (a stream)
+            option = next((f.option for f in self.files if f.spec.role == "output" and same_file(f.path, target)),
+                          option)
+        self._commits.append((commit, discard, None if target is None else (target, option)))
+
+    def finish(self, succeeded: bool) -> None:
+        pending, self._commits = self._commits, []
+        if succeeded:
+            try:
+                for _commit, _discard, checked in pending:
+                    if checked is not None:
+                        self.check_output(*checked)
+            except OutputError:
+                self._discard(pending)
+                raise
+            for commit, _discard, _checked in pending:
+                commit()
+        else:
+            self._discard(pending)
+
+    @staticmethod
+    def _discard(pending: list) -> None:
+        for _commit, discard, _checked in reversed(pending):
+            with contextlib.suppress(OSError):
+                discard()
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What a resume state records of this run: ``{name: value}`` of every option that can
+        change a number, ``"<option> sha256"`` of every settings file, ``"models"``: the content
+        fingerprints of the models loaded. Flat, so that a difference names the setting."""
+        result: dict[str, Any] = dict(self.options)
+        for item in self.files:
+            if item.spec.role == "input" and item.spec.settings and os.path.isfile(item.path):
+                result[f"{item.option} sha256"] = file_sha256(item.path)
+        if self.models:  # content fingerprints, not names: two spellings of one model are one model
+            result["models"] = sorted({digest() for digest in self.models.values()})
+        return result
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The sha256 of a file's content, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+_RUN: contextvars.ContextVar[FileRun | None] = contextvars.ContextVar("rapidscore_file_run", default=None)
+
+
+def current_run() -> FileRun | None:
+    """The command run in progress in this context, if any."""
+    return _RUN.get()
+
+
+@contextlib.contextmanager
+def command_run(actions: Sequence[argparse.Action], args: argparse.Namespace) -> Iterator[FileRun]:
+    """Run a command (``actions``: its parser's options) inside a :class:`FileRun`: its declared
+    files checked first, its outputs renamed into place when the body returns, discarded when
+    it raises (KeyboardInterrupt included)."""
+    files = declared_files(actions, args)
+    check_files(files)
+    # a model's name stays among the options (a resume state reports it; its content is in "models")
+    file_dests = {a.dest for a in actions if file_role(a) not in (None, "model")}
+    names = {a.dest: option_name(a) for a in actions}
+    options = {names.get(dest, dest): value for dest, value in sorted(vars(args).items())
+               if dest not in RUN_ONLY_OPTIONS and dest not in file_dests and not callable(value)}
+    run = FileRun(files=files, options=options, model_directories=model_directories(files))
+    token = _RUN.set(run)
+    try:
+        yield run
+    except BaseException:
+        run.finish(False)
+        raise
+    else:
+        run.finish(True)
+    finally:
+        _RUN.reset(token)
+
+
+def note_input(path: str | os.PathLike) -> None:
+    """A file read by the run in progress (the readers call it): no output may replace it."""
+    run = _RUN.get()
+    if run is not None:
+        run.read.append(os.fspath(path))
+
+
+def note_model(model_dir: str | os.PathLike, digest: Callable[[], str]) -> None:
+    """A model loaded by the run in progress: ``digest()`` (its content fingerprint, computed
+    only when a resume state asks) joins the run's fingerprint, and its directory the run's
+    inputs: no output may be written inside it (one opened earlier is refused before it replaces
+    its target)."""
+    run = _RUN.get()
+    if run is not None:
+        run.models.setdefault(os.fspath(model_dir), digest)
+        run.add_model_directory(os.fspath(model_dir))
+
