@@ -47,25 +47,41 @@ def counts_sha256(counts: DocumentFrequencies) -> str:
     return hashlib.sha256(json.dumps(counts.to_dict()).encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class IdfSource:
-    """Which idf weights run (see the module's table). Frozen and picklable (it travels to Ray
-    workers): it holds document counts or a dict, never the derived weights, whose
-    ``defaultdict`` cannot be pickled; :meth:`weights` derives them (once per scorer or stream).
+    """Which idf weights run (see the module's table). Frozen, hashable and picklable (it is part
+    of ``BERTScoreSettings`` and travels to Ray workers): it holds document counts, a dict or
+    sentences, never the derived weights, whose ``defaultdict`` cannot be pickled;
+    :meth:`weights` derives them (once per scorer or stream).
 
-    ``counts``: the document counts (kinds ``file``, ``sentences``, and ``references`` counted
-    over a whole stream or dataset first); ``table``: the dict (kind ``dict``); ``digest``: the
-    counts' sha256 (kind ``file``); ``path``: the idf file read, if any (for messages)."""
+    ``counts``: the document counts (kinds ``file``, ``sentences`` once counted, and
+    ``references`` counted over a whole stream or dataset first); ``table``: the dict (kind
+    ``dict``); ``sentences``: ``idf_sents`` not counted yet (kind ``sentences``: the scorer counts
+    them with its tokenizer); ``digest``: the sha256 of what the weights come from (the counts as
+    saved, the dict, the sentences; None for none and for each call's references);
+    ``path``: the idf file read, if any (for messages). Two sources are equal when their kind
+    and digest are: the same weights, whatever object or file they were read from."""
 
     kind: str
     counts: DocumentFrequencies | None = None
     table: dict | None = None
     digest: str | None = None
     path: str | None = None
+    sentences: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
             raise ValueError(f"idf source kind must be one of {_KINDS}, got {self.kind!r}")
+        if self.digest is None:  # computed once: equality and hashing read it
+            object.__setattr__(self, "digest", _content_sha256(self))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IdfSource):
+            return NotImplemented
+        return (self.kind, self.digest) == (other.kind, other.digest)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.digest))
 
     @classmethod
     def none(cls) -> IdfSource:
@@ -76,6 +92,12 @@ class IdfSource:
         """idf from the references being scored: the call's own (``counts`` None), or every
         reference of a stream or dataset, counted in a first pass (``counts``)."""
         return cls("references", counts=counts)
+
+    @classmethod
+    def from_sentences(cls, sentences: tuple[str, ...]) -> IdfSource:
+        """idf of ``idf_sents`` (``BERTScore(idf=True, idf_sents=...)``), counted by the scorer
+        with its tokenizer."""
+        return cls("sentences", sentences=tuple(sentences))
 
     @classmethod
     def from_counts(cls, counts: DocumentFrequencies, path: str | None = None) -> IdfSource:
@@ -130,6 +152,19 @@ class IdfSource:
             return f"idf file {self.path}" if self.path else "idf document counts"
         return {"none": "no idf", "references": "idf from the references", "sentences": "idf from idf_sents",
                 "dict": "an idf dict"}[self.kind]
+
+
+def _content_sha256(source: IdfSource) -> str | None:
+    """The sha256 of what ``source``'s weights come from, or None (no idf; each call's references)."""
+    if source.counts is not None:
+        return counts_sha256(source.counts)
+    if source.table is not None:
+        items = sorted((int(token), float(weight)) for token, weight in source.table.items())
+        return hashlib.sha256(json.dumps(items).encode("utf-8")).hexdigest()
+    if source.sentences is not None:
+        return hashlib.sha256(json.dumps(list(source.sentences), ensure_ascii=False).encode(
+            "utf-8", "surrogatepass")).hexdigest()
+    return None
 
 
 def resolve_idf_source(idf: Any = False, idf_file: str | os.PathLike | None = None) -> IdfSource:
