@@ -110,8 +110,11 @@ class CountingRunner:
     def __init__(self, runner):
         self.runner = runner
         self.provider = runner.provider
-        self.returns = getattr(runner, "returns", "numpy")
-        self.thread_safe = bool(getattr(runner, "thread_safe", False))
+        # every member of the runner contract (rapidscore.encoder.runtime.Runner): the wrapped
+        # runner's, except the forwards that would bypass the count (packed, graphs)
+        self.returns, self.thread_safe, self.device = runner.returns, runner.thread_safe, runner.device
+        self.model, self.packed, self.graphs = runner.model, False, None
+        self.to_device, self.run_packed, self.run_feed = runner.to_device, runner.run_packed, runner.run_feed
         self.reset()
 
     def reset(self):

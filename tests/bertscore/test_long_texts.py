@@ -29,6 +29,7 @@ import pytest
 
 from rapidscore.bertscore import BERTScore
 from rapidscore.encoder import Encoder
+from rapidscore.encoder.runtime import RunnerBase
 from rapidscore.encoder.windows import choose_windows, count_windows, split_windows
 from rapidscore.errors import TruncationWarning
 from rapidscore.testing.tiny_models import FAMILIES, MAX_LENGTH
@@ -373,7 +374,7 @@ def test_a_100k_token_text_stays_within_the_token_budget(tiny_model_path):
     assert len(ids[0]) >= 100_000
     inner, calls = encoder.runner, []
 
-    class Counting:
+    class Counting(RunnerBase):
         returns, thread_safe, provider = "numpy", True, "counting"
 
         def __call__(self, input_ids, attention_mask):

@@ -13,9 +13,22 @@ import pytest
 from rapidscore.encoder import Encoder
 from rapidscore.encoder.batching import unpadded_inputs
 from rapidscore.encoder.model_source import UNPADDED_FAMILIES
+from rapidscore.encoder.runtime import RunnerBase
 from rapidscore.testing import tiny_models
 
 WORDS = "the cat sat on a mat while dogs ran quickly over lazy foxes in rainy paris tomorrow".split()
+
+
+class _FunctionRunner(RunnerBase):
+    """A function behind the runner contract: host arrays out, thread-safe."""
+
+    returns, thread_safe = "numpy", True
+
+    def __init__(self, function, provider: str) -> None:
+        self.function, self.provider = function, provider
+
+    def __call__(self, input_ids, attention_mask):
+        return self.function(input_ids, attention_mask)
 
 
 def random_texts(n: int, seed: int, max_words: int = 30) -> list[str]:
@@ -96,8 +109,7 @@ def test_a_replaced_runner_is_never_bypassed(minilm_path):
         calls.append(input_ids.shape)
         return real(input_ids, attention_mask)
 
-    counting.provider, counting.returns, counting.thread_safe = real.provider, "numpy", True
-    encoder.runner = counting
+    encoder.runner = _FunctionRunner(counting, real.provider)
     assert not encoder.unpadded_available
     encoder.embed_ids(encoder.tokenize(["one text", "and another"]), unpadded=True)
     assert calls  # the assigned runner ran
@@ -181,8 +193,7 @@ def test_assigning_a_substitute_runner_makes_no_padded_session(tiny_model_path, 
         out[attention_mask.astype(bool)] = packed
         return out
 
-    substitute.provider, substitute.returns, substitute.thread_safe = "substitute", "numpy", True
-    encoder.runner = substitute
+    encoder.runner = _FunctionRunner(substitute, "substitute")
     assert not encoder.unpadded_available and not encoder.loaded.runner_created
     got = encoder.embed_ids(ids, unpadded=True).embeddings
     assert calls and not encoder.loaded.runner_created and encoder.provider == "substitute"

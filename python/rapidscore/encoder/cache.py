@@ -212,7 +212,7 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
     from rapidscore.encoder.torch_model import padding_sensitive
 
     return LoadedModel(runner, spec, source, None, False, backend="torch",
-                       padding_sensitive=padding_sensitive(getattr(runner, "model")))  # noqa: B009
+                       padding_sensitive=padding_sensitive(runner.model))
 
 
 def _tokenizer_file(entry: Path) -> Path:

@@ -28,7 +28,7 @@ from rapidscore.encoder.forward import lock_of, run_batches, run_unpadded
 from rapidscore.encoder.int8 import Int8Error
 from rapidscore.encoder.model_source import DEFAULT_MODEL, ROBERTA_LIKE, hidden_size, read_config, unpadded_supported
 from rapidscore.encoder.precision import FAST
-from rapidscore.encoder.runtime import Runner
+from rapidscore.encoder.runtime import RUNNER_MEMBERS, Runner
 from rapidscore.encoder.sentence import SentenceEncoder, SentencePipeline
 from rapidscore.encoder.settings import EncoderSettings, default_backend, resolve_encoder_settings, usable_positions
 from rapidscore.encoder.store import TokenStore
@@ -203,7 +203,11 @@ class Encoder:
         return runner
 
     @runner.setter
-    def runner(self, runner) -> None:
+    def runner(self, runner: Runner) -> None:
+        missing = [name for name in RUNNER_MEMBERS if not hasattr(runner, name)]
+        if missing:  # (a runner derives from runtime.RunnerBase, which has every member)
+            raise TypeError(f"a runner needs the members {', '.join(missing)} of the Runner contract "
+                            f"(derive it from rapidscore.encoder.runtime.RunnerBase), got {type(runner).__name__}")
         # (Compared without making the loaded model's session: a substitute needs none.)
         if not (self.loaded.runner_created and runner is self.loaded.runner):
             self._unpadded_load_args = None  # another graph: every call goes through it, padded
@@ -211,7 +215,7 @@ class Encoder:
 
     def _use(self, runner) -> None:
         # Serialises calls of a runner that says it is not thread-safe (shared by its encoders).
-        self._runner_lock = None if getattr(runner, "thread_safe", False) else lock_of(runner)
+        self._runner_lock = None if runner.thread_safe else lock_of(runner)
         self._runner = runner
 
     @property
@@ -338,7 +342,7 @@ class Encoder:
         """The runner returns torch tensors (the torch backend; ONNX Runtime's IOBinding on CUDA)."""
         # A runner not made yet is a CPU ONNX Runtime session (the only kind made on first use):
         # numpy out.
-        return getattr(self._runner, "returns", "numpy") == "torch"
+        return self._runner is not None and self._runner.returns == "torch"
 
     def batch_plan(self, lengths: np.ndarray) -> list[np.ndarray]:
         """Batches (index arrays) of sequences of ``lengths`` under the token budget: length-sorted,
@@ -375,24 +379,19 @@ class Encoder:
     def to_device(self, array: np.ndarray) -> Any:
         """A host array as a torch tensor on the model's device (the runner's own copy, where it
         has one)."""
-        to_device = getattr(self.runner, "to_device", None)
-        if to_device is not None:
-            return to_device(array)
-        import torch
-
-        return torch.from_numpy(array).to(self.device)
+        return self.runner.to_device(array)
 
     @property
     def packed_available(self) -> bool:
         """Whether the runner has a packed (unpadded) forward for this model and layer
         (``TorchRunner.packed``, ``rapidscore.device.packed``): the device engines use it when
         the encoder was made with ``unpadded=True``."""
-        return self.runs_torch and bool(getattr(self.runner, "packed", False))
+        return self.runs_torch and self.runner.packed
 
     def run_packed(self, ids: list[np.ndarray]) -> Any:
         """The runner's packed forward over non-empty token id sequences: (tokens, dim), sentence
         after sentence (``TorchRunner.run_packed``)."""
-        run_packed = self.runner.run_packed  # type: ignore[attr-defined]  # (packed_available: the torch runner's)
+        run_packed = self.runner.run_packed
         if self._runner_lock is None:
             return run_packed(ids)
         with self._runner_lock:

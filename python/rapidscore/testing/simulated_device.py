@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rapidscore.encoder.runtime.capabilities import RunnerBase
+
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["SimulatedDevice"]
 
 
-class SimulatedDevice:
+class SimulatedDevice(RunnerBase):
     """A model runner that simulates a device taking ``seconds_per_token`` per padded token.
 
     ``hidden_size``: width of the vectors; ``vocab_size``: token ids are taken modulo it.

@@ -29,9 +29,10 @@ from pathlib import Path
 
 from rapidscore.common.choices import BACKENDS, DEVICES, PRECISIONS
 from rapidscore.encoder.runtime import onnx, openvino, torch
-from rapidscore.encoder.runtime.capabilities import Capabilities, Runner, either
+from rapidscore.encoder.runtime.capabilities import RUNNER_MEMBERS, Capabilities, Runner, RunnerBase, either
 
-__all__ = ["BACKENDS", "DEVICES", "Capabilities", "RUNTIMES", "Runner", "capabilities", "check_options",
+__all__ = ["BACKENDS", "DEVICES", "Capabilities", "RUNTIMES", "Runner", "RunnerBase", "RUNNER_MEMBERS", "capabilities",
+           "check_options",
            "check_unpadded", "backend_for", "make_runner"]
 
 #: every backend's table, by name; in order of preference (``backend_for``)

@@ -12,15 +12,62 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["Capabilities", "Runner", "either"]
+__all__ = ["Capabilities", "Runner", "RunnerBase", "RUNNER_MEMBERS", "either"]
 
 
 class Runner(Protocol):
-    provider: str
-    returns: str
-    thread_safe: bool
+    """What runs a model: every member any caller uses (the encoder, the model cache, the device
+    engines). :class:`RunnerBase` gives each a default; every runner derives from it."""
+
+    provider: str  # a short name of where it runs (signatures, logs)
+    returns: str  # "numpy" (host arrays) or "torch" (tensors on the runner's device)
+    thread_safe: bool  # whether many threads may call it at once (else the encoder serialises calls)
+    device: str  # where its outputs live ("cpu", "cuda")
+    model: Any  # the torch module it runs, or None (a graph runtime)
+    packed: bool  # whether ``run_packed`` covers this model and layer
+    graphs: Any  # its CUDA-graph buckets (``device.cuda_graphs.GraphedForward``), or None
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> Any: ...
+
+    def to_device(self, array: np.ndarray) -> Any: ...
+
+    def run_packed(self, ids: list[np.ndarray]) -> Any: ...
+
+    def run_feed(self, feed: dict[str, np.ndarray]) -> np.ndarray: ...
+
+
+class RunnerBase:
+    """The defaults of the :class:`Runner` members: host arrays out, calls serialised, on the
+    CPU, no torch module, no packed forward, no CUDA graphs, no unpadded graph. A runner derives
+    from it and overrides what it has."""
+
+    provider: str = "runner"
+    returns: str = "numpy"
+    thread_safe: bool = False
+    device: str = "cpu"
+    model: Any = None
+    packed: bool = False
+    graphs: Any = None
+
+    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not run a model")
+
+    def to_device(self, array: np.ndarray) -> Any:
+        """A host array as a torch tensor on the runner's device."""
+        import torch
+
+        return torch.from_numpy(array).to(self.device)
+
+    def run_packed(self, ids: list[np.ndarray]) -> Any:
+        raise ValueError(f"{type(self).__name__} ({self.provider}) has no packed forward (packed is False)")
+
+    def run_feed(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        raise ValueError(f"{type(self).__name__} ({self.provider}) does not run the unpadded graph")
+
+
+#: the members of the runner contract (``Runner``), for checks of a runner assigned from outside
+RUNNER_MEMBERS = ("provider", "returns", "thread_safe", "device", "model", "packed", "graphs", "to_device",
+                  "run_packed", "run_feed")
 
 
 def either(option: str, values: tuple[str, ...]) -> str:

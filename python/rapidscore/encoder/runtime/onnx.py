@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.encoder.runtime.capabilities import Capabilities
+from rapidscore.encoder.runtime.capabilities import Capabilities, RunnerBase
 from rapidscore.threads import thread_budget
 
 CPU_PACKAGE, GPU_PACKAGE = "onnxruntime", "onnxruntime-gpu"
@@ -65,7 +65,7 @@ def missing_cuda_provider_message(available: list[str], installed: list[str]) ->
     return message + "Or use backend='torch' with a CUDA build of torch (docs/gpu.md)."
 
 
-class OnnxRunner:
+class OnnxRunner(RunnerBase):
     """An ONNX Runtime session. Thread-safe: ``InferenceSession.run`` may be called from many
     threads at once; they share the session's intra-op pool (sized to the thread budget). The
     IOBinding path makes a binding per call (bindings are not shared between threads).

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.encoder.runtime.capabilities import Capabilities
+from rapidscore.encoder.runtime.capabilities import Capabilities, RunnerBase
 from rapidscore.threads import thread_budget
 
 
@@ -37,7 +37,7 @@ def native_bf16(device: str) -> bool:
     return device == "cpu" and _cpu_bf16()
 
 
-class OpenVinoRunner:
+class OpenVinoRunner(RunnerBase):
     """The exported ONNX graph compiled by OpenVINO for the CPU.
 
     Measured here (AMD EPYC, 2 cores, MiniLM): fp32 about 1.3x ONNX Runtime, bf16 about 2.4x.
