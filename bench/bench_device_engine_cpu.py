@@ -36,7 +36,7 @@ def main() -> None:
     from rapidscore.bertscore import BERTScore
     from rapidscore.bertscore.finishing import store_weights
     from rapidscore.kernels.matching import greedy_match
-    from rapidscore.kernels.matching_torch import match_rows
+    from rapidscore.device.matching_torch import match_rows
 
     cands, refs = sentence_pairs(args.pairs, seed=12)
     host = BERTScore(layer=6, backend="torch", device_engine=False)

@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     import torch
 
     from rapidscore.bertscore import BERTScore
-    from rapidscore.bertscore.device_engine import score_on_device
+    from rapidscore.device.engine import score_on_device
     from rapidscore.encoder.batching import GPU_BATCH_TOKENS
     from rapidscore.encoder.model_source import read_config
     from rapidscore.testing.simulated_device import SimulatedDevice
@@ -146,7 +146,7 @@ def render(data: dict) -> str:
         *(f"| {label} | {e2e[name]:.3f} | {ratio[name]:.3f} | {bound} | {waits[name]['before']:.3f} | "
           f"{waits[name]['between']:.3f} | {waits[name]['after']:.3f} |"
           for name, label, bound in (
-              ("overlapped", "overlapped (`encoder.chunk_pipeline`)",
+              ("overlapped", "overlapped (`device.chunk_pipeline`)",
                f"<= {data['bound']:.2f} ({'met' if data['met'] else 'NOT met'})"),
               ("serial", "serial (same stages, one thread)", ""))),
     ])

@@ -23,7 +23,7 @@ Each profiled workload runs inside a ``record_function`` range ``profile_gpu:<wo
 time, and the trace names its own size, so ``--analyse`` reads a trace without anything else.
 The library is not edited; for the profiled call only, three wrappers are put in place and taken
 away afterwards: ``encoder.runner`` (its public contract) inside ``rapidscore:model forward``,
-``rapidscore.kernels.matching_torch.match_rows`` inside ``rapidscore:match_rows`` and the
+``rapidscore.device.matching_torch.match_rows`` inside ``rapidscore:match_rows`` and the
 encoder's tokenizer's ``encode`` inside ``rapidscore:tokenize``. The engine works in threads of
 its own (tokeniser; chunk_pipeline's prepare and finish stages: matching runs in the latter), so
 every thread is traced (torch's experimental ``profile_all_threads``; --calling-thread-only turns
@@ -47,7 +47,7 @@ exports; --analyse runs the same code):
   2. matching: a kernel whose launch (the CUDA runtime / driver call with the kernel's
      ``correlation`` id; on the CPU the operator itself) lies inside a ``rapidscore:match_rows``
      range of the same thread, i.e. every kernel launched from
-     rapidscore.kernels.matching_torch.match_rows (its gathers, batched products, maxima and sums).
+     rapidscore.device.matching_torch.match_rows (its gathers, batched products, maxima and sums).
      Kernel names cannot tell these apart from the model's (both run batched products, gathers and
      reductions), so the launch decides; a kernel whose launch is not in the trace is classified
      by name (counted as "not attributable" in the tables);
@@ -524,7 +524,7 @@ CLASSIFICATION_NOTES = (
     "separately; so the rows adding up to the wall time is a check of both.",
     "Copies and memsets by direction wherever launched. Matching: every other kernel whose launch call "
     "(matched by correlation id) lies inside the "
-    "`rapidscore:match_rows` range put around rapidscore.kernels.matching_torch.match_rows for the profiled "
+    "`rapidscore:match_rows` range put around rapidscore.device.matching_torch.match_rows for the profiled "
     "call; the other kinds by kernel name (NAME_RULES in the script, first match): attention, layer norm, "
     "GEMM (gemm, cutlass, xmma, nvjet, ...), gather / index / scatter, reductions, elementwise.",
     "Host side: CUDA runtime and driver calls starting in the window: launches (names with `Launch`), "
@@ -598,7 +598,7 @@ def annotated(scorer) -> Iterator[None]:
     """The three wrappers of the docstring in place for the block, the originals back afterwards."""
     from torch.profiler import record_function
 
-    from rapidscore.kernels import matching_torch
+    from rapidscore.device import matching_torch
 
     encoder = scorer.encoder
     runner, tokenizer, match_rows = encoder.runner, encoder.tokenizer, matching_torch.match_rows
@@ -687,7 +687,7 @@ def distinct_texts(cands, refs) -> list[str]:
 
 
 def g1_workload(scorer, precision: str, device, cands, refs, args, out: Path) -> dict:
-    from rapidscore.bertscore.device_engine import TOKENIZE_SLICE
+    from rapidscore.device.engine import TOKENIZE_SLICE
 
     n_prof = min(args.profile_pairs, len(cands))
     pc, pr = cands[:n_prof], refs[:n_prof]

@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 import rapidscore
-from rapidscore.bertscore import BERTScore, device_engine
+from rapidscore.bertscore import BERTScore
+from rapidscore.device import engine as device_engine
 from rapidscore.bertscore.baselines import reference_baseline_dir
 from rapidscore.encoder import Encoder
 from rapidscore.errors import RapidscoreWarning

@@ -1,4 +1,4 @@
-"""The device engine's overlapped pipeline (``rapidscore.encoder.chunk_pipeline``, issue 39):
+"""The device engine's overlapped pipeline (``rapidscore.device.chunk_pipeline``, issue 39):
 the same scores as the serial stages and the host path, errors of any stage in the caller,
 bounded memory. (The overlap itself, measured against a simulated device, is tested with its
 benchmark: tests/bench/test_bench_pipeline.py.)
@@ -16,8 +16,9 @@ import weakref
 import numpy as np
 import pytest
 
-from rapidscore.bertscore import BERTScore, device_engine
-from rapidscore.encoder import chunk_pipeline
+from rapidscore.bertscore import BERTScore
+from rapidscore.device import chunk_pipeline
+from rapidscore.device import engine as device_engine
 
 torch = pytest.importorskip("torch", reason="the device engine runs the torch backend")
 from rapidscore.testing.simulated_device import SimulatedDevice  # noqa: E402  (needs torch)
@@ -143,7 +144,7 @@ def test_an_error_of_the_finishing_stage_reaches_the_caller(tiny_model_path, mon
     def broken_match(*args, **kwargs):
         raise ValueError("matching broke")
 
-    monkeypatch.setattr("rapidscore.kernels.matching_torch.match_rows", broken_match)
+    monkeypatch.setattr("rapidscore.device.matching_torch.match_rows", broken_match)
     _raised_in_the_caller(scorer, 8, ValueError, "matching broke")
 
 

@@ -89,6 +89,8 @@ def test_cycle_finder_finds_a_cycle():
 RANKS = {
     "rapidscore._version": 0, "rapidscore._core": 0, "rapidscore.errors": 0, "rapidscore.threads": 0,
     "rapidscore.common": 0, "rapidscore.kernels": 1, "rapidscore.encoder": 1,
+    "rapidscore.device": 1,  # the tensor path: the torch runner and the matching dispatcher use it
+    "rapidscore.device.engine": 2,  # BERTScore's device engine: uses bertscore/finishing.py
     "rapidscore.bertscore": 2, "rapidscore.bert_score": 2, "rapidscore.nrr": 2, "rapidscore.ner": 2,
     "rapidscore.abstention": 2, "rapidscore.streaming": 2, "rapidscore.metrics": 2, "rapidscore.integrations": 3,
     "rapidscore.serve": 3, "rapidscore.cli": 3, "rapidscore.metric_cli": 3, "rapidscore.__main__": 3, "rapidscore.export_cli": 3,

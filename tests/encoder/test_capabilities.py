@@ -129,7 +129,7 @@ def test_runtimes_import_nothing_of_the_encoder_above_them() -> None:
     torch model they run (``torch_model``, its packed forward ``packed``) and lower layers, never
     the export, the caches or the encoder."""
     runtime_dir = Path(rapidscore.__file__).parent / "encoder" / "runtime"
-    torch_model = {"rapidscore.encoder.torch_model", "rapidscore.encoder.packed"}
+    torch_model = {"rapidscore.encoder.torch_model", "rapidscore.device.packed"}
     for path in sorted(runtime_dir.glob("*.py")):
         above = {name for name in _imported(path) if name.startswith("rapidscore.encoder")
                  and not name.startswith("rapidscore.encoder.runtime") and name not in torch_model}

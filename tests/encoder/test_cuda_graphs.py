@@ -1,4 +1,4 @@
-"""Small batches through shape buckets (``rapidscore.encoder.runtime.cuda_graphs``, issue 39).
+"""Small batches through shape buckets (``rapidscore.device.cuda_graphs``, issue 39).
 
 CI has no GPU: on the CPU the same bucketing, padding, shared static buffers, lock and copy out
 run, with "capture" a plain call of the forward on the static buffers
@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 from rapidscore.encoder import Encoder
-from rapidscore.encoder.runtime import cuda_graphs
-from rapidscore.encoder.runtime.cuda_graphs import GraphedForward, graphs_enabled, model_limits, warm_up_graphs
+from rapidscore.device import cuda_graphs
+from rapidscore.device.cuda_graphs import GraphedForward, graphs_enabled, model_limits, warm_up_graphs
 from rapidscore.errors import RapidscoreWarning
 from rapidscore.testing.tiny_models import FAMILIES, PADDING_SENSITIVE
 

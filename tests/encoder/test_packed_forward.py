@@ -1,4 +1,4 @@
-"""The packed forward of the torch backend (``rapidscore.encoder.packed``, ``TorchRunner.run_packed``):
+"""The packed forward of the torch backend (``rapidscore.device.packed``, ``TorchRunner.run_packed``):
 a batch's real tokens only, attention per sentence through SDPA. Every token vector must be the
 padded forward's within 1e-5 in fp32 on the CPU, and a sentence's vectors must not depend on the
 sentences packed beside it. Measured, both attention layouts: at most 9.5e-7 on the tiny
@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-from rapidscore.common.tf32 import exact_fp32
+from rapidscore.device.tf32 import exact_fp32
 from rapidscore.encoder.batching import unpadded_inputs
 from rapidscore.encoder.model_source import UNPADDED_FAMILIES
-from rapidscore.encoder.packed import ATTENTIONS, check_packed, default_attention, packed_feed, packed_hidden
+from rapidscore.device.packed import ATTENTIONS, check_packed, default_attention, packed_feed, packed_hidden
 from rapidscore.encoder.runtime.torch import TorchRunner, bf16_supported
 from rapidscore.encoder.torch_model import load_tokenizer
 from rapidscore.testing import tiny_models
@@ -185,7 +185,7 @@ def test_bf16_on_a_cpu_with_native_bf16(model, tiny_model_path, request) -> None
 
 
 def test_importing_the_module_does_not_import_torch() -> None:
-    code = "import sys, rapidscore, rapidscore.encoder.packed; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, rapidscore, rapidscore.device.packed; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 

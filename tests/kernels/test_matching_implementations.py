@@ -219,7 +219,8 @@ def test_every_implementation_refuses_bad_input_in_the_same_words(change, error)
 
 
 def test_auto_dispatches_on_where_the_embeddings_live(monkeypatch):
-    from rapidscore.kernels import matching_ref, matching_torch
+    from rapidscore.device import matching_torch
+    from rapidscore.kernels import matching_ref
 
     rng = np.random.default_rng(1)
     E, offsets, weights = make_store(rng, [3, 4, 0], 6, negative=False)

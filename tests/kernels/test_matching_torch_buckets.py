@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch", reason="the torch matcher")
 @pytest.mark.parametrize("layers", [1, 3])
 @pytest.mark.parametrize("batch_size", [None, 4])
 def test_buckets_of_any_size_match_the_specification(block_elements, layers, batch_size):
-    from rapidscore.kernels.matching_torch import match_rows
+    from rapidscore.device.matching_torch import match_rows
 
     rng = np.random.default_rng([block_elements % 97, layers, batch_size or 0])
     lengths = rng.integers(0, 30, size=40)

@@ -81,12 +81,14 @@ def test_the_import_finder_sees_each_spelling():
     assert sorted(_core_imports(ast.parse(typing_only))) == [(2, True), (3, False)]
 
 
-def test_exact_fp32_lives_below_the_encoder_and_the_kernels():
-    from rapidscore.common import tf32
+def test_exact_fp32_imports_neither_the_encoder_nor_the_kernels():
+    from rapidscore.device import tf32
     from rapidscore.encoder.runtime import torch as torch_runtime
 
     assert torch_runtime.exact_fp32 is tf32.exact_fp32  # the runner's documented name still works
-    source = (PACKAGE_ROOT / "common" / "tf32.py").read_text(encoding="utf-8")
+    source = (PACKAGE_ROOT / "device" / "tf32.py").read_text(encoding="utf-8")
+    imports = [node for node in ast.walk(ast.parse(source)) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    assert not [node for node in imports if "rapidscore" in ast.unparse(node)]
     top_level = [node for node in ast.parse(source).body if isinstance(node, (ast.Import, ast.ImportFrom))]
     assert not [node for node in top_level if "torch" in ast.unparse(node)]  # torch only inside the function
     with tf32.exact_fp32("cpu"):

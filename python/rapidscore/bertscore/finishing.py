@@ -5,7 +5,7 @@ empty pairs, the best of several references, baseline rescaling and the result o
 functions over explicit arguments (the plan, the token store, the weights, a
 :class:`FinishingOptions`), called by the three ways a call is finished:
 ``BERTScore.finish`` (one plan, one store), ``BERTScore.finish_plans`` (a micro-batch of plans
-over one shared store) and ``device_engine.score_on_device`` (chunk by chunk on the model's
+over one shared store) and ``device.engine.score_on_device`` (chunk by chunk on the model's
 device, with its own matching).
 """
 
@@ -135,7 +135,7 @@ def match_store(store: TokenStore, weights: np.ndarray, pairs: np.ndarray, optio
         return one_layer(store.embeddings)
 
     if not store.on_host:
-        from rapidscore.common.tf32 import exact_fp32
+        from rapidscore.device.tf32 import exact_fp32
 
         with exact_fp32(store.device):
             return all_of_them()
@@ -147,7 +147,7 @@ def _match_with_floors(embeddings, offsets: np.ndarray, weights: np.ndarray, pai
     """``greedy_match`` of one layer with bert-score's padding given per pair (the kernels' own
     ``floors``) instead of computed from a batch size over these pairs alone."""
     if is_torch_tensor(embeddings):  # the store's rows, trusted: no checks that sync the device
-        from rapidscore.kernels.matching_torch import match_rows
+        from rapidscore.device.matching_torch import match_rows
 
         P, R, F = match_rows(embeddings.unsqueeze(0), offsets, weights, pairs[:, 0], pairs[:, 1], floors)
         return P[0], R[0], F[0]

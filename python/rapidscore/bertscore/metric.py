@@ -171,7 +171,7 @@ class BERTScoreMetric(Metric):
                 "signature": result.signature}
 
     def serve_warm_up(self, server: ServerContext, scorer: Any) -> None:
-        from rapidscore.encoder.runtime.cuda_graphs import warm_up_graphs
+        from rapidscore.device.cuda_graphs import warm_up_graphs
 
         warm_up_graphs(getattr(scorer.scorer, "encoder", None))  # CUDA graphs of small batches (torch on CUDA)
         scorer.warm_up(["The cat sat on the mat."], ["A cat was sitting on the mat."])

@@ -93,7 +93,7 @@ class BERTScore:
     ``backend``, ``device``, ``precision``, ``batch_tokens``, ``num_threads``, ``progress``, and
     ``device_engine``: with ``backend="torch"``, True keeps the token embeddings on the model's
     device from the model's output to P/R/F and scores the call in chunks under a token budget
-    (``rapidscore.bertscore.device_engine``); False copies them to the host for the C++ kernel.
+    (``rapidscore.device.engine``); False copies them to the host for the C++ kernel.
     None (default): the device engine on a GPU, the C++ kernel on the CPU (faster there,
     measured in docs/architecture.md). ONNX Runtime on CUDA with torch installed hands over torch
     tensors too (IOBinding) and takes the same engine; True where the runner returns host arrays
@@ -222,8 +222,8 @@ class BERTScore:
         """Run one short pair through every stage (model, kernels, allocator; on a GPU the CUDA
         context and its kernels), so that the first real call is not the slow one. On CUDA the
         torch runner's small-batch CUDA graphs are captured first, every bucket up to the
-        encoder's ``max_length`` (``rapidscore.encoder.runtime.cuda_graphs``; seconds, once)."""
-        from rapidscore.encoder.runtime.cuda_graphs import warm_up_graphs
+        encoder's ``max_length`` (``rapidscore.device.cuda_graphs``; seconds, once)."""
+        from rapidscore.device.cuda_graphs import warm_up_graphs
 
         warm_up_graphs(self.encoder)
         self.score(["warm up"], ["warming up"])
@@ -307,7 +307,7 @@ class BERTScore:
         the same scores computed on the model's device chunk by chunk."""
         if not self.device_engine:
             return self.finish(plan, self.encode(plan), rescale=rescale, reference_batch_size=reference_batch_size)
-        from rapidscore.bertscore.device_engine import score_on_device
+        from rapidscore.device.engine import score_on_device
 
         if reference_batch_size is not None:
             reference_batch_size = check_positive_int(reference_batch_size, "reference_batch_size")

@@ -82,7 +82,7 @@ class _TorchClassifier:
         self.provider = f"torch-{device}"
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        from rapidscore.common.tf32 import exact_fp32
+        from rapidscore.device.tf32 import exact_fp32
 
         torch = self._torch
         with torch.inference_mode(), exact_fp32(self.device if self.precision == "fp32" else "cpu"):

@@ -1,7 +1,7 @@
 """The kernels: wrappers of the native extension ``rapidscore._core`` and their pure-Python twins.
 
 - :mod:`rapidscore.kernels.matching`: BERTScore greedy matching; dispatches to the C++ kernel,
-  :mod:`~rapidscore.kernels.matching_torch` (torch tensors, any device) or
+  :mod:`~rapidscore.device.matching_torch` (torch tensors, any device) or
   :mod:`~rapidscore.kernels.matching_ref` (the plain numpy specification, the Python twin).
 - :mod:`rapidscore.kernels.alignment`: one-to-one alignment of gold and predicted spans; twin
   :mod:`~rapidscore.kernels.alignment_py`.

@@ -23,7 +23,7 @@ computation to about 1e-7.
 Three implementations share this contract (``implementation=``):
 
 - ``"native"``: the C++ kernel ``rapidscore._core.matching`` (threads, GIL released);
-- ``"torch"``: :mod:`rapidscore.kernels.matching_torch`, for embeddings held as a
+- ``"torch"``: :mod:`rapidscore.device.matching_torch`, for embeddings held as a
   ``torch.Tensor`` on any device;
 - ``"reference"``: :mod:`rapidscore.kernels.matching_ref`, the plain numpy specification
   (slow; the pure-Python twin of the native kernel).
@@ -137,7 +137,7 @@ def greedy_match(
         floors = host_array(floors)
     chosen = _implementation(embeddings, implementation)
     if chosen == "torch":
-        from rapidscore.kernels import matching_torch
+        from rapidscore.device import matching_torch
 
         return matching_torch.greedy_match(embeddings, offsets, weights, pairs, bert_score_batch_size,
                                            floors=floors)
@@ -191,7 +191,7 @@ def pairwise_match(
     num_threads = check_num_threads(num_threads)
     chosen = _implementation(embeddings, implementation)
     if chosen == "torch":
-        from rapidscore.kernels import matching_torch
+        from rapidscore.device import matching_torch
 
         return matching_torch.pairwise_match(embeddings, offsets, weights, candidates, references)
     array, layered = _layers(embeddings)

@@ -1,7 +1,7 @@
 """Plain numpy reference of BERTScore greedy matching: the readable specification.
 
 The native kernel (``rapidscore._core.matching``) and the torch implementation
-(:mod:`rapidscore.kernels.matching_torch`) are tested against this module. It favours clarity
+(:mod:`rapidscore.device.matching_torch`) are tested against this module. It favours clarity
 over speed: one pair at a time, the full similarity matrix, float64 throughout.
 
 The flat store: sentence ``s`` owns rows ``offsets[s]:offsets[s + 1]`` of ``embeddings`` (T, D),

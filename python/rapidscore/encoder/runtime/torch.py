@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rapidscore.common.tf32 import exact_fp32
+from rapidscore.device.tf32 import exact_fp32
 from rapidscore.encoder.runtime.capabilities import Capabilities
-from rapidscore.encoder.runtime.cuda_graphs import cuda_graphs_wanted
+from rapidscore.device.cuda_graphs import cuda_graphs_wanted
 
 if TYPE_CHECKING:
     import torch
 
-    from rapidscore.encoder.runtime.cuda_graphs import GraphedForward
+    from rapidscore.device.cuda_graphs import GraphedForward
 
 __all__ = ["TorchRunner", "bf16_supported", "check_torch_precision", "exact_fp32", "require_torch_stack",
            "CAPABILITIES"]
@@ -119,7 +119,7 @@ class TorchRunner:
         self.model = model.to(device=device, dtype=dtype)
         self.provider = f"torch-{device}"
         self._pin = device == "cuda"
-        # Small batches through captured CUDA graphs (encoder/runtime/cuda_graphs.py): on by default
+        # Small batches through captured CUDA graphs (device/cuda_graphs.py): on by default
         # on CUDA (RAPIDSCORE_CUDA_GRAPHS=0 turns them off), captured by the scorer's warm-up.
         self.graphs: GraphedForward | None = None
         if device == "cuda" and cuda_graphs_wanted(self.model):
@@ -137,7 +137,7 @@ class TorchRunner:
         """Run small batches through shape buckets of static buffers (``cuda_graphs.GraphedForward``,
         ``options`` its keywords): replayed CUDA graphs on a GPU; on the CPU (tests) the same buckets
         run eagerly. Buckets are captured by ``graphs.warm_up()``; until then batches run as before."""
-        from rapidscore.encoder.runtime.cuda_graphs import GraphedForward, model_limits
+        from rapidscore.device.cuda_graphs import GraphedForward, model_limits
 
         self.graphs = GraphedForward(self.forward, self.device, to_device=self.to_device,
                                      **{**model_limits(self.model), **options})
@@ -163,20 +163,20 @@ class TorchRunner:
 
     @functools.cached_property
     def packed(self) -> bool:
-        """Whether :meth:`run_packed` covers this model and layer (``encoder.packed``: the
+        """Whether :meth:`run_packed` covers this model and layer (``device.packed``: the
         families of ``model_source.UNPADDED_FAMILIES`` at an int layer >= 1; never "all")."""
-        from rapidscore.encoder.packed import packed_supported
+        from rapidscore.device.packed import packed_supported
 
         return packed_supported(self.model, self._packed_layer())
 
     def run_packed(self, ids: list[np.ndarray]) -> torch.Tensor:
         """Hidden states (T, dim), float32 on the runner's device, of the T tokens of ``ids`` (one
         or more non-empty int token id sequences, T their total length), sentence after sentence,
-        without padding (``encoder.packed.packed_hidden``: the padded forward's vectors, within
+        without padding (``device.packed.packed_hidden``: the padded forward's vectors, within
         1e-5 in fp32). A ValueError naming the model type where :attr:`packed` is False, or for
         an empty list or sequence. RoBERTa-style positions are numbered from the model's
         ``pad_token_id``, as the padded forward numbers them."""
-        from rapidscore.encoder.packed import check_packed, packed_feed, packed_hidden
+        from rapidscore.device.packed import check_packed, packed_feed, packed_hidden
 
         check_packed(self.model, self._packed_layer())
         tensors = {name: self.to_device(array) for name, array in packed_feed(self.model, ids).items()}

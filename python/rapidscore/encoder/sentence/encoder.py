@@ -20,7 +20,7 @@ import numpy as np
 
 from rapidscore.common.inputs import as_texts
 from rapidscore.encoder.batching import pad_batch
-from rapidscore.encoder.chunk_pipeline import PaddedBatch, run_overlapped
+from rapidscore.device.chunk_pipeline import PaddedBatch, run_overlapped
 from rapidscore.encoder.sentence.modules import load_pipeline
 from rapidscore.encoder.sentence.pipeline import SentencePipeline
 from rapidscore.encoder.sentence.pooling import check_mode
@@ -146,7 +146,7 @@ class SentenceEncoder:
         """Sentence vectors made per batch on the model's device (memory: a few batches of hidden
         states plus the (n, dim) result); one copy to the host at the end. Padding and copies of
         the next batches, and pooling of the last ones, overlap the model
-        (``encoder.chunk_pipeline.run_overlapped``) when there is more than one batch."""
+        (``device.chunk_pipeline.run_overlapped``) when there is more than one batch."""
         import torch
 
         encoder = self.encoder

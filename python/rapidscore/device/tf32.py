@@ -1,9 +1,10 @@
 """The TF32 switch of torch's CUDA matrix products, shared by the torch model runner
-(``rapidscore.encoder.runtime.torch``) and the torch matching of BERTScore
-(``rapidscore.kernels.matching_torch`` through ``rapidscore.bertscore``).
+(``rapidscore.encoder.runtime.torch``, the classifier) and the torch matching of BERTScore
+(``rapidscore.device.matching_torch`` through ``rapidscore.device.engine`` and
+``rapidscore.bertscore.finishing``).
 
-It lives below both (the encoder and the kernels never import each other). torch is imported
-only inside :func:`exact_fp32`, on CUDA.
+It imports nothing of rapidscore, so the encoder and the kernels can both use it without
+importing each other. torch is imported only inside :func:`exact_fp32`, on CUDA.
 """
 
 from __future__ import annotations

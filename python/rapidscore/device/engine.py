@@ -3,7 +3,7 @@
 From the model's output to P, R and F the embeddings stay torch tensors where the model runs
 (a GPU, or the CPU for tests and CPU users who ask for it): rows are scaled to unit length, the
 pairs matched in length-bucketed batched matrix products with masks
-(:func:`rapidscore.kernels.matching_torch.match_rows`: similarities in float32, weighted sums in
+(:func:`rapidscore.device.matching_torch.match_rows`: similarities in float32, weighted sums in
 float64), and only P, R and F cross to the host.
 
 Memory is bounded by a token budget, never by the corpus: the plan's pairs are cut into chunks of
@@ -13,7 +13,7 @@ used by two chunks is encoded twice.
 
 The host's work overlaps the model's: a background thread tokenises the plan's sentences slice
 by slice (the Rust tokenizer on all cores), and the chunks whose sentences are ready run through
-``rapidscore.encoder.chunk_pipeline``: batches padded and placed in one thread, the model in the
+``rapidscore.device.chunk_pipeline``: batches padded and placed in one thread, the model in the
 caller's, each chunk's matching and its copy to the host in a third, so the model never waits
 for them (bench/bench_pipeline.py measures it with a simulated device).
 
@@ -33,7 +33,7 @@ import numpy as np
 
 from rapidscore.bertscore.finishing import call_idf, empty_pairs, finish_result, store_weights, unit_rows, warn_uniform
 from rapidscore.bertscore.result import BERTScoreResult
-from rapidscore.encoder.chunk_pipeline import embed_chunks
+from rapidscore.device.chunk_pipeline import embed_chunks
 from rapidscore.errors import TruncationWarning
 from rapidscore.kernels.padding import padding_floors
 
@@ -197,13 +197,13 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
                     chunk_tokens: int | None = None, overlap: bool | None = None) -> BERTScoreResult:
     """``BERTScore.finish(plan, encode(plan))`` computed on the model's device, chunk by chunk.
 
-    ``overlap``: run the host's work beside the model's (``encoder.chunk_pipeline``); None: when
+    ``overlap``: run the host's work beside the model's (``device.chunk_pipeline``); None: when
     the plan has more texts than one batch holds rows (smaller calls, the latency path, start
     no thread)."""
     import torch
 
-    from rapidscore.common.tf32 import exact_fp32
-    from rapidscore.kernels.matching_torch import match_rows
+    from rapidscore.device.tf32 import exact_fp32
+    from rapidscore.device.matching_torch import match_rows
 
     encoder = scorer.encoder
     options = scorer.finishing_options()

@@ -1,5 +1,5 @@
 """Chunks of token id sequences embedded with the host's work overlapped with the model's
-(``embed_chunks``): the path of the device engines (BERTScore's ``device_engine``, and, through
+(``embed_chunks``): the path of the device engines (BERTScore's ``device.engine``, and, through
 ``run_overlapped``, sentence vectors on the device).
 
 Four stages, joined by bounded queues:
