@@ -83,7 +83,7 @@ def test_unpadded_graph_and_runner_errors() -> None:
         make_runner("nope", onnx_path=Path("model.onnx"))
 
 
-class _Zeros:
+class _Zeros(runtime.RunnerBase):
     provider, returns, thread_safe = "zeros", "numpy", True
 
     def __init__(self, source: Path, device: str, precision: str):

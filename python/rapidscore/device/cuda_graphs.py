@@ -137,7 +137,7 @@ def warm_up_graphs(encoder: Any, max_length: int | None = None) -> GraphedForwar
     session, made on first use) is not made here."""
     if not getattr(encoder, "runs_torch", False):
         return None
-    graphs = getattr(encoder.runner, "graphs", None)
+    graphs = encoder.runner.graphs
     if not isinstance(graphs, GraphedForward):
         return None
     graphs.warm_up(encoder.max_length if max_length is None else max_length)

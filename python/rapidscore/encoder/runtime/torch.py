@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rapidscore.device.tf32 import exact_fp32
-from rapidscore.encoder.runtime.capabilities import Capabilities
 from rapidscore.device.cuda_graphs import cuda_graphs_wanted
+from rapidscore.device.tf32 import exact_fp32
+from rapidscore.encoder.runtime.capabilities import Capabilities, RunnerBase
 
 if TYPE_CHECKING:
     import torch
@@ -78,7 +78,7 @@ def bf16_supported(device: str) -> bool:
     return any(bool(check()) for check in checks if check is not None)
 
 
-class TorchRunner:
+class TorchRunner(RunnerBase):
     """The truncated torch model in inference mode. Returns float32 tensors on its device.
 
     On CUDA, attention runs through PyTorch's scaled-dot-product attention (SDPA) where the model

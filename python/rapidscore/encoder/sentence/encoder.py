@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from rapidscore.common.inputs import as_texts
-from rapidscore.encoder.batching import pad_batch
 from rapidscore.device.chunk_pipeline import PaddedBatch, run_overlapped
+from rapidscore.encoder.batching import pad_batch
 from rapidscore.encoder.sentence.modules import load_pipeline
 from rapidscore.encoder.sentence.pipeline import SentencePipeline
 from rapidscore.encoder.sentence.pooling import check_mode
