@@ -21,7 +21,8 @@ from importlib.util import find_spec
 from types import ModuleType
 from typing import Any
 
-from rapidscore.common.metric import Metric, RowNames, Totals, output_rows, plain_column
+from rapidscore.common.metric import Metric, RowNames, Totals, plain_column
+from rapidscore.common.metric_stream import metric_engine, stream_metric
 from rapidscore.common.tables import metric_columns, metric_rows, table_kind
 from rapidscore.errors import check_positive_int
 from rapidscore.metrics import all_metrics, get_metric
@@ -45,12 +46,8 @@ def score_stream(metric: str | Metric, rows: Iterable, *, chunk_size: int = 4096
     options; see each metric), or pass a built ``engine``. ``totals``: an accumulator of the
     metric (``get_metric(name).totals()``) updated with every chunk. A bad row raises
     TypeError / ValueError naming its position in the stream."""
-    metric = get_metric(metric)
-    chunk_size = check_positive_int(chunk_size, "chunk_size")
-    if columns is not None or table_kind(rows) is not None:
-        rows = metric_rows(metric, rows, columns)
-    engine = _engine(metric, engine, options)
-    return _rows(metric, engine, rows, chunk_size, totals)
+    return stream_metric(get_metric(metric), rows, chunk_size=chunk_size, engine=engine, totals=totals,
+                         columns=columns, **options)
 
 
 def score_table(table: Any, metric: str | Metric | None = None, *, columns: Mapping[str, str | None] | None = None,
@@ -73,7 +70,7 @@ def score_table(table: Any, metric: str | Metric | None = None, *, columns: Mapp
         metric = METRIC
     metric = get_metric(metric)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    engine = _engine(metric, engine, options)
+    engine = metric_engine(metric, engine, options)
     kind = table_kind(table)
     if kind is not None and kind != "iterable_dataset":
         outputs = metric.score(engine, metric_columns(metric, table, columns), RowNames("row"))
@@ -86,22 +83,6 @@ def score_table(table: Any, metric: str | Metric | None = None, *, columns: Mapp
         for name in [*row, *(name for name in result if name not in row)]:
             result.setdefault(name, [None] * n_rows).append(row.get(name))
     return result
-
-
-def _engine(metric: Metric, engine: Any, options: dict) -> Any:
-    """The given engine, or the metric's built from ``options`` (not both)."""
-    if engine is None:
-        return metric.build(**options)
-    if options:
-        raise TypeError(f"pass options or a built engine, not both (got {sorted(options)})")
-    return engine
-
-
-def _rows(metric: Metric, engine: Any, rows: Iterable, chunk_size: int, totals: Totals | None) -> Iterator[dict]:
-    for _chunk, outputs in metric.stream(engine, rows, chunk_size=chunk_size):
-        if totals is not None:
-            totals.update(outputs)
-        yield from output_rows(outputs)
 
 
 def _stream_modules() -> Iterator[ModuleType]:

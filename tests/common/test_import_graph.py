@@ -1,86 +1,71 @@
-"""rapidscore's modules import each other without a cycle, counting imports inside functions too
-(layering: common and kernels below the encoder, the encoder below the metrics, the CLI above)."""
+"""rapidscore's modules import each other without a cycle of any kind, and down the layers
+(common and kernels below the encoder, the encoder below the metrics, the CLI above).
+
+The graph (``import_graph_reader.py`` beside this file) counts imports inside functions, calls of
+``import_module`` (constant names, names from the module's tables, f-strings), and the tables a
+module ``__getattr__`` imports from (``lazy_exports``, the root package's ``_LAZY_ATTRIBUTES``);
+imports under ``if TYPE_CHECKING:`` are left out (they never run).
+"""
 
 from __future__ import annotations
 
-import ast
+import importlib.util
+import sys
 from pathlib import Path
 
-import rapidscore
 
-PACKAGE_ROOT = Path(rapidscore.__file__).resolve().parent
-
-
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE_ROOT.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _imports(path: Path, known: set[str]) -> set[str]:
-    """rapidscore modules imported anywhere in the file: a late import inside a function still
-    ties the two modules together, so it counts."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
-        for name in names:
-            if not name.startswith("rapidscore"):
-                continue
-            while name not in known and "." in name:  # `from pkg import function` -> pkg
-                name = name.rsplit(".", 1)[0]
-            if name in known:
-                found.add(name)
-    return found
+def _load_reader():
+    """The graph reader beside this file (tests/common is no package, so it is loaded by path)."""
+    name = "rapidscore_tests_import_graph_reader"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("import_graph_reader.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
-def _graph() -> dict[str, set[str]]:
-    paths = {_module_name(p): p for p in PACKAGE_ROOT.rglob("*.py")}
-    known = set(paths) | {"rapidscore._core"}  # the native module has no .py source
-    return {name: _imports(path, known) - {name} for name, path in paths.items()}
+_reader = _load_reader()
+_graph = _reader.import_graph
+_find_cycle = _reader.find_cycle
 
 
-def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for target in sorted(graph.get(node, ())):
-            if state.get(target) == 1:
-                return stack[stack.index(target):] + [target]
-            if target not in state:
-                cycle = visit(target)
-                if cycle:
-                    return cycle
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for node in sorted(graph):
-        if node not in state:
-            cycle = visit(node)
-            if cycle:
-                return cycle
-    return None
-
-
-def test_graph_is_read_from_the_sources():
+def test_graph_is_read_from_the_sources() -> None:
     graph = _graph()
     assert "rapidscore.kernels.matching" in graph["rapidscore.bertscore.scorer"] or \
         "rapidscore.encoder.store" in graph["rapidscore.bertscore.scorer"]
     assert "rapidscore.threads" in graph["rapidscore.kernels.matching"]
 
 
-def test_no_import_cycle():
+def test_graph_reads_import_module_and_module_getattr() -> None:
+    graph = _graph()
+    # f"{package}.streams" in streaming.__getattr__, the packages from metrics.BUILTIN
+    assert "rapidscore.nrr.streams" in graph["rapidscore.streaming"]
+    assert "rapidscore.nrr.metric" in graph["rapidscore.metrics"]  # import_module(BUILTIN's value)
+    assert "rapidscore.nrr.scoring" in graph["rapidscore.nrr"]  # lazy_exports(__name__, _EXPORTS)
+    assert "rapidscore.streaming" in graph["rapidscore"]  # the root's _LAZY_ATTRIBUTES
+    assert "rapidscore.bert_score" in graph["rapidscore"]  # f"rapidscore.{name}", name in _LAZY_SUBMODULES
+    assert "rapidscore.serve.cli" in graph["rapidscore.cli"]  # import_module(module_name) over TOOL_COMMANDS
+
+
+def test_graph_reader_finds_a_cycle_hidden_behind_getattr(tmp_path) -> None:
+    source = tmp_path / "hook.py"
+    source.write_text("from importlib import import_module\n_TABLE = {'a': 'rapidscore.streaming'}\n"
+                      "def __getattr__(name):\n    return import_module(_TABLE[name])\n"
+                      "if TYPE_CHECKING:\n    import rapidscore.cli\n")
+    module = _reader._Module("rapidscore.hook", source)
+    known = {"rapidscore.streaming", "rapidscore.cli"}
+    assert _reader._dynamic_imports(module, [], known) == {"rapidscore.streaming"}
+    assert _reader._static_imports(module, known) == set()  # TYPE_CHECKING: left out
+
+
+def test_no_import_cycle() -> None:
     cycle = _find_cycle(_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
-def test_cycle_finder_finds_a_cycle():
+def test_cycle_finder_finds_a_cycle() -> None:
     assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _find_cycle({"a": {"b"}, "b": set()}) is None
 
@@ -96,11 +81,15 @@ RANKS = {
     "rapidscore.serve": 3, "rapidscore.cli": 3, "rapidscore.metric_cli": 3, "rapidscore.__main__": 3, "rapidscore.export_cli": 3,
     "rapidscore.report": 3,  # the HTML report: reads every metric's outputs, like the CLI
     "rapidscore.testing": 3,  # test and benchmark data generators: they may use any metric, none uses them
-    "rapidscore": 0,  # the root __init__ loads only _version and errors; public names resolve lazily
 }
+# The root package: its __init__ loads only _version and errors, but its public names resolve to
+# every layer (the facade at the top); no module of the package imports it. Matched exactly.
+ROOT_RANK = 4
 
 
 def _rank(module: str) -> int:
+    if module == "rapidscore":
+        return ROOT_RANK
     parts = module.split(".")
     for end in range(len(parts), 0, -1):
         prefix = ".".join(parts[:end])
@@ -114,7 +103,7 @@ def _area(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def test_imports_point_down_the_layers():
+def test_imports_point_down_the_layers() -> None:
     graph = _graph()
     upward = [(source, target) for source, targets in graph.items() for target in targets
               if _rank(target) > _rank(source)]
@@ -124,6 +113,6 @@ def test_imports_point_down_the_layers():
     assert not sideways, f"kernels and encoder import each other: {sideways}"
 
 
-def test_rank_check_sees_an_upward_import():
+def test_rank_check_sees_an_upward_import() -> None:
     assert _rank("rapidscore.bertscore.scorer") > _rank("rapidscore.encoder.store")
     assert _area("rapidscore.kernels.matching") == "kernels"

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rapidscore.abstention.refusal import METRIC
-from rapidscore.streaming import score_stream
+from rapidscore.common.metric_stream import stream_metric
 
 __all__ = ["refusal_iter"]
 
@@ -21,5 +21,5 @@ def refusal_iter(responses: Iterable, method: Any = "heuristic", *, chunk_size: 
                  **options) -> Iterator[bool]:
     """One refusal decision per response (True = refusal), as
     ``rapidscore.abstention.detect_refusal`` decides them; the detector is built once."""
-    for row in score_stream(METRIC, responses, chunk_size=chunk_size, method=method, **options):
+    for row in stream_metric(METRIC, responses, chunk_size=chunk_size, method=method, **options):
         yield row["refusal"]

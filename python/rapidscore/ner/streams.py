@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from rapidscore.common.metric_stream import stream_metric
 from rapidscore.ner.metric import METRIC, NerTotals
-from rapidscore.streaming import score_stream
 
 __all__ = ["ner_records_iter", "NerTotals"]
 
@@ -26,5 +26,5 @@ def ner_records_iter(items: Iterable, *, chunk_size: int = 1024, **options) -> I
     supported format (then numbered by stream position). ``options`` as ``evaluate``; the label
     similarity is built once for the stream. Pass the records to :class:`NerTotals` for the corpus
     scores."""
-    for row in score_stream(METRIC, items, chunk_size=chunk_size, **options):
+    for row in stream_metric(METRIC, items, chunk_size=chunk_size, **options):
         yield row["record"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from rapidscore.common.metric_stream import stream_metric
 from rapidscore.nrr.metric import METRIC, RateCounter
-from rapidscore.streaming import score_stream
 
 __all__ = ["negative_rejection_iter", "RateCounter"]
 
@@ -22,5 +22,5 @@ def negative_rejection_iter(items: Iterable, threshold: float = 0.8, *, similari
     ``options`` as ``SentenceSimilarity`` (model, method, engine options). :class:`RateCounter`
     (``add(row["rejected"])``) keeps the running rate."""
     engine = METRIC.build(threshold=threshold, similarity_model=similarity_model, **options)
-    for row in score_stream(METRIC, items, chunk_size=chunk_size, engine=engine):
+    for row in stream_metric(METRIC, items, chunk_size=chunk_size, engine=engine):
         yield {"similarity": row["similarity"], "rejected": row["rejected"], "best_reference": row["best_reference"]}
