@@ -19,7 +19,7 @@ from importlib import import_module
 from typing import NoReturn
 
 from rapidscore._version import __version__
-from rapidscore.common.file_run import command_run
+from rapidscore.common.file_run import command_run, set_model_source
 
 # The commands that are not a metric's: command -> (module, one-line help). A metric's command
 # comes from the registry (rapidscore.metrics): its own module, or the generic metric command.
@@ -103,6 +103,18 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, MemoryError):
         return f"out of memory{': ' + str(exc) if str(exc) else ''}"
     return str(exc) or type(exc).__name__
+
+
+def _models_used_since(mark):
+    """The encoder layer's record of the models used (``rapidscore.encoder.loaded``), read without
+    importing the encoder: a run that never imported it loaded no model."""
+    loaded = sys.modules.get("rapidscore.encoder.loaded")
+    if loaded is None:
+        return 0 if mark is None else mark, {}  # (uses are numbered from 1)
+    return loaded.models_used_since(mark)
+
+
+set_model_source(_models_used_since)  # a command run asks which models it loaded (common/file_run.py)
 
 
 def main(argv: list[str] | None = None) -> int:

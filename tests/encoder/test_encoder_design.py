@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
+from pathlib import Path
 
 import pytest
 
+import rapidscore
 from rapidscore.encoder import Encoder, EncoderSettings, get_encoder, resolve_encoder_settings
 from rapidscore.encoder.shared import clear_cache
 
@@ -76,3 +79,101 @@ def test_settings_are_resolved_once_per_encoder(tiny_bert, monkeypatch) -> None:
     assert Encoder.from_settings(encoder.settings).settings is encoder.settings and len(calls) == 1
     with pytest.raises(TypeError, match="takes no other argument"):
         get_encoder(encoder.settings, layer=2)
+
+
+PACKAGE = Path(rapidscore.__file__).parent
+
+
+def _modules(folder: Path):
+    for path in sorted(folder.rglob("*.py")):
+        yield path, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _imported(tree: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_the_encoder_writes_no_command_state() -> None:
+    # the encoder records what it loaded (encoder/loaded.py); a command run asks (common/file_run.py)
+    for path, tree in _modules(PACKAGE / "encoder"):
+        wrong = {name for name in _imported(tree) if name.startswith(("rapidscore.common.outputs",
+                                                                       "rapidscore.common.file_run.note_"))}
+        assert not wrong, f"{path.relative_to(PACKAGE)} imports {sorted(wrong)}"
+
+
+def test_the_package_never_imports_its_sentence_pipeline_shim() -> None:
+    for path, tree in _modules(PACKAGE):
+        if path.name == "sentence_pipeline.py":
+            continue
+        assert "rapidscore.encoder.sentence_pipeline" not in _imported(tree), path.relative_to(PACKAGE)
+
+
+def test_no_getattr_on_a_runner() -> None:
+    # every member a caller uses is declared by runtime.Runner and present on every runner
+    for path, tree in _modules(PACKAGE):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                    and node.args:
+                target = ast.unparse(node.args[0])
+                assert "runner" not in target.lower(), f"{path.relative_to(PACKAGE)}:{node.lineno}: getattr({target}"
+
+
+def _runner_classes() -> list[type]:
+    from rapidscore.encoder.runtime.onnx import OnnxRunner
+    from rapidscore.encoder.runtime.openvino import OpenVinoRunner
+    from rapidscore.encoder.runtime.torch import TorchRunner
+    from rapidscore.testing.simulated_device import SimulatedDevice
+
+    return [OnnxRunner, OpenVinoRunner, TorchRunner, SimulatedDevice]
+
+
+def test_the_runner_protocol_declares_what_callers_use_and_every_runner_has_it() -> None:
+    from rapidscore.encoder.runtime.capabilities import RUNNER_MEMBERS, Runner, RunnerBase
+
+    declared = set(Runner.__annotations__) | {name for name in vars(Runner) if not name.startswith("_")}
+    assert declared == set(RUNNER_MEMBERS)
+    for runner in _runner_classes():
+        assert issubclass(runner, RunnerBase), runner
+        missing = [name for name in RUNNER_MEMBERS if not hasattr(runner, name)]
+        assert not missing, (runner, missing)
+
+
+def test_a_runner_without_the_contract_is_refused_by_name(tiny_bert) -> None:
+    encoder = get_encoder(tiny_bert, layer=1)
+
+    def bare(input_ids, attention_mask):
+        raise AssertionError("never called")
+
+    with pytest.raises(TypeError, match="provider, returns, thread_safe"):
+        encoder.runner = bare  # type: ignore[assignment]
+
+
+def test_loaded_models_are_recorded_by_the_encoder_and_asked_for_by_a_run(tiny_bert) -> None:
+    import argparse
+
+    from rapidscore.common.file_run import command_run, set_model_source
+    from rapidscore.encoder.loaded import loaded_models, models_used_since
+    from rapidscore.encoder.model_source import resolve_model
+
+    model_dir = str(resolve_model(tiny_bert))
+    get_encoder(tiny_bert, layer=1)  # before the run: not the run's unless it uses it again
+    assert model_dir in loaded_models()
+    set_model_source(models_used_since)
+    try:
+        with command_run([], argparse.Namespace()) as run:
+            assert run.fingerprint().get("models") is None
+            get_encoder(tiny_bert, layer=1)  # a cache hit is a use
+            models = run.fingerprint()["models"]
+        assert models == [loaded_models()[model_dir]()]
+    finally:
+        import rapidscore.cli  # noqa: F401  (the command layer's own source, registered at import)
+        from rapidscore.cli import _models_used_since
+
+        set_model_source(_models_used_since)

@@ -3,8 +3,10 @@
 ``rapidscore.cli.main`` runs a command inside :func:`command_run`: its declared files are checked
 first (``common/output_checks.py``), then every output opened through ``common/outputs.py`` is
 renamed into place when the whole run succeeds and discarded when it fails. Files read while
-running (:func:`note_input`, called by the readers) and models loaded (:func:`note_model`) join
-the run's inputs, so an output opened later cannot be one of them either.
+running (:func:`note_input`, called by the readers) and models loaded join the run's inputs, so
+an output opened later cannot be one of them either. The run asks which models were loaded
+(:func:`set_model_source`: the encoder layer's record, registered by ``rapidscore.cli``) when
+it opens or commits an output and when it makes its fingerprint; :func:`note_model` adds one.
 :meth:`FileRun.fingerprint` is what a resume state records of the run: every option that can
 change a number, the content hash of every settings file (idf counts, baselines, label maps) and
 the digest of every model the run loaded.
@@ -34,7 +36,19 @@ from rapidscore.common.output_checks import (
     written_files,
 )
 
-__all__ = ["FileRun", "command_run", "current_run", "note_input", "note_model", "file_sha256", "RUN_ONLY_OPTIONS"]
+__all__ = ["FileRun", "ModelSource", "command_run", "current_run", "note_input", "note_model", "set_model_source",
+           "file_sha256", "RUN_ONLY_OPTIONS"]
+
+#: ``source(mark) -> (mark now, {model directory: fingerprint callable})``: the models loaded after
+#: ``mark`` (one it returned before; None: none, the mark only). ``rapidscore.encoder.loaded``'s
+#: ``models_used_since``, registered by the command layer: common/ does not import the encoder.
+ModelSource = Callable[[Any], tuple[Any, dict[str, Callable[[], str]]]]
+_MODEL_SOURCE: list[ModelSource] = []
+
+
+def set_model_source(source: ModelSource | None) -> None:
+    """Where command runs ask which models were loaded (None: nowhere)."""
+    _MODEL_SOURCE[:] = [] if source is None else [source]
 
 # Options that cannot change a number: left out of a resume fingerprint so that a resumed run may
 # show progress, use other threads or another chunk size (chunks never change scores: the
@@ -56,6 +70,7 @@ class FileRun:
     read: list[str] = field(default_factory=list)
     models: dict[str, Callable[[], str]] = field(default_factory=dict)  # model directory -> its fingerprint
     model_directories: list[ModelDirectory] = field(default_factory=list)  # no output is written inside one
+    model_mark: Any = None  # the model source's mark: models loaded after it are the run's
     # (commit, discard, (target, option) or None) of each output waiting for the run's end
     _commits: list[tuple[Callable[[], None], Callable[[], None], tuple[str, str] | None]] = field(
         default_factory=list)
@@ -65,7 +80,22 @@ class FileRun:
         declared = [(f.option, f.path) for f in self.files if f.spec.role == "input"]
         return declared + [("read", path) for path in self.read]
 
+    def ask_models(self) -> None:
+        """Add the models loaded since the last question (the registered model source's)."""
+        if _MODEL_SOURCE:
+            self.model_mark, models = _MODEL_SOURCE[0](self.model_mark)
+            for model_dir, digest in models.items():
+                self.add_model(model_dir, digest)
+
+    def add_model(self, model_dir: str, digest: Callable[[], str]) -> None:
+        """A model the run loaded: ``digest()`` (its content fingerprint, computed only when a
+        resume state asks) joins the run's fingerprint, its directory the run's inputs (an
+        OutputError for an output opened inside it already)."""
+        self.models.setdefault(model_dir, digest)
+        self.add_model_directory(model_dir)
+
     def check_output(self, path: str, option: str) -> None:
+        self.ask_models()
         for input_option_name, input_path in self.inputs:
             if same_file(path, input_path):
                 raise input_refusal(option, path, path, input_option_name, input_path)
@@ -105,6 +135,7 @@ class FileRun:
         pending, self._commits = self._commits, []
         if succeeded:
             try:
+                self.ask_models()
                 for _commit, _discard, checked in pending:
                     if checked is not None:
                         self.check_output(*checked)
@@ -126,6 +157,7 @@ class FileRun:
         """What a resume state records of this run: ``{name: value}`` of every option that can
         change a number, ``"<option> sha256"`` of every settings file, ``"models"``: the content
         fingerprints of the models loaded. Flat, so that a difference names the setting."""
+        self.ask_models()
         result: dict[str, Any] = dict(self.options)
         for item in self.files:
             if item.spec.role == "input" and item.spec.settings and os.path.isfile(item.path):
@@ -165,6 +197,8 @@ def command_run(actions: Sequence[argparse.Action], args: argparse.Namespace) ->
     options = {names.get(dest, dest): value for dest, value in sorted(vars(args).items())
                if dest not in RUN_ONLY_OPTIONS and dest not in file_dests and not callable(value)}
     run = FileRun(files=files, options=options, model_directories=model_directories(files))
+    if _MODEL_SOURCE:  # models loaded before the run are its own only if it uses them again
+        run.model_mark = _MODEL_SOURCE[0](None)[0]
     token = _RUN.set(run)
     try:
         yield run
@@ -191,6 +225,5 @@ def note_model(model_dir: str | os.PathLike, digest: Callable[[], str]) -> None:
     its target)."""
     run = _RUN.get()
     if run is not None:
-        run.models.setdefault(os.fspath(model_dir), digest)
-        run.add_model_directory(os.fspath(model_dir))
+        run.add_model(os.fspath(model_dir), digest)
 

@@ -27,6 +27,7 @@ from typing import IO, Any
 
 from rapidscore.common.file_run import current_run
 from rapidscore.common.output_checks import check_output_target, is_special_file
+from rapidscore.common.processes import process_owner, process_running  # (public here too: tests, older importers)
 
 __all__ = ["open_output", "output_path", "save_figure", "commit_when_done", "name_os_error",
            "remove_stale_temporaries", "process_owner", "process_running"]
@@ -84,23 +85,6 @@ def commit_when_done(tmp: str, target: str, *, keep_on_failure: bool = False,
 # same target first removes those of processes of this host that are no longer running (another
 # host's, on a shared disk, may still be writing).
 _TEMPORARY_OWNER = re.compile(r"(?P<host>\w+)~(?P<pid>\d+)\.\w+")
-
-
-def process_owner() -> str:
-    """``host~pid`` of this process: what a temporary file or staging directory is named by."""
-    host = "".join(c if c.isalnum() else "_" for c in os.uname().nodename) if hasattr(os, "uname") else "host"
-    return f"{host}~{os.getpid()}"
-
-
-def process_running(pid: int) -> bool:
-    """Whether process ``pid`` of this host may still be running (True when it cannot be told)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, owned by someone else (or cannot tell: keep its file)
-    return True
 
 
 def _temporary_affixes(target: str, suffix: str | None) -> tuple[str, str, str]:

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.common.file_run import note_model
 from rapidscore.common.inputs import as_texts
 from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches
 from rapidscore.encoder.cache import KeyedCache
@@ -31,7 +30,8 @@ from rapidscore.encoder.classifier_export import (
     classifier_head,
     load_classification_model,
 )
-from rapidscore.encoder.model_source import fingerprint, resolve_model
+from rapidscore.encoder.loaded import record_model
+from rapidscore.encoder.model_source import resolve_model
 from rapidscore.encoder.runtime import backend_for, check_options, make_runner
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec, load_spec
 from rapidscore.encoder.windows import check_long_texts, check_window_texts, count_windows, split_windows
@@ -166,7 +166,7 @@ class SequenceClassifier:
         self.long_texts = check_long_texts(long_texts)
         num_threads = check_num_threads(num_threads)
         self.model_dir = model_dir = resolve_model(model)
-        note_model(model_dir, lambda: fingerprint(model_dir))  # a command's run: an input, and in its resume state
+        record_model(model_dir)  # a command run asks which models it used (encoder/loaded.py)
         self.model_name = os.fspath(model)
         cache = None if cache_dir is None else Path(cache_dir)
         key = (str(self.model_dir), backend, device, precision, num_threads, None if cache is None else str(cache))

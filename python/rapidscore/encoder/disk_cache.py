@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from rapidscore.common.file_run import file_sha256
-from rapidscore.common.outputs import process_owner
+from rapidscore.common.processes import process_owner
 from rapidscore.encoder.model_source import cache_base
 from rapidscore.encoder.staging import remove_stale_staging
 

@@ -26,6 +26,7 @@ from rapidscore.encoder.batching import default_batch_tokens, equal_length_batch
 from rapidscore.encoder.cache import load_model
 from rapidscore.encoder.forward import lock_of, run_batches, run_unpadded
 from rapidscore.encoder.int8 import Int8Error
+from rapidscore.encoder.loaded import record_model
 from rapidscore.encoder.model_source import DEFAULT_MODEL, ROBERTA_LIKE, hidden_size, read_config, unpadded_supported
 from rapidscore.encoder.precision import FAST
 from rapidscore.encoder.runtime import RUNNER_MEMBERS, Runner
@@ -130,6 +131,7 @@ class Encoder:
         self.long_texts = options["long_texts"]
         max_length, num_threads, cache_dir = options["max_length"], options["num_threads"], options["cache_dir"]
         self.model_dir = settings.model_dir
+        record_model(self.model_dir)
         self.model_name = settings.model
         config = read_config(self.model_dir)
         self.num_layers = settings.num_layers

@@ -7,7 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
-from rapidscore.common.outputs import process_owner, process_running
+from rapidscore.common.processes import process_owner, process_running
 
 __all__ = ["STALE_OWNER_GONE_SECONDS", "STALE_ANY_SECONDS", "remove_stale_staging"]
 

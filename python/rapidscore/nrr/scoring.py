@@ -164,7 +164,7 @@ class SentenceSimilarity:
         if method == "embedding":
             from rapidscore.encoder import get_encoder
             from rapidscore.encoder.model_source import resolve_model
-            from rapidscore.encoder.sentence_pipeline import load_pipeline
+            from rapidscore.encoder.sentence import load_pipeline
 
             # The pipeline first: a module rapidscore does not implement fails before any model loads.
             if max_length is None:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rapidscore.encoder.sentence_pipeline import POOLING_MODES
+from rapidscore.encoder.sentence import POOLING_MODES
 from rapidscore.testing import tiny_models
 
 # name -> what it holds (the modules after the Transformer, and the settings around them)

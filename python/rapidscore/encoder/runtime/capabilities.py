@@ -24,8 +24,11 @@ class Runner(Protocol):
     thread_safe: bool  # whether many threads may call it at once (else the encoder serialises calls)
     device: str  # where its outputs live ("cpu", "cuda")
     model: Any  # the torch module it runs, or None (a graph runtime)
-    packed: bool  # whether ``run_packed`` covers this model and layer
     graphs: Any  # its CUDA-graph buckets (``device.cuda_graphs.GraphedForward``), or None
+
+    @property
+    def packed(self) -> bool:  # whether ``run_packed`` covers this model and layer
+        ...
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> Any: ...
 
@@ -46,8 +49,11 @@ class RunnerBase:
     thread_safe: bool = False
     device: str = "cpu"
     model: Any = None
-    packed: bool = False
     graphs: Any = None
+
+    @property
+    def packed(self) -> bool:
+        return False
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not run a model")
