@@ -19,8 +19,10 @@ collects them, and everything that chooses or checks a backend reads them: the e
 checks (:func:`check_options`, one call), :func:`make_runner`, ``precision="fast"``
 (``encoder/precision.py``) and the model cache (``encoder/cache.py``).
 
-**Adding a backend** is one runtime module with its runner and its table, listed in ``RUNTIMES``
-below (and its name in ``common.choices.BACKENDS``, for the command-line parsers).
+**Adding a backend** is one runtime module with its runner (deriving from :class:`RunnerBase`)
+and its table, listed in ``RUNTIMES`` below (and its name in ``common.choices.BACKENDS``, for the
+command-line parsers); or, from outside the package, :func:`register_backend` with the table
+(the Python API then takes ``backend=`` its name; tests/encoder/test_extension_points.py).
 """
 
 from __future__ import annotations
@@ -32,12 +34,28 @@ from rapidscore.encoder.runtime import onnx, openvino, torch
 from rapidscore.encoder.runtime.capabilities import RUNNER_MEMBERS, Capabilities, Runner, RunnerBase, either
 
 __all__ = ["BACKENDS", "DEVICES", "Capabilities", "RUNTIMES", "Runner", "RunnerBase", "RUNNER_MEMBERS", "capabilities",
-           "check_options",
-           "check_unpadded", "backend_for", "make_runner"]
+           "check_options", "check_unpadded", "backend_for", "make_runner", "register_backend", "unregister_backend"]
 
 #: every backend's table, by name; in order of preference (``backend_for``)
 RUNTIMES: dict[str, Capabilities] = {caps.backend: caps for caps in (
     onnx.CAPABILITIES, openvino.CAPABILITIES, torch.CAPABILITIES)}
+_BUILT_IN = frozenset(RUNTIMES)
+
+
+def register_backend(table: Capabilities) -> None:
+    """Add a backend described by ``table`` (its runner derives from :class:`RunnerBase`): every
+    check, ``make_runner`` and the model cache read it from then on. A ValueError for a name
+    already taken."""
+    if table.backend in RUNTIMES:
+        raise ValueError(f"backend {table.backend!r} exists already")
+    RUNTIMES[table.backend] = table
+
+
+def unregister_backend(name: str) -> None:
+    """Remove a backend added by :func:`register_backend` (the built-in ones stay)."""
+    if name in _BUILT_IN:
+        raise ValueError(f"backend {name!r} is built in")
+    RUNTIMES.pop(name, None)
 
 
 def capabilities(backend: str) -> Capabilities:
