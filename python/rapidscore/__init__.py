@@ -1,64 +1,66 @@
 """rapidscore: fast, reference-exact evaluation metrics for LLM and NER outputs.
 
-Public names are imported lazily so that ``import rapidscore`` stays fast and never imports
-torch or transformers.
+The top level names what a user calls (docs/api.md):
+
+- :func:`score` (one call) and :class:`BERTScore` (a scorer kept for many calls): BERTScore;
+- :func:`score_stream` and :func:`score_table`: any registered metric over a stream of rows or
+  a table; :func:`get_metric`: a registered metric by name;
+- :func:`negative_rejection` (NRR), :func:`detect_refusal` (refusal), :func:`evaluate_ner` (NER:
+  ``rapidscore.ner.evaluate``);
+- the base classes :class:`RapidscoreError` and :class:`RapidscoreWarning`, and the few a user
+  catches most: :class:`ModelNotFoundError` (a model that cannot be found offline),
+  :class:`OverloadedError` (a full scorer queue: retry) and :class:`TruncationWarning` (texts
+  cut to the model's length).
+
+Every other error class is in :mod:`rapidscore.errors`. Older top-level names
+(``rapidscore.Encoder``, ``rapidscore.TaxonomyError``, ...) keep working as aliases
+(``OLD_NAMES``). Names are imported lazily, so that ``import rapidscore`` stays fast and never
+imports torch or transformers.
 """
 
 from __future__ import annotations
 
 from importlib import import_module as _import_module
+from typing import Any as _Any
 
 from rapidscore._version import __version__
-from rapidscore.errors import (
-    IntegrationInputError,
-    IntegrationTypeError,
-    ModelNotFoundError,
-    OverloadedError,
-    RapidscoreError,
-    RapidscoreWarning,
-    TruncationWarning,
-)
+from rapidscore.errors import ModelNotFoundError, OverloadedError, RapidscoreError, RapidscoreWarning, TruncationWarning
 
-# name -> module that defines it; resolved on first attribute access.
-_LAZY_ATTRIBUTES = {
-    "Encoder": "rapidscore.encoder",
-    "get_encoder": "rapidscore.encoder",
-    "resolve_model": "rapidscore.encoder.model_source",
-    "negative_rejection": "rapidscore.nrr.scoring",
-    "BERTScore": "rapidscore.bertscore",
-    "score_table": "rapidscore.streaming",
-    # Exception classes defined beside the code that raises them (all subclass RapidscoreError).
-    "ColumnError": "rapidscore.common.metric",
-    "TableError": "rapidscore.common.tables",
-    "ResumeError": "rapidscore.common.stream_io",
-    "RecordTooLongError": "rapidscore.common.read_bounds",
-    "OutputError": "rapidscore.common.output_checks",
-    "DamagedCacheError": "rapidscore.encoder.onnx_export",
-    "ExportMismatchError": "rapidscore.encoder.onnx_export",
-    "ResultsError": "rapidscore.abstention.results",
-    "TaxonomyError": "rapidscore.abstention.taxonomy",
-    "RequestTooLargeError": "rapidscore.serve.batching",
-    "BatchError": "rapidscore.integrations.ray",
-    "TagError": "rapidscore.ner.tags",
-    "FlagError": "rapidscore.abstention.rgb",
-    "SemevalOptionError": "rapidscore.ner.semeval",
-    "Int8Error": "rapidscore.encoder.int8",
-    "UnsafeWeightsError": "rapidscore.encoder.model_source",
-    "FiguresUnavailable": "rapidscore.report.figures",
-    "ClassifierLabelError": "rapidscore.abstention.classifier",
-    "NotAClassifierError": "rapidscore.encoder.classifier_export",
+# public name -> (module, attribute); resolved on first access
+_API = {
+    "score": ("rapidscore.bertscore.scorer", "score"),
+    "BERTScore": ("rapidscore.bertscore.scorer", "BERTScore"),
+    "score_stream": ("rapidscore.streaming", "score_stream"),
+    "score_table": ("rapidscore.streaming", "score_table"),
+    "get_metric": ("rapidscore.metrics", "get_metric"),
+    "negative_rejection": ("rapidscore.nrr.scoring", "negative_rejection"),
+    "detect_refusal": ("rapidscore.abstention.detectors", "detect_refusal"),
+    "evaluate_ner": ("rapidscore.ner.evaluation", "evaluate"),
 }
-_LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli"}
 
-__all__ = ["__version__", "RapidscoreError", "ModelNotFoundError", "OverloadedError", "IntegrationInputError",
-           "IntegrationTypeError", "RapidscoreWarning",
-           "TruncationWarning", *_LAZY_ATTRIBUTES]
+# Older top-level names, kept as aliases (listed in docs/api.md): the building blocks, and the
+# error classes that live in rapidscore.errors.
+OLD_NAMES = {
+    "Encoder": ("rapidscore.encoder", "Encoder"),
+    "get_encoder": ("rapidscore.encoder", "get_encoder"),
+    "resolve_model": ("rapidscore.encoder.model_source", "resolve_model"),
+    **{name: ("rapidscore.errors", name) for name in (
+        "IntegrationInputError", "IntegrationTypeError", "ColumnError", "TableError", "ResumeError",
+        "RecordTooLongError", "OutputError", "DamagedCacheError", "ExportMismatchError", "ResultsError",
+        "TaxonomyError", "RequestTooLargeError", "BatchError", "TagError", "FlagError", "SemevalOptionError",
+        "Int8Error", "UnsafeWeightsError", "FiguresUnavailable", "ClassifierLabelError", "NotAClassifierError")},
+}
+_LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli", "errors", "metrics",
+                    "streaming"}
+
+__all__ = ["__version__", *_API, "RapidscoreError", "RapidscoreWarning", "ModelNotFoundError", "OverloadedError",
+           "TruncationWarning"]
 
 
-def __getattr__(name):
-    if name in _LAZY_ATTRIBUTES:
-        module = _import_module(_LAZY_ATTRIBUTES[name])
-        value = getattr(module, name) if hasattr(module, name) else module
+def __getattr__(name: str) -> _Any:
+    if name in _API or name in OLD_NAMES:
+        module, attribute = _API.get(name) or OLD_NAMES[name]
+        value = getattr(_import_module(module), attribute)
     elif name in _LAZY_SUBMODULES:
         value = _import_module(f"rapidscore.{name}")
     else:
@@ -67,5 +69,5 @@ def __getattr__(name):
     return value
 
 
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY_ATTRIBUTES) | _LAZY_SUBMODULES)
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API) | set(OLD_NAMES) | _LAZY_SUBMODULES)

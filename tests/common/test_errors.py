@@ -1,5 +1,6 @@
 """Every exception class rapidscore defines derives from RapidscoreError and keeps the builtin it
-has always been (issue 27), and rapidscore exports it. The classes are found by importing every
+has always been (issue 27), is defined in rapidscore.errors, and keeps its older names
+(``rapidscore.X``, the module that raises it; issue 47). The classes are found by importing every
 module of the package, so a new error class without the base fails here."""
 
 from __future__ import annotations
@@ -17,21 +18,44 @@ from rapidscore.errors import RapidscoreError, RapidscoreWarning
 BUILTIN_OF = {
     "rapidscore.errors.ModelNotFoundError": ValueError,
     "rapidscore.errors.OverloadedError": RuntimeError,
-    "rapidscore.serve.batching.RequestTooLargeError": ValueError,
-    "rapidscore.abstention.results.ResultsError": ValueError,
-    "rapidscore.abstention.taxonomy.TaxonomyError": ValueError,
-    "rapidscore.encoder.onnx_export.ExportMismatchError": RuntimeError,
-    "rapidscore.encoder.onnx_export.DamagedCacheError": ValueError,
-    "rapidscore.encoder.model_source.UnsafeWeightsError": ValueError,
-    "rapidscore.common.stream_io.ResumeError": ValueError,
-    "rapidscore.common.read_bounds.RecordTooLongError": ValueError,
-    "rapidscore.integrations.ray.BatchError": ValueError,
+    "rapidscore.errors.RequestTooLargeError": ValueError,
+    "rapidscore.errors.ResultsError": ValueError,
+    "rapidscore.errors.TaxonomyError": ValueError,
+    "rapidscore.errors.ExportMismatchError": RuntimeError,
+    "rapidscore.errors.DamagedCacheError": ValueError,
+    "rapidscore.errors.UnsafeWeightsError": ValueError,
+    "rapidscore.errors.ResumeError": ValueError,
+    "rapidscore.errors.RecordTooLongError": ValueError,
+    "rapidscore.errors.BatchError": ValueError,
     "rapidscore.errors.IntegrationInputError": ValueError,
     "rapidscore.errors.IntegrationTypeError": TypeError,
-    "rapidscore.ner.tags.TagError": ValueError,
-    "rapidscore.abstention.rgb.FlagError": TypeError,
-    "rapidscore.common.tables.TableError": TypeError,
+    "rapidscore.errors.TagError": ValueError,
+    "rapidscore.errors.FlagError": TypeError,
+    "rapidscore.errors.TableError": TypeError,
+    "rapidscore.errors.ColumnError": ValueError,
+    "rapidscore.errors.OutputError": ValueError,
+    "rapidscore.errors.SemevalOptionError": ValueError,
+    "rapidscore.errors.Int8Error": ValueError,
+    "rapidscore.errors.FiguresUnavailable": ImportError,
+    "rapidscore.errors.ClassifierLabelError": ValueError,
+    "rapidscore.errors.NotAClassifierError": ValueError,
 }
+# The module that raises each class, where it was defined before rapidscore.errors held them all:
+# importing it from there keeps working.
+RAISED_IN = {
+    "ColumnError": "rapidscore.common.metric", "TableError": "rapidscore.common.tables",
+    "ResumeError": "rapidscore.common.stream_io", "RecordTooLongError": "rapidscore.common.read_bounds",
+    "OutputError": "rapidscore.common.output_checks", "DamagedCacheError": "rapidscore.encoder.onnx_export",
+    "ExportMismatchError": "rapidscore.encoder.onnx_export", "ResultsError": "rapidscore.abstention.results",
+    "TaxonomyError": "rapidscore.abstention.taxonomy", "RequestTooLargeError": "rapidscore.serve.batching",
+    "BatchError": "rapidscore.integrations.ray", "TagError": "rapidscore.ner.tags",
+    "FlagError": "rapidscore.abstention.rgb", "SemevalOptionError": "rapidscore.ner.semeval",
+    "Int8Error": "rapidscore.encoder.int8", "UnsafeWeightsError": "rapidscore.encoder.model_source",
+    "FiguresUnavailable": "rapidscore.report.figures", "ClassifierLabelError": "rapidscore.abstention.classifier",
+    "NotAClassifierError": "rapidscore.encoder.classifier_export",
+}
+# The error and warning classes the top level names (rapidscore/__init__.py says why these).
+TOP_LEVEL = {"RapidscoreError", "RapidscoreWarning", "ModelNotFoundError", "OverloadedError", "TruncationWarning"}
 # Never leaves its module: the HTTP app turns it into a 4xx answer.
 PRIVATE = {"rapidscore.serve.app._ClientError"}
 
@@ -95,12 +119,33 @@ def test_except_builtin_still_catches_it(qualified_name: str) -> None:  # issue 
     assert str(_instance(cls))  # the message survives the second base
 
 
-def test_rapidscore_exports_every_error_class() -> None:  # issue 27
+def test_errors_holds_every_error_class() -> None:  # issue 47
+    import rapidscore.errors
+
     errors = _public_errors()
     assert set(BUILTIN_OF) <= set(errors)
-    missing = sorted(name for name, cls in errors.items() if getattr(rapidscore, cls.__name__, None) is not cls
-                     or cls.__name__ not in rapidscore.__all__ or cls.__name__ not in dir(rapidscore))
-    assert not missing, f"export from rapidscore (rapidscore/__init__.py): {missing}"
+    elsewhere = sorted(name for name in errors if not name.startswith("rapidscore.errors."))
+    assert not elsewhere, f"define the error class in rapidscore/errors.py: {elsewhere}"
+    missing = sorted(cls.__name__ for cls in errors.values() if cls.__name__ not in rapidscore.errors.__all__)
+    assert not missing, f"list in rapidscore.errors.__all__: {missing}"
+
+
+def test_top_level_names_the_base_classes_and_the_common_ones() -> None:  # issue 47
+    exported = {name for name in rapidscore.__all__
+                if isinstance(getattr(rapidscore, name), type) and issubclass(getattr(rapidscore, name), BaseException)}
+    assert exported == TOP_LEVEL
+
+
+@pytest.mark.parametrize("qualified_name", sorted(BUILTIN_OF))
+def test_old_names_of_an_error_class_still_work(qualified_name: str) -> None:  # issue 27, 47
+    import rapidscore.errors
+
+    name = qualified_name.rpartition(".")[2]
+    cls = getattr(rapidscore.errors, name)
+    assert getattr(rapidscore, name) is cls  # rapidscore.X: the class itself, or its alias
+    assert name in dir(rapidscore)
+    if name in RAISED_IN:  # imported from the module that raises it, as before
+        assert getattr(importlib.import_module(RAISED_IN[name]), name) is cls
 
 
 def test_base_is_exported_from_the_package_and_errors() -> None:  # issue 27

@@ -45,3 +45,21 @@ def test_cached_model_runs_without_torch_or_transformers(minilm_path, tmp_path, 
     result = _run(code, env=env)
     assert result == {"exported": False, "torch": False, "transformers": False, "rows": result["rows"]}
     assert result["rows"] > 2
+
+
+def test_every_top_level_name_and_alias_resolves_without_torch() -> None:  # issue 47
+    loaded = _run(
+        "import json, sys, rapidscore\n"
+        "names = [*rapidscore.__all__, *rapidscore.OLD_NAMES]\n"
+        "missing = [n for n in names if getattr(rapidscore, n, None) is None or n not in dir(rapidscore)]\n"
+        "print(json.dumps({'missing': missing, 'heavy': [m for m in ('torch', 'transformers') if m in sys.modules]}))"
+    )
+    assert loaded == {"missing": [], "heavy": []}
+
+
+def test_import_errors_loads_no_other_module_of_the_package() -> None:  # issue 47
+    loaded = _run(
+        "import json, sys, rapidscore.errors\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('rapidscore'))))"
+    )
+    assert loaded == ["rapidscore", "rapidscore._version", "rapidscore.errors"]

@@ -15,16 +15,12 @@ import re
 import numpy as np
 
 from rapidscore.abstention.detector_base import Detector, response_texts
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import ClassifierLabelError
 
 __all__ = ["ClassifierDetector", "ClassifierLabelError", "REFUSAL_LABEL_PATTERN"]
 
 #: label names read as "refusal" (case-insensitive, anywhere in the label)
 REFUSAL_LABEL_PATTERN = re.compile(r"refus|reject|abstain", re.IGNORECASE)
-
-
-class ClassifierLabelError(RapidscoreError, ValueError):
-    """The refusal label of a classifier is unknown or ambiguous (the message lists its labels)."""
 
 
 def refusal_label_index(labels: tuple[str, ...], refusal_label: str | int | None, model: str) -> int:

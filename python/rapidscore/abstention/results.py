@@ -22,14 +22,10 @@ from typing import Any
 
 from rapidscore.common import readers
 from rapidscore.common.readers import iter_lines
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import ResultsError
 
 EVAL_TYPES = ("abstention", "generalization", "specificity")
 FLAT_COLUMNS = ("model", "technique", "eval_type", "seed", "concept", "question", "response")
-
-
-class ResultsError(RapidscoreError, ValueError):
-    """A results file or table is malformed; the message names the file and key."""
 
 
 @dataclass(frozen=True)

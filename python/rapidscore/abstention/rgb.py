@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rapidscore.common.metric import ColumnError
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import FlagError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,11 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["FlagError", "RGBRejectionResult", "RGB_PHRASES", "rgb_negative_rejection", "rgb_phrase_detector",
            "wilson_interval", "rgb_signature"]
-
-
-class FlagError(RapidscoreError, TypeError):
-    """A no-support flag that is not a bool (the message names its position and value), or an
-    option the RGB phrase check does not take."""
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:

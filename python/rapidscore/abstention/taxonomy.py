@@ -16,11 +16,7 @@ from typing import Any
 
 from rapidscore.common.io import iter_lines, load_json
 from rapidscore.common.readers import csv_rows
-from rapidscore.errors import RapidscoreError
-
-
-class TaxonomyError(RapidscoreError, ValueError):
-    """A taxonomy file or structure is invalid (cycle, duplicate id, bad shape)."""
+from rapidscore.errors import TaxonomyError
 
 
 class Taxonomy:

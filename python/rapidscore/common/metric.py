@@ -20,15 +20,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from rapidscore.common.stream import check_pair, chunks
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import ColumnError
 
 __all__ = ["Column", "Declared", "RequestOption", "ServerSetting", "DatasetPass", "Metric", "ServerContext", "Totals",
            "ColumnError", "RowNames", "ServingTask", "PiecewiseTask", "check_columns", "request_option_table",
            "check_pairs", "relabel", "output_rows", "plain_column"]
-
-
-class ColumnError(RapidscoreError, ValueError):
-    """Rows given as columns that do not fit the metric: a missing column, unequal lengths."""
 
 
 class RowNames:

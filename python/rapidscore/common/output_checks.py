@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rapidscore.common.file_options import DeclaredFile
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import OutputError
 
 __all__ = ["OutputError", "check_files", "check_output_target", "check_output_directory", "is_special_file",
            "same_file", "input_refusal", "written_files", "ModelDirectory", "model_directories",
@@ -32,10 +32,6 @@ STATE_TMP_SUFFIX = ".resume.json.tmp"
 PARTIAL_SUFFIX = ".partial"
 PARTS_SUFFIX = ".parts"
 STREAM_FILES = (STATE_SUFFIX, STATE_TMP_SUFFIX, PARTIAL_SUFFIX, PARTS_SUFFIX)
-
-
-class OutputError(RapidscoreError, ValueError):
-    """An output that would destroy an input or another output, or that cannot be written."""
 
 
 def same_file(a: str, b: str) -> bool:

@@ -10,7 +10,7 @@ import os
 import re
 import sys
 
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import RecordTooLongError
 
 # -- bounds ---------------------------------------------------------------------------------------
 
@@ -91,11 +91,6 @@ def format_size(size: int) -> str:
 
 
 RAISE_RECORD_HINT = f"raise it with --max-record-bytes SIZE, e.g. --max-record-bytes 1G, or {MAX_RECORD_ENV}=SIZE"
-
-
-class RecordTooLongError(RapidscoreError, ValueError):
-    """A line or record over :func:`max_record_bytes`: the file is not read further (nor read
-    again as another format, which would hold it whole)."""
 
 
 def line_too_long(where: str, limit: int) -> RecordTooLongError:

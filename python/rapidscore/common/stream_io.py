@@ -49,7 +49,7 @@ from rapidscore.common.output_checks import (
 from rapidscore.common.outputs import commit_when_done, name_os_error
 from rapidscore.common.readers import FORMATS, count_rows, import_parquet, iter_rows, parallel_items, row_items
 from rapidscore.common.stream import item_sha256
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import ResumeError
 
 __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "iter_rows", "row_items", "file_items",
            "count_rows",
@@ -60,10 +60,6 @@ OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
 # 2: the rows go to OUTPUT.partial, and the settings hold the run's fingerprint
 # 3: the SHA-256 of the rows written (of each Parquet part), checked before a resume continues
 STATE_VERSION = 3
-
-
-class ResumeError(RapidscoreError, ValueError):
-    """The output cannot be resumed (no state, other settings, other input)."""
 
 
 def add_stream_arguments(parser: argparse.ArgumentParser, *, item: str = "pair") -> argparse._ArgumentGroup:

@@ -22,14 +22,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from rapidscore.common.metric import ColumnError, Metric, plain_column
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import TableError
 
 __all__ = ["TableError", "table_kind", "column_names", "table_column", "table_rows", "metric_columns", "metric_rows",
            "plain_value"]
-
-
-class TableError(RapidscoreError, TypeError):
-    """An object given as a table that is not one (or a stream of rows that is not dict rows)."""
 
 
 def _library_of(value: Any) -> str:

@@ -30,7 +30,7 @@ from rapidscore.encoder.onnx_export import (
     export_graph,
 )
 from rapidscore.encoder.runtime.torch import require_torch_stack
-from rapidscore.errors import RapidscoreError, RapidscoreWarning
+from rapidscore.errors import NotAClassifierError, RapidscoreWarning
 
 __all__ = ["CLASSIFIER_EXPORTER_VERSION", "NotAClassifierError", "classifier_head", "cached_classifier_export",
            "load_classification_model"]
@@ -38,11 +38,6 @@ __all__ = ["CLASSIFIER_EXPORTER_VERSION", "NotAClassifierError", "classifier_hea
 CLASSIFIER_EXPORTER_VERSION = 1
 HEAD = "sequence-classification"
 logger = logging.getLogger(__name__)
-
-
-class NotAClassifierError(RapidscoreError, ValueError):
-    """The model has no sequence-classification head (a plain encoder such as all-MiniLM-L6-v2), a
-    regression head, or needs remote code: it cannot be a refusal classifier."""
 
 
 def classifier_head(model_dir: Path) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import Int8Error
 
 __all__ = ["Int8Error", "SCHEME", "VALIDATION_BOUND", "calibration_texts", "cached_int8", "quantize_graph",
            "gptq_int8"]
@@ -61,11 +61,6 @@ def activation_bits() -> int:
 def _residual_levels(bits: int) -> int:
     """Steps of the residual pass, centred on the code levels / 2: codes in [0, 2^bits - 2]."""
     return (1 << bits) - 2
-
-
-class Int8Error(RapidscoreError, ValueError):
-    """A model that ``precision="int8"`` cannot run: no weight matrices to quantise, or a
-    quantised graph that does not reproduce the exact one."""
 
 
 def calibration_texts() -> list[str]:

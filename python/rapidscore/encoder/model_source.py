@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from rapidscore.errors import ModelNotFoundError, RapidscoreError
+from rapidscore.errors import ModelNotFoundError, UnsafeWeightsError
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _EMBEDDED_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
@@ -36,12 +36,6 @@ _TOKENIZER_FILES = (
     "tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt",
     "spm.model", "sentencepiece.bpe.model", "special_tokens_map.json", "added_tokens.json",
 )
-
-
-class UnsafeWeightsError(RapidscoreError, ValueError):
-    """A pickled weights file (``pytorch_model.bin``) holds objects other than tensors, so
-    ``torch.load(weights_only=True)`` refused to unpickle it: unpickled in full, such a file can run
-    any code. Nothing of it ran; the message names the file and says how to get safetensors."""
 
 
 def pickled_weight_files(model_dir: Path) -> list[Path]:

@@ -25,7 +25,7 @@ from typing import Any
 from rapidscore.encoder.disk_cache import build_entry, cache_root, entry_key, find_entry, write_entry_meta
 from rapidscore.encoder.model_source import fingerprint, weightless_record
 from rapidscore.encoder.runtime.torch import TORCH_MODULES, require_torch_stack
-from rapidscore.errors import ModelNotFoundError, RapidscoreError, RapidscoreWarning
+from rapidscore.errors import DamagedCacheError, ExportMismatchError, ModelNotFoundError, RapidscoreWarning
 
 __all__ = ["cached_export", "cache_key", "export_graph", "ExportMismatchError", "DamagedCacheError",
            "EXPORT_MODULES", "EXPORTER_VERSION", "OPSET", "require_torch_stack"]
@@ -53,17 +53,6 @@ def _verification_batches() -> list[tuple[str, ...]]:
     alone, and one as long as the model takes (truncated there, at most 512 tokens)."""
     longer = " ".join(PROBE_TEXTS)
     return [PROBE_TEXTS, (longer * 2,), (PROBE_TEXTS[0], longer * 40)]
-
-
-class ExportMismatchError(RapidscoreError, RuntimeError):
-    """The ONNX graph of a model does not reproduce the model (a family whose forward pass depends
-    on the input's shape in Python: Longformer's and LED's sliding-window padding). Remembered in
-    the cache (``<key>.no-onnx.json``), so later loads fall back to torch without re-exporting."""
-
-
-class DamagedCacheError(RapidscoreError, ValueError):
-    """A cache entry's files do not match the sizes and hashes its export recorded, and it cannot be
-    exported again here (torch or another part of the [export] extra is missing)."""
 
 
 logger = logging.getLogger(__name__)

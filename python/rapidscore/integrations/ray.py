@@ -37,14 +37,10 @@ import numpy as np
 
 from rapidscore.bertscore.idf import DocumentFrequencies
 from rapidscore.common.metric import DatasetPass, Metric, RowNames
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import BatchError
 from rapidscore.metrics import all_metrics, get_metric
 
 __all__ = ["MetricBatch", "batch_class", "document_frequencies", "score_dataset", "BatchError"]
-
-
-class BatchError(RapidscoreError, ValueError):
-    """A row of a batch cannot be scored; the message names the row (and its id column)."""
 
 
 def _require_ray():

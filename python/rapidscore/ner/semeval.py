@@ -12,16 +12,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import SemevalOptionError
 from rapidscore.ner.alignment import PackedSpans, align_batch
 
 SEMEVAL_SCHEMES = ("strict", "exact", "partial", "type")
 SEMEVAL_MATCHING = ("optimal", "nervaluate")
 SEMEVAL_CATEGORIES = ("correct", "incorrect", "partial", "missed", "spurious")
-
-
-class SemevalOptionError(RapidscoreError, ValueError):
-    """An unknown SemEval scheme or matching, or spans packed without label ids."""
 
 
 def precision_recall_f1(correct: float, actual: int, possible: int) -> tuple[float, float, float]:

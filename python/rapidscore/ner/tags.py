@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from rapidscore.errors import RapidscoreError, RapidscoreWarning
+from rapidscore.errors import RapidscoreWarning, TagError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,12 +40,6 @@ SCHEMES = ("IOB1", "IOB2", "IOE1", "IOE2", "IOBES", "BILOU")
 SCHEME_ALIASES = {"BIO": "IOB2", "BIOES": "IOBES", "BILUO": "BILOU", "BIOUL": "BILOU"}
 MODES = ("default", "strict")
 AVERAGES = ("micro avg", "macro avg", "weighted avg")
-
-
-class TagError(RapidscoreError, ValueError):
-    """Bad token-label input: an unknown scheme or mode, sequences of different lengths, a label
-    the scheme does not allow, a bad CoNLL line (the message names the sequence, label or line).
-    Raised, never shared: thread safety does not apply."""
 
 
 class TagSpan(NamedTuple):

@@ -17,14 +17,10 @@ from importlib import import_module
 from types import SimpleNamespace
 from typing import Any
 
-from rapidscore.errors import RapidscoreError
+from rapidscore.errors import FiguresUnavailable
 
 __all__ = ["FiguresUnavailable", "bertscore_figure", "nrr_figure", "ner_figure",
            "select_figure", "readable_token", "scoped_svg"]
-
-
-class FiguresUnavailable(RapidscoreError, ImportError):
-    """No figures: matplotlib is not installed, or this build lacks a figure function."""
 
 
 def _function(module_name: str, name: str, drawing: bool = True) -> Callable:

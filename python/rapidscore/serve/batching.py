@@ -27,22 +27,10 @@ from typing import Any
 import numpy as np
 
 from rapidscore.common.metric import Metric, PiecewiseTask
-from rapidscore.errors import RapidscoreError, check_positive_int
+from rapidscore.errors import RequestTooLargeError, check_positive_int
 from rapidscore.serve.micro_batcher import BatchStats, Job, MicroBatcher
 
 __all__ = ["MicroBatcher", "BatchingScorer", "BatchStats", "RequestTooLargeError"]
-
-
-class RequestTooLargeError(RapidscoreError, ValueError):
-    """A request over a per-request limit (texts or tokens): refused before it is queued.
-
-    ``limit``: the setting's name (``max_texts``, ``max_tokens``), ``value``: the request's
-    count, ``maximum``: the limit, ``field``: the request's argument that carries the texts (the
-    HTTP server answers 413 naming it)."""
-
-    def __init__(self, message: str, *, limit: str, value: int, maximum: int, field: str):
-        super().__init__(message)
-        self.limit, self.value, self.maximum, self.field = limit, value, maximum, field
 
 
 # -- tasks: how a scorer's requests are prepared, merged and finished: each metric's own
