@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,8 +37,8 @@ from rapidscore.device.chunk_pipeline import embed_chunks
 from rapidscore.errors import TruncationWarning
 from rapidscore.kernels.padding import padding_floors
 
-# The scorer is passed in, not imported: scorer.py imports this module (no import cycle).
-BERTScore = Any
+if TYPE_CHECKING:  # for annotations only: bertscore/scorer.py imports this module when it runs
+    from rapidscore.bertscore.scorer import BERTScore
 
 __all__ = ["DEFAULT_CHUNK_TOKENS", "TOKENIZE_SLICE", "score_on_device"]
 
