@@ -5,7 +5,7 @@ Reads the rows of a file in any format the reader knows (one column per input of
 named as the metric names them or mapped with ``--column``), scores them in chunks through the
 metric, and writes one row per input row (JSONL, CSV or Parquet; resumable) with the metric's
 output columns; the metric's totals go to stderr (or stdout with ``--json``). Each option the
-metric declares (``Metric.request_options``) is a flag (``--name-with-dashes``; a bool one is
+metric declares settable per request (``RequestOption``) is a flag (``--name-with-dashes``; a bool one is
 ``--name/--no-name``), checked against the declaration; any other keyword of the metric's
 ``build`` is ``--set NAME=VALUE``. Example::
 
@@ -25,7 +25,7 @@ from rapidscore.common.cli_options import add_common_options, positive_int, show
 from rapidscore.common.file_options import input_option, output_option
 
 if TYPE_CHECKING:
-    from rapidscore.common.metric import RequestOption
+    from rapidscore.common.metric import Option
 
 __all__ = ["MetricCommand"]
 
@@ -48,11 +48,11 @@ def _option_value(text: str) -> Any:
         return text
 
 
-def _flag(option: RequestOption) -> str:
+def _flag(option: Option) -> str:
     return "--" + option.name.replace("_", "-")
 
 
-def _converter(option: RequestOption) -> Callable[[str], Any]:
+def _converter(option: Option) -> Callable[[str], Any]:
     """The argparse ``type`` of a declared option: its type, bounds checked (an error argparse
     reports naming the flag)."""
     kind = option.type
@@ -77,11 +77,13 @@ def _converter(option: RequestOption) -> Callable[[str], Any]:
 def _add_request_options(parser: argparse.ArgumentParser, metric: Any) -> None:
     """One flag per declared request option; default None ("not given": the metric's build
     default applies). A flag another option of the command already has stays a --set name."""
-    if not metric.request_options:
+    from rapidscore.common.metric import request_options
+
+    if not request_options(metric):
         return
     group = parser.add_argument_group(f"{metric.name} options",
                                       "each is a keyword of the metric (also --set NAME=VALUE)")
-    for option in metric.request_options:
+    for option in request_options(metric):
         shown = str(option.default).lower() if isinstance(option.default, bool) else repr(option.default)
         help_text = (option.help if option.default is None else f"{option.help} (default {shown})").replace("%", "%%")
         kwargs: dict[str, Any] = {"dest": _DEST + option.name, "default": None, "help": help_text}
@@ -135,7 +137,7 @@ class MetricCommand:
         _add_request_options(parser, metric)
 
     def run(self, args: argparse.Namespace) -> int:
-        from rapidscore.common.metric import RowNames, output_rows
+        from rapidscore.common.metric import RowNames, output_rows, request_options
         from rapidscore.common.readers import count_rows, iter_rows
         from rapidscore.common.stream import chunks
         from rapidscore.common.stream_io import run_stream
@@ -150,7 +152,7 @@ class MetricCommand:
         if args.json and args.output == "-":
             raise ValueError("--json prints the totals on stdout: give --output FILE for the rows")
         options = {key: _option_value(value) for key, value in args.options}
-        for option in metric.request_options:
+        for option in request_options(metric):
             value = getattr(args, _DEST + option.name, None)
             if value is None:
                 continue
@@ -158,7 +160,7 @@ class MetricCommand:
                 raise ValueError(f"{_flag(option)} and --set {option.name}=... both set {option.name!r}: give it once")
             options[option.name] = value
         if args.threads is not None:  # --threads N: at most N threads, as in every command
-            if "num_threads" in metric.options:
+            if any(option.name == "num_threads" for option in metric.options):
                 options["num_threads"] = args.threads
             else:  # the budget caps the metric's kernels and the runtimes of encoders made from now on
                 from rapidscore.threads import set_thread_budget

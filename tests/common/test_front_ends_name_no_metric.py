@@ -1,8 +1,11 @@
-"""The generic front ends name no metric (issue 37): Ray's batch classes and the streaming
-runner find every metric in the registry and in the metrics' own declarations (names, older
-names, batch class names, dataset passes), so neither module holds a string that is a built-in
-metric's name or alias. Read from the sources with ``ast`` (docstrings left out: prose may name
-a metric)."""
+"""The generic front ends name no metric (issues 37, 47): the shared layer (common/), the service
+(serve/), the streaming runner and Ray's batch classes find every metric in the registry and in
+the metrics' own declarations (names, older names, options, batch class names, dataset passes),
+so none of them holds a string that is a built-in metric's name or alias, nor a string,
+attribute or keyword that is an option only some metrics declare (``idf_file``, ``num_layers``,
+``threshold``, ...); and the metric contract has no serving hooks: ``Metric``'s methods and
+class attributes are the allowed few. Read from the sources with ``ast`` (docstrings left out:
+prose may name a metric)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,21 @@ import pytest
 import rapidscore
 
 PACKAGE_ROOT = Path(rapidscore.__file__).resolve().parent
-FRONT_ENDS = ("integrations/ray.py", "streaming.py")
+FRONT_ENDS = ("integrations/ray.py", "streaming.py",
+              *sorted(str(path.relative_to(PACKAGE_ROOT)) for folder in ("common", "serve")
+                      for path in (PACKAGE_ROOT / folder).glob("*.py")))
+
+# The metric contract (issue 47): the names a metric author learns, and no more. Anything a front
+# end needs beyond these is declared in ``options`` or computed from the declarations.
+CONTRACT = {
+    # what the metric is
+    "name", "aliases", "summary", "inputs", "outputs", "options", "example",
+    # what it does
+    "settings", "build", "score", "stream", "totals", "task", "signature",
+    # front-end details with defaults (a metric sets them only when it differs)
+    "engine_types", "takes_solo", "row_noun", "command", "dataset_pass", "batch_class_names",
+    "response_fields", "aligned_rows", "min_rows", "columns_of",
+}
 
 
 def _metric_names() -> set[str]:
@@ -45,18 +62,121 @@ def metric_names_in(source: str, names: set[str]) -> list[tuple[int, str]]:
                   and node.value.strip().lower() in names)
 
 
-def test_the_checked_names_are_the_builtin_metrics_and_aliases():
+def test_the_checked_names_are_the_builtin_metrics_and_aliases() -> None:
     assert _metric_names() >= {"bertscore", "nrr", "similarity", "ner", "refusal"}
 
 
 @pytest.mark.parametrize("module", FRONT_ENDS)
-def test_front_end_holds_no_metric_name(module):
+def test_front_end_holds_no_metric_name(module) -> None:
     found = metric_names_in((PACKAGE_ROOT / module).read_text(encoding="utf-8"), _metric_names())
     assert not found, f"{module} names metrics (line, string): {found}"
 
 
-def test_the_check_sees_a_name():
+def test_the_check_sees_a_name() -> None:
     source = ('"""A docstring naming bertscore is prose."""\n'
               'CLASSES = {"bertscore": 1}\n'
               'def f(x="NER"):\n    """nrr"""\n    return f"{x}" + "similarity"\n')
     assert metric_names_in(source, _metric_names()) == [(2, "bertscore"), (3, "NER"), (5, "similarity")]
+
+
+def _one_metric_options() -> set[str]:
+    """Option names some registered metrics declare and others do not: one metric's concern.
+    The engine keywords and the server's own settings (model, layer, long_texts, ...) are every
+    front end's vocabulary."""
+    import builtins
+    from dataclasses import fields
+
+    from rapidscore.common.engine_options import ENGINE_KEYWORDS
+    from rapidscore.metrics import BUILTIN, get_metric
+    from rapidscore.serve.config import ServeConfig
+
+    declared = [{option.name for option in get_metric(name).options} for name in BUILTIN]
+    # Python's own names (NER's ``format`` is the builtin's name too: a keyword of pandas and pyarrow)
+    shared = set.intersection(*declared) | set(ENGINE_KEYWORDS) | {f.name for f in fields(ServeConfig)} | set(
+        dir(builtins))
+    return set.union(*declared) - shared
+
+
+# Python's own methods of its built-in types (``"...".split``): an attribute of that name is not an
+# option
+_BUILTIN_ATTRIBUTES = {name for kind in (str, bytes, dict, list, tuple, set) for name in dir(kind)}
+
+# A name that is an option of one metric and, here, something else: (module, name) -> what it is
+NOT_OPTIONS = {
+    ("serve/app.py", "method"): "the ASGI scope's HTTP method",
+    ("common/file_run.py", "memory_budget"): "RUN_ONLY_OPTIONS, the flags left out of a resume fingerprint, still "
+                                             "lists the bertscore command's run-only flags",
+}
+
+
+def option_names_in(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of every string constant (docstrings left out), attribute (not a built-in
+    type's method) and keyword argument that is one of ``names``."""
+    tree = ast.parse(source)
+    docstrings = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            value = node.value.strip()
+        elif isinstance(node, ast.Attribute) and node.attr not in _BUILTIN_ATTRIBUTES:
+            value = node.attr
+        elif isinstance(node, ast.keyword) and node.arg is not None:
+            value = node.arg
+        else:
+            continue
+        if value in names:
+            found.append((getattr(node, "lineno", 0), value))
+    return sorted(found)
+
+
+def test_the_checked_options_are_single_metrics() -> None:
+    names = _one_metric_options()
+    assert {"idf_file", "num_layers", "rescale_with_baseline", "lang", "threshold", "method",
+            "similarity_threshold", "refusal_model", "label_similarity"} <= names
+    assert not names & {"model", "backend", "num_threads", "long_texts", "layer"}
+
+
+@pytest.mark.parametrize("module", FRONT_ENDS)
+def test_front_end_holds_no_option_of_one_metric(module) -> None:
+    found = [(line, name) for line, name in option_names_in((PACKAGE_ROOT / module).read_text(encoding="utf-8"),
+                                                            _one_metric_options())
+             if (module, name) not in NOT_OPTIONS]
+    assert not found, f"{module} names options of one metric (line, name): {found}"
+
+
+def test_the_option_check_sees_a_name() -> None:
+    source = ('"""idf_file in prose."""\n'
+              'x = options["idf_file"]\n'
+              'y = config.num_layers\n'
+              'z = build(threshold=0.5)\n')
+    assert option_names_in(source, {"idf_file", "num_layers", "threshold"}) == [
+        (2, "idf_file"), (3, "num_layers"), (4, "threshold")]
+
+
+def _class_names(tree: ast.Module, name: str) -> set[str]:
+    """The methods and class attributes of the class ``name`` in ``tree``."""
+    cls = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name)
+    names = set()
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+    return {name for name in names if not (name.startswith("__") and name.endswith("__"))}
+
+
+def test_the_metric_contract_has_no_serving_hook() -> None:
+    names = _class_names(ast.parse((PACKAGE_ROOT / "common" / "metric.py").read_text(encoding="utf-8")), "Metric")
+    assert not [name for name in names if name.startswith("serv")], names
+    assert names <= CONTRACT, f"names on Metric beyond the contract: {sorted(names - CONTRACT)}"
+    from rapidscore.common.metric import Metric
+
+    public = {name for name in dir(Metric) if not name.startswith("_")}
+    assert public <= CONTRACT, sorted(public - CONTRACT)
+
+
+def test_the_contract_check_sees_a_hook() -> None:
+    source = "class Metric:\n    name = 'x'\n    def serve_engine(self): ...\n    def __repr__(self): ...\n"
+    assert _class_names(ast.parse(source), "Metric") == {"name", "serve_engine"}

@@ -1,6 +1,6 @@
 """Every request option of every metric over HTTP equals the Python API on the same rows (issue 37
 item 2): the routes, their request models and their options come from the metrics'
-declarations (``Metric.request_options``), and a server started with two models, two layers
+declarations (the options each metric declares settable per request), and a server started with two models, two layers
 and an idf file answers each choice as the API does with the same keywords."""
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ import json
 
 import numpy as np
 import pytest
+
+from rapidscore.common.metric import request_options
 
 httpx = pytest.importorskip("httpx", reason="the [serve] test dependencies (httpx) are not installed")
 
@@ -161,10 +163,10 @@ def test_the_openapi_entries_are_the_declarations(server):
             entry = document["paths"][f"/v1/{path}"]["post"]
             reference = entry["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         schema = document["components"]["schemas"][reference.rsplit("/", 1)[-1]]
-        assert list(schema["properties"]) == [c.field for c in metric.inputs] + [o.name for o in metric.request_options]
+        assert list(schema["properties"]) == [c.field for c in metric.inputs] + [o.name for o in request_options(metric)]
         assert schema["required"] == [c.field for c in metric.inputs if not c.optional]
         assert schema["additionalProperties"] is False  # strict: an unknown field is a 400
-        for option in metric.request_options:
+        for option in request_options(metric):
             field = schema["properties"][option.name]
             assert field.get("default") == option.default and field["description"] == option.help
 

@@ -343,7 +343,7 @@ def test_workers_make_no_padded_session_and_are_warm_when_ready(tiny_model_path)
             [{"id": 0, "text": "Ada Lovelace met Bob", "labels": [[0, 12, "person"]]}]))
         for future in futures:
             future.result(60)
-        assert service.batcher.stats().batches >= 2
+        assert service.batcher.stats().requests == 33  # warm-up runs outside the queue
         assert sessions() == want
     finally:
         service.close()

@@ -8,14 +8,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from rapidscore.abstention.methods import METHODS
+from rapidscore.common.engine_options import ENGINE_OPTIONS
 from rapidscore.common.metric import (
     Column,
     Metric,
+    Option,
     RequestOption,
     RowNames,
-    ServerContext,
     ServerSetting,
     ServingTask,
+    Settings,
     Totals,
     relabel,
 )
@@ -46,22 +48,42 @@ class RefusalMetric(Metric):
     inputs = (Column("response", "response", "a response, or a chain-of-thought {complete, answer} record",
                      request_field="responses"),)
     batch_class_names = ("RefusalBatch",)
-    request_options = (
+    engine_types = ("rapidscore.abstention.detector_base:Detector",)
+    example = ("I'm sorry, I can't help with that.",)
+    options = (
         RequestOption("method", str, None, "The detector (default: heuristic; over HTTP the server's "
                       "`refusal_method`); `embedding` runs on the server's default model, `classifier` on the "
-                      "server's `refusal_model` (in Python and on the command line: `model=`).", choices=METHODS),
-    )
-    server_settings = (
+                      "server's `refusal_model` (in Python and on the command line: `model=`).", choices=METHODS,
+                      server="refusal_method"),
         ServerSetting("refusal_method", str, "heuristic", "detector of /v1/refusal", choices=METHODS),
         ServerSetting("refusal_model", str, None, "the sequence classifier (a directory, or a downloaded hub id) of "
                       "/v1/refusal's `classifier` method, loaded at start when `refusal_method` is classifier"),
+        Option("model", str, None, "the embedding detector's model", server="model"),
+        *ENGINE_OPTIONS,
     )
     response_fields: ClassVar[dict[str, Any] | None] = {
         "refusal": list[bool],
         "method": str,
     }
     outputs = ("refusal",)
-    options = ("num_threads",)  # the generic command's --threads: the SELECT matcher's or the encoder's
+
+    def settings(self, *, method: Any = None, model: str | None = None, refusal_model: str | None = None,
+                 **engine: Any) -> Settings:
+        """The detector's settings: ``method`` (default heuristic); ``classifier`` runs
+        ``refusal_model`` (a server's ``--refusal-model``), ``embedding`` runs ``model`` through the
+        unpadded graph, which the batched scorers run too (no second copy of the weights); the
+        engine keywords go to the detectors that run a model."""
+        super().settings(method=method, model=model, refusal_model=refusal_model, **engine)
+        method = method or "heuristic"
+        if method == "classifier":
+            if refusal_model is None:
+                raise ValueError("method 'classifier' needs a classifier loaded by the server, and this one has none "
+                                 "(rapidscore serve --refusal-model DIR, ServeConfig(refusal_model=...))")
+            kept = {k: v for k, v in engine.items() if k in ("backend", "device", "num_threads", "cache_dir")}
+            return Settings(kept, method=method, model=refusal_model)
+        if method == "embedding":
+            return Settings(engine, method=method, model=model, unpadded=True)
+        return Settings(method=method)
 
     def build(self, *, method: Any = "heuristic", **options: Any) -> Any:
         """``method`` and ``options`` as ``rapidscore.abstention.detect_refusal``: the detector
@@ -92,41 +114,10 @@ class RefusalMetric(Metric):
     def totals(self) -> RefusalTotals:
         return RefusalTotals()
 
-    def serving_task(self, engine: Any, solo: Any = None) -> ServingTask:
+    def task(self, engine: Any, solo: Any = None) -> ServingTask:
         from rapidscore.abstention.serving import DetectorTask
 
         return DetectorTask(engine)
-
-    def serves(self, engine: Any) -> bool:
-        from rapidscore.abstention.detectors import Detector
-
-        return isinstance(engine, Detector)
-
-    def serve_engine(self, server: ServerContext, options: Mapping[str, Any], encoder: Mapping[str, Any]) -> Any:
-        from rapidscore.abstention.detectors import get_detector
-
-        method = options.get("method") or server.setting("refusal_method")
-        if method == "classifier":
-            model = server.setting("refusal_model")
-            if model is None:
-                raise ValueError("method 'classifier' needs a classifier loaded by the server, and this one has none "
-                                 "(rapidscore serve --refusal-model DIR, ServeConfig(refusal_model=...))")
-            engine = {k: v for k, v in encoder.items() if k in ("backend", "device", "num_threads", "cache_dir")}
-            return get_detector(method, model=model, **engine)
-        if method != "embedding":
-            return get_detector(method)
-        # the unpadded graph, which the batched scorers run too: no second copy of the weights
-        return get_detector(method, model=server.default_model, **dict(encoder, unpadded=True))
-
-    def serve_request(self, server: ServerContext, columns: dict[str, Any],
-                      options: Mapping[str, Any]) -> tuple[tuple, dict]:
-        return (columns["response"],), {}
-
-    def serve_response(self, server: ServerContext, result: Any, engine: Any, options: Mapping[str, Any]) -> dict:
-        return {"refusal": result.tolist(), "method": options.get("method") or server.setting("refusal_method")}
-
-    def serve_warm_up(self, server: ServerContext, scorer: Any) -> None:
-        scorer.warm_up(["I'm sorry, I can't help with that."], repeats=1)
 
 
 METRIC = RefusalMetric()

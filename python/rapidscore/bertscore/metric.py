@@ -11,17 +11,20 @@ if TYPE_CHECKING:
     import numpy as np
 
 from rapidscore.bertscore.dataset_pass import count_documents, merge_document_counts
+from rapidscore.common.engine_options import ENGINE_OPTIONS
 from rapidscore.common.metric import (
     Column,
     DatasetPass,
     Metric,
+    Option,
     RequestOption,
     RowNames,
-    ServerContext,
     ServerSetting,
     ServingTask,
+    Settings,
     Totals,
     check_pairs,
+    field_error,
 )
 
 __all__ = ["BERTScoreMetric", "BERTScoreEngine", "METRIC"]
@@ -70,39 +73,63 @@ class BERTScoreMetric(Metric):
               Column("reference", "texts", "its reference, or a list of references (best P, R, F1)",
                      request_field="references"))
     outputs = ("precision", "recall", "f1")
-    options = ("idf", "reference_batch_size", "memory_budget")
     command = "rapidscore.bertscore.cli"
     takes_solo = True
     batch_class_names = ("BERTScoreBatch",)
+    engine_types = ("rapidscore.bertscore.scorer:BERTScore",)
+    example = ("The cat sat on the mat.", "A cat was sitting on the mat.")
     dataset_pass = DatasetPass("idf", "reference", count_documents, merge_document_counts)
-    request_options = (
+    options = (
         RequestOption("idf", bool, False, "Weight tokens by idf computed from this request's references, as "
                       "BERTScore(idf=True).score does."),
         RequestOption("idf_file", str, None, "Weight tokens by the idf file the server loaded at start under this "
                       "name (`--idf-file`; its file name without the extension); implies `idf`, and with `idf` "
-                      "the file's counts are used.", among="idf_files"),
+                      "the file's counts are used.", among="idf_file"),
         RequestOption("rescale_with_baseline", bool, False, "Rescale with the model's published baseline of "
                       "`lang`; a model without one is a 400."),
         RequestOption("lang", str, None, "The baseline's language (default en when rescaling); the model "
                       "stays the request's `model`."),
         RequestOption("model", str, None, "One of the models the server was started with (`--model`, "
-                      "repeatable); default the first.", among="models"),
+                      "repeatable); default the first.", among="model"),
         RequestOption("num_layers", int, None, "One of the layers the server loaded for the model (`--layer`, "
-                      "repeatable); default the first.", among="layers", minimum=0),
+                      "repeatable); default the first.", among="layer", minimum=0),
         RequestOption("long_texts", str, None, "Texts longer than the model: `truncate`, or `window` (every "
-                      "token embedded in overlapping windows); default the server's.", choices=("truncate", "window")),
+                      "token embedded in overlapping windows); default the server's.", choices=("truncate", "window"),
+                      server="long_texts"),
         RequestOption("reference_batch_size", int, None, "Reproduce bert-score's padding artefact of batches of "
                       "this size, digit for digit (its `batch_size`).", minimum=1, per_request=True),
-    )
-    server_settings = (
         ServerSetting("idf_file", str, None, "an idf file (rapidscore bertscore --write-idf, or "
-                      "DocumentFrequencies.save) requests may name by its file name (repeatable)", repeated=True),
+                      "DocumentFrequencies.save) requests may name by its file name (repeatable)", repeated=True,
+                      files=True),
+        Option("memory_budget", int, None, "bytes of a chunk's arrays at most (a stream's chunks)", minimum=1),
+        *ENGINE_OPTIONS,
     )
     response_fields: ClassVar[dict[str, Any] | None] = {
         "precision": list[float],
         "recall": list[float], "f1": list[float],
         "signature": str,
     }
+
+    def settings(self, *, idf: Any = False, idf_file: Any = None, rescale_with_baseline: bool = False,
+                 lang: str | None = None, num_layers: int | None = None, **options: Any) -> Settings:
+        """The engine's settings: the idf source (``idf``; an ``idf_file`` implies idf, and given
+        with ``idf`` the file's counts are used), checked against the model (ValueError naming
+        ``idf_file``), the baseline's language (en when rescaling names none: the model stays
+        the one named), the layer (``num_layers``); the other options as given."""
+        from rapidscore.bertscore.idf_source import resolve_idf_source
+
+        super().settings(lang=lang, num_layers=num_layers, **options)  # each declared value checked
+        try:
+            source = resolve_idf_source(idf, idf_file)
+            if options.get("model") is not None:
+                source.check_model(options["model"])
+        except (ValueError, OSError) as exc:
+            if idf_file is None:
+                raise
+            raise field_error("idf_file", str(exc)) from None
+        rescale = bool(rescale_with_baseline)
+        return Settings(options, idf=source, rescale_with_baseline=rescale, lang=lang or ("en" if rescale else None),
+                        layer=num_layers)
 
     def build(self, *, idf: Any = None, reference_batch_size: int | None = None, memory_budget: int | None = None,
               **scorer_options: Any) -> BERTScoreEngine:
@@ -152,34 +179,13 @@ class BERTScoreMetric(Metric):
     def totals(self) -> Totals:
         return MeanTotals(self.outputs)
 
-    def serving_task(self, engine: Any, solo: Any = None) -> ServingTask:
+    def task(self, engine: Any, solo: Any = None) -> ServingTask:
         from rapidscore.bertscore.serving import BERTScoreTask
 
-        return BERTScoreTask(engine, solo)
+        def scorer_of(engine: Any) -> Any:  # the metric's engine holds a BERTScore; a BERTScore is its own
+            return engine.scorer if isinstance(engine, BERTScoreEngine) else engine
 
-    def serve_engine(self, server: ServerContext, options: Mapping[str, Any], encoder: Mapping[str, Any]) -> Any:
-        from rapidscore.bertscore.serving import serving_scorer
-
-        return serving_scorer(server, options, encoder)
-
-    def serve_request(self, server: ServerContext, columns: dict[str, Any],
-                      options: Mapping[str, Any]) -> tuple[tuple, dict]:
-        return (columns["candidate"], columns["reference"]), {"reference_batch_size": options["reference_batch_size"]}
-
-    def serve_response(self, server: ServerContext, result: Any, engine: Any, options: Mapping[str, Any]) -> dict:
-        return {"precision": result.precision.tolist(), "recall": result.recall.tolist(), "f1": result.f1.tolist(),
-                "signature": result.signature}
-
-    def serve_warm_up(self, server: ServerContext, scorer: Any) -> None:
-        from rapidscore.device.cuda_graphs import warm_up_graphs
-
-        warm_up_graphs(getattr(scorer.scorer, "encoder", None))  # CUDA graphs of small batches (torch on CUDA)
-        scorer.warm_up(["The cat sat on the mat."], ["A cat was sitting on the mat."])
-
-    def serves(self, engine: Any) -> bool:
-        from rapidscore.bertscore import BERTScore
-
-        return isinstance(engine, BERTScore)
+        return BERTScoreTask(scorer_of(engine), None if solo is None else scorer_of(solo))
 
 
 METRIC = BERTScoreMetric()

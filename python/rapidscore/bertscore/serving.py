@@ -9,40 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BERTScoreTask", "serving_scorer"]
-
-
-def serving_scorer(server: Any, options: Any, encoder: Any) -> Any:
-    """The ``BERTScore`` a server scores requests with, under a request's engine options
-    (``BERTScoreMetric.request_options``): the served model and layer it names, idf (from each
-    request's references, or an idf file loaded at start: ``idf_file`` implies ``idf``, both are
-    the file), rescaling with ``lang``'s baseline (en by default), long texts. The encoder is the
-    process's shared one (``get_encoder``)."""
-    from rapidscore.bertscore import BERTScore
-    from rapidscore.bertscore.idf_source import resolve_idf_source
-
-    model = options.get("model") or server.default_model
-    layer = server.layer_of(model, options.get("num_layers"))
-    name = options.get("idf_file")
-    try:  # the CLI's rule: an idf file implies idf, and given with idf the file's counts are used
-        idf = resolve_idf_source(bool(options.get("idf")), None if name is None else server.idf_file(name))
-        idf.check_model(model)
-    except (ValueError, OSError) as exc:
-        raise _field_error("idf_file", str(exc)) from None
-    rescale = bool(options.get("rescale_with_baseline"))
-    lang = options.get("lang") or ("en" if rescale else None)
-    try:
-        return BERTScore(model, layer, idf=idf, rescale_with_baseline=rescale, lang=lang,
-                         long_texts=options.get("long_texts") or server.setting("long_texts"), **encoder)
-    except (ValueError, OSError) as exc:  # no baseline for the model or language
-        field = "rescale_with_baseline" if rescale else next(iter(options), "model")
-        raise _field_error(field, str(exc)) from None
-
-
-def _field_error(field: str, message: str) -> ValueError:
-    error = ValueError(f"{field}: {message}")
-    setattr(error, "field", field)  # noqa: B010 - read by the HTTP layer with getattr
-    return error
+__all__ = ["BERTScoreTask"]
 
 
 class BERTScoreTask:
@@ -56,6 +23,12 @@ class BERTScoreTask:
         self.scorer = scorer
         self.solo = solo
         self.encoder = scorer.encoder
+
+    def warm_up(self) -> None:
+        """Capture the CUDA graphs of small batches (a torch runner on CUDA; else nothing)."""
+        from rapidscore.device.cuda_graphs import warm_up_graphs
+
+        warm_up_graphs(self.scorer.encoder)
 
     def prepare(self, cands: Sequence[str], refs: Any, *, reference_batch_size: int | None = None,
                 limits: Any = None) -> tuple[Any, int]:

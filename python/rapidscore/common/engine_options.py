@@ -22,9 +22,21 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ENGINE_KEYWORDS", "encoder_keywords", "deprecated_encoder_options"]
+from rapidscore.common.metric import Option
+
+__all__ = ["ENGINE_KEYWORDS", "ENGINE_OPTIONS", "encoder_keywords", "deprecated_encoder_options"]
 
 ENGINE_KEYWORDS = ("backend", "device", "precision", "num_threads", "batch_tokens", "cache_dir")
+
+#: the engine keywords a server fixes for every metric that runs a model (a metric declares them
+#: among its options): each takes the server's setting of the same name
+ENGINE_OPTIONS = (
+    Option("backend", str, None, "the runtime (None: the precision's default)", server="backend"),
+    Option("device", str, "cpu", "cpu or cuda", server="device"),
+    Option("precision", str, "fp32", "the encoder's precision", server="precision"),
+    Option("num_threads", int, None, "threads of the runtime and the kernels (None: the thread budget)",
+           minimum=1, server="num_threads"),
+)
 
 
 def encoder_keywords(*, backend: str | None = None, device: str = "cpu", precision: str = "fp32",

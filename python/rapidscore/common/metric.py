@@ -22,8 +22,9 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from rapidscore.common.stream import check_pair, chunks
 from rapidscore.errors import ColumnError
 
-__all__ = ["Column", "Declared", "RequestOption", "ServerSetting", "DatasetPass", "Metric", "ServerContext", "Totals",
-           "ColumnError", "RowNames", "ServingTask", "PiecewiseTask", "check_columns", "request_option_table",
+__all__ = ["Column", "Declared", "Option", "RequestOption", "ServerSetting", "Settings", "DatasetPass", "Metric",
+           "Totals", "ColumnError", "RowNames", "ServingTask", "PiecewiseTask", "WarmingTask", "check_columns",
+           "request_option_table", "request_options", "server_settings", "engine_metric", "field_error", "frozen_value",
            "check_pairs", "relabel", "output_rows", "plain_column"]
 
 
@@ -115,40 +116,127 @@ class Declared:
 
 
 @dataclass(frozen=True)
-class RequestOption(Declared):
-    """An option a caller may set per request (the HTTP service's request fields), declared
-    once by the metric: its name (the Python API's keyword), type (``bool``, ``int``, ``float``,
-    ``str``), default, documentation, and bounds (``choices`` for text, ``minimum`` /
-    ``maximum`` for numbers). A request that sets an option to other than its default is scored
-    by an engine built with it (``engine_options`` of the service), so the result equals the
-    Python API's with that keyword."""
+class Option(Declared):
+    """An option of a metric, declared once, saying where it may be set: as a keyword of
+    :meth:`Metric.settings` always; ``request``: by a caller per request (an HTTP request field,
+    a flag of the generic command); ``per_request``: handed to the batching task with each
+    request (no engine of its own per value: numbers such as a threshold); ``start``: fixed
+    when a server starts (``rapidscore serve --NAME``, a key of its settings file), ``repeated``
+    when it may be given several times (a tuple of values), ``files`` when each value is a file
+    that requests name by its file name without the extension.
 
-    #: the serving task takes the option with each request (no engine of its own per value:
-    #: numbers such as a threshold); otherwise each value is scored by an engine built with it
+    ``server``: the server setting (a metric's, or the server's own: ``model``, ``layer``,
+    ``long_texts``, ``backend``, ...) whose value a request that gives none gets; ``among``: the
+    value must be one of that server setting's values (a served model by any spelling, a file
+    by its name), checked by the service, which answers 400 naming the option otherwise."""
+
+    request: bool = False
     per_request: bool = False
-    #: the value must be one the server loaded at start: ``"models"`` (a served model),
-    #: ``"layers"`` (a served layer of the chosen model), ``"idf_files"`` (an idf file loaded
-    #: at start, by name); another value is a 400 listing those served
+    start: bool = False
+    repeated: bool = False
+    files: bool = False
+    server: str | None = None
     among: str | None = None
 
-
-@dataclass(frozen=True)
-class ServerSetting(Declared):
-    """A setting a metric fixes when a server starts (``rapidscore serve --FLAG``, a key of its
-    settings file, a ``ServeConfig`` keyword): a :class:`Declared` option (the flag is its name
-    with dashes). A request option of the same meaning falls back to it (NRR's ``threshold`` to
-    ``similarity_threshold``)."""
-
-    #: may be given several times (``--idf-file A --idf-file B``): a tuple of values
-    repeated: bool = False
-
     def check(self, value: Any) -> Any:
-        """``value`` checked against the declaration (ValueError naming the setting)."""
+        """``value`` checked against the declaration (ValueError naming the option)."""
         if self.repeated:
             if isinstance(value, str) or not isinstance(value, (list, tuple)):
                 value = (value,)
-            return tuple(self.check_value(item) for item in value)
+            values = tuple(self.check_value(item) for item in value)
+            if self.files:
+                from pathlib import Path
+
+                stems = [Path(item).stem for item in values]
+                if len(set(stems)) != len(stems):
+                    raise ValueError(f"{self.name}: two files of one name {stems}: requests name them by file name")
+            return values
         return self.check_value(value)
+
+
+@dataclass(frozen=True)
+class RequestOption(Option):
+    """An :class:`Option` a caller may set per request (the service's request fields, the
+    generic command's flags). A request that sets one to other than its default is scored by an
+    engine built with it (unless ``per_request``), so the result equals the Python API's with
+    that keyword."""
+
+    request: bool = True
+
+
+@dataclass(frozen=True)
+class ServerSetting(Option):
+    """An :class:`Option` a server fixes when it starts (``rapidscore serve --FLAG``, a key of
+    its settings file, a ``ServeConfig`` keyword; the flag is its name with dashes)."""
+
+    start: bool = True
+
+
+def request_options(metric: Metric) -> tuple[Option, ...]:
+    """The options of ``metric`` a caller may set per request, in declared order."""
+    return tuple(option for option in metric.options if option.request)
+
+
+def server_settings(metric: Metric) -> tuple[Option, ...]:
+    """The options of ``metric`` a server fixes at start, in declared order."""
+    return tuple(option for option in metric.options if option.start)
+
+
+class Settings(Mapping):
+    """A metric's settings, resolved once (:meth:`Metric.settings`): a frozen, hashable mapping
+    of the keywords its engine is built with (``metric.build(**settings)``). Equal settings are
+    one engine: the service keys its table of engines on them."""
+
+    __slots__ = ("_hash", "_values")
+    _values: dict[str, Any]
+    _hash: int
+
+    def __init__(self, values: Mapping[str, Any] | None = None, **more: Any):
+        merged = {**(values or {}), **more}
+        object.__setattr__(self, "_values", dict(sorted(merged.items())))
+        object.__setattr__(self, "_hash", hash(tuple((k, frozen_value(v)) for k, v in self._values.items())))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Settings are frozen")
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and hash(self) == hash(other) and dict(self.items()) == dict(other.items())
+
+    def __repr__(self) -> str:
+        return f"Settings({self._values!r})"
+
+
+def frozen_value(value: Any) -> Any:
+    """``value``, or a stand-in of equal values for a list / dict (a Settings must hash)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(frozen_value(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, frozen_value(v)) for k, v in value.items()))
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+def field_error(field: str, message: str) -> ValueError:
+    """A ValueError ``"FIELD: message"`` whose ``field`` names the option or request field at
+    fault (the HTTP layer answers 400 naming it)."""
+    error = ValueError(f"{field}: {message}")
+    setattr(error, "field", field)  # noqa: B010 - read by the HTTP layer with getattr
+    return error
 
 
 @dataclass(frozen=True)
@@ -180,8 +268,8 @@ class Totals:
 
 
 class ServingTask(Protocol):
-    """How the service batches a metric's requests (``rapidscore.serve.batching``;
-    :meth:`Metric.serving_task` makes one per engine).
+    """How requests share one engine pass (``rapidscore.serve.batching``; :meth:`Metric.task`
+    makes one per engine).
 
     ``prepare(*request, limits=None) -> (payload, tokens)`` runs in the caller's thread: it
     validates and tokenises one request (``limits.check_texts`` / ``check_tokens`` raise a 413's
@@ -211,35 +299,21 @@ class PiecewiseTask(ServingTask, Protocol):
     def finish_pieces(self, payload: Any, partials: list, alone: bool) -> Any: ...
 
 
-class ServerContext(Protocol):
-    """What a server fixed at start, as a metric's serving hooks see it
-    (``rapidscore.serve.service.ScoringService`` is one)."""
+@runtime_checkable
+class WarmingTask(ServingTask, Protocol):
+    """A :class:`ServingTask` whose engine has warm-up of its own (CUDA graphs of small
+    batches): ``warm_up()`` runs before the first requests when a server warms up."""
 
-    def setting(self, name: str) -> Any:
-        """The value of a :class:`ServerSetting` (any metric's) this server runs with."""
-        ...
-
-    @property
-    def default_model(self) -> str:
-        """The model of a request that names none (the first served)."""
-        ...
-
-    def layer_of(self, model: str, num_layers: int | None) -> int | None:
-        """The served layer of ``model`` a request chose (None: the model's first served)."""
-        ...
-
-    def idf_file(self, name: str) -> str:
-        """The path of the idf file loaded at start under ``name``."""
-        ...
-
-    def encoder_options(self, solo: bool = False) -> dict | None:
-        """The engine keywords of the workers' engines (``solo``: of lone batches; None: none)."""
-        ...
+    def warm_up(self) -> None: ...
 
 
 class Metric:
-    """One metric, defined once. Subclasses set the class attributes and implement
-    :meth:`build` and :meth:`score`; :meth:`totals` and :meth:`serving_task` have defaults.
+    """One metric, defined once: what it reads and writes (:attr:`inputs`, :attr:`outputs`),
+    what may be set (:attr:`options`), its settings resolved once (:meth:`settings`), its engine
+    (:meth:`build`), how rows are scored (:meth:`score`, :meth:`stream`), its corpus totals
+    (:meth:`totals`) and how requests share one engine pass (:meth:`task`). Every front end (the
+    Python API, the streaming runner, the generic command, the HTTP service, Ray) is written
+    against these names and finds metrics in the registry (``rapidscore.metrics``).
 
     Thread safety: a Metric holds no state (its engine does); ``score`` is as thread-safe as the
     engine it is given (every engine rapidscore builds is)."""
@@ -251,28 +325,60 @@ class Metric:
     inputs: ClassVar[tuple[Column, ...]]
     #: the tabular output columns (one scalar per row); ``score`` may add richer ones after them
     outputs: ClassVar[tuple[str, ...]]
-    #: the keyword options of ``build`` that are not the engine's own (for generic front ends)
-    options: ClassVar[tuple[str, ...]] = ()
+    #: every declared option (:class:`Option`: where each may be set, its type and bounds)
+    options: ClassVar[tuple[Option, ...]] = ()
+    #: one row of inputs (in the order of :attr:`inputs`) a server scores before it turns ready
+    example: ClassVar[tuple | None] = None
+    #: the classes (``"module:QualifiedName"``) of engines a user builds for this metric: a
+    #: ``BatchingScorer`` given one picks this metric
+    engine_types: ClassVar[tuple[str, ...]] = ()
+    #: whether :meth:`task` takes a ``solo`` engine (the same settings with more threads)
+    takes_solo: ClassVar[bool] = False
     #: what a row is called in errors ("item 3", "record 3")
     row_noun: ClassVar[str] = "item"
     #: the module of the metric's own CLI command (``add_arguments``, ``run``); None: the generic
     #: command of ``rapidscore.metric_cli`` (rows of a file in, one output row per row out)
     command: ClassVar[str | None] = None
-    #: whether ``serving_task`` takes a ``solo`` engine (the same engine with more threads)
-    takes_solo: ClassVar[bool] = False
-    #: the options a caller may set per request (the service's request fields; the generic
-    #: command's flags): each is a keyword of :meth:`build` too
-    request_options: ClassVar[tuple[RequestOption, ...]] = ()
-    #: what a server fixes at start for this metric (``rapidscore serve`` flags)
-    server_settings: ClassVar[tuple[ServerSetting, ...]] = ()
     #: a pass over a whole dataset that fills a build option (None: none)
     dataset_pass: ClassVar[DatasetPass | None] = None
     #: the names of the metric's Ray batch class (``rapidscore.integrations.ray.<name>``); the
     #: first is its own, later ones older names. Default: ``MetricBatch`` with ``metric=``
     batch_class_names: ClassVar[tuple[str, ...]] = ()
+    #: the answer's fields and their types (the OpenAPI schema), each read from the result (an
+    #: output column, an attribute or key of the result) or else the settings; None: each output
+    #: column as a list, and ``signature``
+    response_fields: ClassVar[dict[str, Any] | None] = None
+    #: every row has a value in each required column (their lengths must agree; NER's records
+    #: are joined by id instead)
+    aligned_rows: ClassVar[bool] = True
+    #: the fewest rows a request may hold (NRR's rate of nothing is undefined: 1)
+    min_rows: ClassVar[int] = 0
 
-    def build(self, **options: Any) -> Any:
-        """The engine (model loaded once, options checked): reused for every chunk."""
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # older declarations, still read: ``request_options`` and ``server_settings`` tuples,
+        # and ``options`` as names of build keywords
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__
+        if "request_options" in own or "server_settings" in own:
+            cls.options = (*own.get("request_options", ()), *own.get("server_settings", ()), *(
+                option for option in own.get("options", ()) if isinstance(option, Option)))
+        if any(isinstance(option, str) for option in cls.options):
+            cls.options = tuple(Option(option, object, None, "") if isinstance(option, str) else option
+                                for option in cls.options)
+
+    def settings(self, **options: Any) -> Settings:
+        """The settings of an engine (:class:`Settings`, frozen and hashable), resolved once from
+        the options a caller gave; each declared option's value is checked (ValueError naming
+        it). Default: the options as given."""
+        declared = {option.name: option for option in self.options if not option.per_request}
+        for name, value in options.items():
+            if name in declared and value is not None:
+                declared[name].check_value(value)
+        return Settings(options)
+
+    def build(self, **settings: Any) -> Any:
+        """The engine (model loaded once) of ``settings`` (``build(**metric.settings(...))``):
+        reused for every chunk."""
         raise NotImplementedError
 
     def score(self, engine: Any, columns: Mapping[str, Sequence], names: RowNames | None = None) -> dict[str, Any]:
@@ -313,58 +419,27 @@ class Metric:
     def signature(self, engine: Any) -> str:
         return str(getattr(engine, "signature", f"{self.name}|rapidscore"))
 
-    def serves(self, engine: Any) -> bool:
-        """Whether ``engine`` (a scorer object a user built) is this metric's: the service's
-        ``BatchingScorer`` picks the metric of the scorer it is given."""
-        return False
-
-    def serving_task(self, engine: Any, solo: Any = None) -> ServingTask:
-        """How the service batches this metric's requests (:class:`ServingTask`): by default
-        each request's rows are scored alone, in the worker."""
+    def task(self, engine: Any, solo: Any = None) -> ServingTask:
+        """How requests share one engine pass (:class:`ServingTask`; the service's batching and
+        ``BatchingScorer``): by default each request's rows are scored alone, in the worker."""
         return RowsTask(self, engine)
-
-    # -- serving: what the HTTP service builds from the declarations above -------------------
-    #: the response's fields and their types (the OpenAPI schema); None: each output column as
-    #: a list, and ``signature``
-    response_fields: ClassVar[dict[str, Any] | None] = None
-    #: every row has a value in each required column (their lengths must agree; NER's records
-    #: are joined by id instead)
-    aligned_rows: ClassVar[bool] = True
-    #: the fewest rows a request may hold (NRR's rate of nothing is undefined: 1)
-    min_rows: ClassVar[int] = 0
-
-    def serve_engine(self, server: ServerContext, options: Mapping[str, Any], encoder: Mapping[str, Any]) -> Any:
-        """The engine a server scores requests with, built with a request's engine options
-        (the :attr:`request_options` that are not ``per_request``, at their non-default values)
-        and the server's ``encoder`` keywords; what :meth:`serving_task` takes. Default:
-        ``build(**options)``."""
-        return self.build(**options)
-
-    def serve_request(self, server: ServerContext, columns: dict[str, Any],
-                      options: Mapping[str, Any]) -> tuple[tuple, dict]:
-        """The arguments of the serving task's ``prepare`` for one request: its columns (by
-        input name) and its ``per_request`` options. Default: the columns (:class:`RowsTask`)."""
-        return (columns,), {}
-
-    def serve_response(self, server: ServerContext, result: Any, engine: Any, options: Mapping[str, Any]) -> dict:
-        """The JSON document of a request's result. Default: each output column and the
-        signature."""
-        document = {name: plain_column(result[name]) for name in self.outputs if name in result}
-        return {**document, "signature": self.signature(engine)}
-
-    def serve_warm_up(self, server: ServerContext, scorer: Any) -> None:
-        """Run a small request through ``scorer`` (a ``BatchingScorer``) before the server turns
-        ready; default: nothing."""
 
     def __repr__(self) -> str:
         return f"<metric {self.name!r}>"
+
+
+def engine_metric(engine: Any, metrics: Iterable[Metric]) -> Metric | None:
+    """The metric among ``metrics`` whose :attr:`~Metric.engine_types` ``engine`` is an
+    instance of (its class or a base class named), or None."""
+    names = {f"{cls.__module__}:{cls.__qualname__}" for cls in type(engine).__mro__}
+    return next((metric for metric in metrics if names.intersection(metric.engine_types)), None)
 
 
 def request_option_table(metric: Metric) -> str:
     """The markdown table of ``metric``'s request options (docs/serving.md holds it as generated;
     a test checks that the page matches)."""
     lines = ["| field | type | default | what it does |", "|---|---|---|---|"]
-    for option in metric.request_options:
+    for option in request_options(metric):
         kind = " or ".join(f"`{c}`" for c in option.choices) if option.choices else option.type.__name__
         if option.minimum is not None or option.maximum is not None:
             kind += f" in [{option.minimum}, {option.maximum}]"
@@ -416,17 +491,24 @@ def check_pairs(texts: Sequence, references: Sequence, names: tuple[str, str],
 
 
 class RowsTask:
-    """The service's default task for a metric: a request is a dict of columns, scored whole
-    in the worker (no merged encoder pass). Results equal ``metric.score``'s."""
+    """The default task of a metric: a request is its input columns (a dict, or one value per
+    input in the order of ``metric.inputs``, an optional one by name), scored whole in the
+    worker (no merged engine pass). Results equal ``metric.score``'s."""
 
     def __init__(self, metric: Metric, engine: Any):
         self.metric, self.engine = metric, engine
 
-    def prepare(self, columns: Mapping[str, Sequence], *, limits: Any = None) -> tuple[Any, int]:
+    def prepare(self, *values: Any, limits: Any = None, **named: Any) -> tuple[Any, int]:
+        if len(values) == 1 and isinstance(values[0], Mapping):
+            columns = dict(values[0])
+        else:
+            required = [c.name for c in self.metric.inputs if not c.optional]
+            columns = dict(zip(required, values))
+            columns.update((c.name, named[c.field]) for c in self.metric.inputs if c.optional and c.field in named)
         n_rows = check_columns(self.metric, columns)
         if limits is not None:
             limits.check_texts(n_rows, self.metric.inputs[0].name, "rows")
-        return dict(columns), max(1, n_rows)
+        return columns, max(1, n_rows)
 
     def run(self, payloads: list, alone: bool) -> list:
         return [self.metric.score(self.engine, columns) for columns in payloads]

@@ -6,10 +6,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rapidscore.common.metric import Column, Metric, RequestOption, RowNames, ServerContext, ServerSetting, Totals
+from rapidscore.common.engine_options import ENGINE_OPTIONS
+from rapidscore.common.metric import (
+    Column,
+    Metric,
+    RequestOption,
+    RowNames,
+    ServerSetting,
+    ServingTask,
+    Settings,
+    Totals,
+)
 from rapidscore.ner.formats import FORMATS
 
 if TYPE_CHECKING:
@@ -26,10 +36,13 @@ LABEL_SIMILARITY_OPTIONS = ("label_model", "embedder", "label_map", "backend", "
 
 @dataclass(frozen=True)
 class NEREngine:
-    """The label similarity (built once) and the other ``rapidscore.ner.evaluate`` options."""
+    """The label similarity (built once) and the other ``rapidscore.ner.evaluate`` options;
+    ``labels``: the label similarity's name and options, from which a served request builds
+    its own (its label cache bounded by the request, not by every label clients ever sent)."""
 
     similarity: Any
     options: dict
+    labels: dict = field(default_factory=dict)
 
     @property
     def signature(self) -> str:
@@ -120,15 +133,18 @@ class NERMetric(Metric):
     row_noun = "record"
     batch_class_names = ("NERBatch",)
     aligned_rows = False  # records are joined by id (or position), not row by row
-    request_options = (
+    example = ({"id": 0, "text": "Ada Lovelace", "labels": [[0, 3, "PER"]]},
+               {"id": 0, "text": "Ada Lovelace", "labels": [[0, 12, "person"]]})
+    options = (
         RequestOption("format", str, "auto", "The entity format of both sides (`auto`: detected per record).",
                       choices=FORMATS, per_request=True),
         RequestOption("gold_format", str, None, "The gold side's format where it differs.", choices=FORMATS,
                       per_request=True),
         RequestOption("label_similarity", str, None, "How labels compare: `embedding` cosine or `exact`; default "
-                      "the server's `ner_label_similarity`.", choices=("embedding", "exact")),
+                      "the server's `ner_label_similarity`.", choices=("embedding", "exact"),
+                      server="ner_label_similarity"),
         RequestOption("label_model", str, None, "The model that embeds labels: one the server was started with "
-                      "(`--model`); default the first.", among="models"),
+                      "(`--model`); default the first.", among="model"),
         RequestOption("min_jaccard", float, 0.0, "Aligned spans overlap at least this much (Jaccard).", minimum=0.0,
                       maximum=1.0, per_request=True),
         RequestOption("min_overlap_percent", float, 1.0, "SemEval's partial match: the least overlap, in percent.",
@@ -136,10 +152,9 @@ class NERMetric(Metric):
         RequestOption("semeval_matching", str, "optimal", "SemEval matching: `optimal`, or nervaluate's greedy "
                       "order.", choices=("optimal", "nervaluate"), per_request=True),
         RequestOption("records", bool, False, "Include per-record detail in the answer.", per_request=True),
-    )
-    server_settings = (
         ServerSetting("ner_label_similarity", str, "embedding", "label similarity of /v1/ner",
                       choices=("embedding", "exact")),
+        *ENGINE_OPTIONS,
     )
     response_fields: ClassVar[dict[str, Any] | None] = {
         "n_records": int,
@@ -163,7 +178,13 @@ class NERMetric(Metric):
         if options.get("num_threads") is not None:
             label_options["num_threads"] = options["num_threads"]
         similarity = make_label_similarity(label_similarity, **label_options)
-        return NEREngine(similarity, options)
+        labels = {"label_similarity": label_similarity, **label_options} if isinstance(label_similarity, str) else {}
+        return NEREngine(similarity, options, labels)
+
+    def settings(self, **options: Any) -> Settings:
+        """The options as given; the label encoder runs the unpadded graph, which the batched
+        scorers run too (the same numbers: no second copy of the model's weights)."""
+        return super().settings(**{"unpadded": True, **options})
 
     def score(self, engine: NEREngine, columns: Mapping[str, Sequence],
               names: RowNames | None = None) -> dict[str, Any]:
@@ -196,37 +217,10 @@ class NERMetric(Metric):
     def totals(self) -> NerTotals:
         return NerTotals()
 
-    def serving_task(self, engine: Any, solo: Any = None) -> Any:
-        from rapidscore.common.metric import RowsTask
-        from rapidscore.ner.serving import NERServing, NERTask
+    def task(self, engine: Any, solo: Any = None) -> ServingTask:
+        from rapidscore.ner.serving import NERTask
 
-        return NERTask(engine) if isinstance(engine, NERServing) else RowsTask(self, engine)
-
-    def serve_engine(self, server: ServerContext, options: Mapping[str, Any], encoder: Mapping[str, Any]) -> Any:
-        from rapidscore.ner.serving import NERServing
-
-        label_similarity = options.get("label_similarity") or server.setting("ner_label_similarity")
-        # the label encoder through the unpadded graph, which the batched scorers run too: the
-        # workers never make the padded graph's session (a second copy of the weights)
-        return NERServing(label_similarity, dict(encoder, unpadded=True,
-                                                 label_model=options.get("label_model") or server.default_model))
-
-    def serve_request(self, server: ServerContext, columns: dict[str, Any],
-                      options: Mapping[str, Any]) -> tuple[tuple, dict]:
-        call = {name: options[name] for name in ("format", "min_jaccard", "min_overlap_percent", "semeval_matching")}
-        if options["gold_format"] is not None:
-            call["gold_format"] = options["gold_format"]
-        if columns.get("text") is not None:
-            call["texts"] = columns["text"]
-        return (columns["gold"], columns["predicted"]), call
-
-    def serve_response(self, server: ServerContext, result: Any, engine: Any, options: Mapping[str, Any]) -> dict:
-        return result.to_dict(records=options["records"])
-
-    def serve_warm_up(self, server: ServerContext, scorer: Any) -> None:
-        if scorer.scorer.label_similarity == "embedding":
-            scorer.score([{"id": 0, "text": "Ada Lovelace", "labels": [[0, 3, "PER"]]}],
-                         [{"id": 0, "text": "Ada Lovelace", "labels": [[0, 12, "person"]]}])
+        return NERTask(engine)
 
 
 def _row_named_in(message: str, offset: int, n_rows: int) -> int | None:

@@ -5,37 +5,30 @@ field at fault (``gold[3]``, ``predictions``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["NERServing", "NERTask", "evaluate_naming_the_field"]
-
-
-@dataclass(frozen=True)
-class NERServing:
-    """What a server evaluates NER requests with: the label similarity's name (``embedding``,
-    ``exact``), its model and the label encoder's engine keywords; each request builds its own
-    ``LabelSimilarity`` from them (the encoder is the process's shared one)."""
-
-    label_similarity: str
-    options: dict = field(default_factory=dict)
+__all__ = ["NERTask", "evaluate_naming_the_field"]
 
 
 class NERTask:
-    """NER requests, each run whole in the worker (no merged encoder pass)."""
+    """NER requests, each evaluated whole in the worker (no merged encoder pass), with its own
+    label similarity built from the engine's (``NEREngine.labels``); a request's per-request
+    options are ``evaluate``'s, and ``records`` asks for each record's detail in the answer.
+    Each result is the evaluation's document (``NerResult.to_dict``)."""
 
-    def __init__(self, engine: NERServing):
+    def __init__(self, engine: Any):
         self.engine = engine
 
-    def prepare(self, gold: Any, predictions: Any, *, limits: Any = None, **options: Any) -> tuple[Any, int]:
+    def prepare(self, gold: Any, predictions: Any, *, limits: Any = None, records: bool = False,
+                **options: Any) -> tuple[Any, int]:
         n_entities = sum(len(item) if hasattr(item, "__len__") else 1 for item in (*gold, *predictions))
-        return (gold, predictions, options), max(1, 4 * n_entities)
+        return (gold, predictions, options, records), max(1, 4 * n_entities)
 
     def run(self, payloads: list, alone: bool) -> list:
         engine = self.engine
-        return [evaluate_naming_the_field(gold, predictions, label_similarity=engine.label_similarity,
-                                          **engine.options, **options)
-                for gold, predictions, options in payloads]
+        return [evaluate_naming_the_field(gold, predictions, **{**engine.options, **engine.labels, **options}
+                                          ).to_dict(records=records)
+                for gold, predictions, options, records in payloads]
 
 
 def evaluate_naming_the_field(gold: Any, predictions: Any, **options: Any) -> Any:

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     import numpy as np
 
+from rapidscore.common.engine_options import ENGINE_OPTIONS
 from rapidscore.common.metric import (
     Column,
     Metric,
+    Option,
     RequestOption,
     RowNames,
-    ServerContext,
     ServerSetting,
     ServingTask,
     Totals,
@@ -79,22 +80,25 @@ class NRRMetric(Metric):
               Column("reference", "texts", "its ground truth, or a list of them (the best counts)",
                      request_field="references"))
     outputs = ("similarity", "best_reference", "rejected")
-    options = ("threshold",)
     command = "rapidscore.nrr.cli"
     takes_solo = True
     batch_class_names = ("NRRBatch", "SimilarityBatch")
+    engine_types = ("rapidscore.nrr.scoring:SentenceSimilarity",)
+    example = ("The cat sat on the mat.", "A cat was sitting on the mat.")
     min_rows = 1  # the rate of no answers is undefined: negative_rejection refuses it too
-    request_options = (
+    options = (
         RequestOption("threshold", float, None, "Rejected when the similarity is below it (default: the server's "
-                      "`similarity_threshold`).", minimum=-1.0, maximum=1.0, per_request=True),
+                      "`similarity_threshold`).", minimum=-1.0, maximum=1.0, per_request=True,
+                      server="similarity_threshold"),
         RequestOption("model", str, None, "One of the models the server was started with (`--model`, "
-                      "repeatable); default the first.", among="models"),
-    )
-    server_settings = (
+                      "repeatable); default the first.", among="model"),
         ServerSetting("similarity_method", str, "embedding", "similarity of /v1/nrr: sentence-embedding cosine, or "
                       "BERTScore F1", choices=("embedding", "bertscore")),
         ServerSetting("similarity_threshold", float, 0.8, "NRR threshold of requests that name none",
                       minimum=-1.0, maximum=1.0),
+        Option("method", str, "embedding", "sentence-embedding cosine, or BERTScore F1",
+               choices=("embedding", "bertscore"), server="similarity_method"),
+        *ENGINE_OPTIONS,
     )
     response_fields: ClassVar[dict[str, Any] | None] = {
         "similarities": list[float],
@@ -144,36 +148,13 @@ class NRRMetric(Metric):
     def totals(self) -> RateCounter:
         return RateCounter()
 
-    def serving_task(self, engine: Any, solo: Any = None) -> ServingTask:
+    def task(self, engine: Any, solo: Any = None) -> ServingTask:
         from rapidscore.nrr.serving import NRRTask
 
-        return NRRTask(engine, solo)
+        def model_of(engine: Any) -> Any:  # the metric's engine holds a SentenceSimilarity; one is its own
+            return engine.model if isinstance(engine, NRREngine) else engine
 
-    def serves(self, engine: Any) -> bool:
-        from rapidscore.nrr.scoring import SentenceSimilarity
-
-        return isinstance(engine, SentenceSimilarity)
-
-    def serve_engine(self, server: ServerContext, options: Mapping[str, Any], encoder: Mapping[str, Any]) -> Any:
-        from rapidscore.nrr.scoring import SentenceSimilarity
-
-        return SentenceSimilarity(options.get("model") or server.default_model, server.setting("similarity_method"),
-                                  **encoder)
-
-    def serve_request(self, server: ServerContext, columns: dict[str, Any],
-                      options: Mapping[str, Any]) -> tuple[tuple, dict]:
-        threshold = options["threshold"]
-        return (columns["generated"], columns["reference"]), {
-            "threshold": server.setting("similarity_threshold") if threshold is None else threshold}
-
-    def serve_response(self, server: ServerContext, result: Any, engine: Any, options: Mapping[str, Any]) -> dict:
-        return {"similarities": result.similarities.tolist(), "rejected": result.rejected.tolist(),
-                "rate": result.rate, "best_reference": result.best_reference.tolist(),
-                "threshold": result.threshold, "signature": result.signature}
-
-    def serve_warm_up(self, server: ServerContext, scorer: Any) -> None:
-        scorer.warm_up(["The cat sat on the mat."], ["A cat was sitting on the mat."],
-                       threshold=server.setting("similarity_threshold"))
+        return NRRTask(model_of(engine), None if solo is None else model_of(solo))
 
 
 METRIC = NRRMetric()

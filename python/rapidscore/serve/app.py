@@ -18,6 +18,7 @@ import time
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, Optional, Union
 
+from rapidscore.common.metric import request_options
 from rapidscore.errors import OverloadedError
 from rapidscore.serve.batching import RequestTooLargeError
 from rapidscore.serve.config import ServeConfig
@@ -68,7 +69,7 @@ def _model_name(metric: Any, suffix: str) -> str:
 def request_model(metric: Any) -> type[BaseModel]:
     """The request body of ``metric``'s route, from its declaration: one list field per input
     column (``Column.request_field``) and one field per request option (type, bounds, default
-    and documentation from ``Metric.request_options``), strict (an unknown field is a 400)."""
+    and documentation from the metric's request options), strict (an unknown field is a 400)."""
     from pydantic import create_model
 
     fields: dict[str, Any] = {}
@@ -78,7 +79,7 @@ def request_model(metric: Any) -> type[BaseModel]:
             fields[column.field] = (Optional[list[Optional[cell]]], Field(default=None, description=column.help))
         else:
             fields[column.field] = (list[cell], Field(description=column.help, min_length=metric.min_rows or None))
-    for option in metric.request_options:
+    for option in request_options(metric):
         annotation: Any = Literal[option.choices] if option.choices else option.type
         if option.default is None:
             annotation = Optional[annotation]
@@ -348,7 +349,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         the answer. Returns (request model, handler) for the fast path."""
         columns = metric.inputs
         required = [column for column in columns if not column.optional]
-        option_names = [option.name for option in metric.request_options]
+        option_names = [option.name for option in request_options(metric)]
 
         async def score(body: Any) -> Any:
             check_ready()
@@ -369,13 +370,14 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
             options = {name: getattr(body, name) for name in option_names}
             try:
                 scorer = service.built_scorer(metric, **options)
-                if scorer is None:  # first use of this setting: built off the event loop
+                if scorer is None:  # first use of these settings: resolved and built off the event loop
                     scorer = await asyncio.to_thread(service.scorer, metric, **options)
+                settings = service.settings(metric, options)
             except ValueError as exc:  # an option this server cannot apply
                 raise _ClientError(400, str(exc), getattr(exc, "field", None)) from None
-            args, kwargs = metric.serve_request(service, values, options)
+            args, kwargs = service.task_arguments(metric, values, options)
             result = await run(scorer.submit, *args, **kwargs)
-            return _json(metric.serve_response(service, result, scorer.scorer, options))
+            return _json(service.response(metric, result, scorer, settings))
 
         model = request_model(metric)
         score.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.common.metric import Metric, PiecewiseTask
+from rapidscore.common.metric import Metric, PiecewiseTask, WarmingTask, engine_metric
 from rapidscore.errors import RequestTooLargeError, check_positive_int
 from rapidscore.serve.micro_batcher import BatchStats, Job, MicroBatcher
 
@@ -35,7 +35,7 @@ __all__ = ["MicroBatcher", "BatchingScorer", "BatchStats", "RequestTooLargeError
 
 # -- tasks: how a scorer's requests are prepared, merged and finished: each metric's own
 # ServingTask (common/metric.py; a PiecewiseTask encodes a request in pieces), made by its
-# Metric.serving_task in the metric's package --------------------------------------------------
+# Metric.task in the metric's package ----------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def _task_for(scorer: Any, solo: Any = None, metric_name: Any = None) -> tuple[A
     from rapidscore.metrics import all_metrics, get_metric
 
     metric: Metric | None = get_metric(metric_name) if metric_name is not None else \
-        next((m for m in all_metrics() if m.serves(scorer)), None)
+        engine_metric(scorer, all_metrics())
     if metric is None:
         raise TypeError(f"BatchingScorer takes the engine of a registered metric (a BERTScore, "
                         f"SentenceSimilarity or refusal Detector, ...), got {type(scorer).__name__}")
@@ -78,7 +78,7 @@ def _task_for(scorer: Any, solo: Any = None, metric_name: Any = None) -> tuple[A
             raise ValueError(f"solo must be a scorer of the same kind and options as scorer (signature "
                              f"{getattr(scorer, 'signature', None)!r}), got {type(solo).__name__} with signature "
                              f"{getattr(solo, 'signature', None)!r}")
-    return metric, metric.serving_task(scorer, solo)
+    return metric, metric.task(scorer, solo)
 
 
 class BatchingScorer:
@@ -157,6 +157,8 @@ class BatchingScorer:
         are made and their buffers allocated before the first real requests, which would
         otherwise wait for that when a busy moment first sends a batch to the workers' scorer."""
         job = self.prepare(*args, **kwargs)
+        if isinstance(self._task, WarmingTask):  # the engine's own warm-up (CUDA graphs of small batches)
+            self._task.warm_up()
         for _ in range(check_positive_int(repeats, "repeats")):
             for alone in (True, False):
                 self._task.run([job.payload], alone)

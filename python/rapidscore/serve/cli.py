@@ -86,12 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_metric_settings(parser: argparse.ArgumentParser) -> None:
-    """One flag per server setting a metric declares (``Metric.server_settings``): ``--NAME``
+    """One flag per server setting a metric declares (its options declared ``start``): ``--NAME``
     with dashes; None when not given (then from --config, else the declared default)."""
+    from rapidscore.common.metric import server_settings
     from rapidscore.metrics import all_metrics
 
     for metric in all_metrics():
-        for setting in metric.server_settings:
+        for setting in server_settings(metric):
             kind: Any = setting.type if setting.type in (int, float) else None
             default = f" (default {setting.default})" if setting.default is not None else ""
             parser.add_argument(f"--{setting.name.replace('_', '-')}", dest=setting.name, type=kind,
@@ -101,10 +102,11 @@ def _add_metric_settings(parser: argparse.ArgumentParser) -> None:
 
 
 def _metric_settings(args: argparse.Namespace) -> dict:
+    from rapidscore.common.metric import server_settings
     from rapidscore.metrics import all_metrics
 
     return {setting.name: getattr(args, setting.name, None)
-            for metric in all_metrics() for setting in metric.server_settings}
+            for metric in all_metrics() for setting in server_settings(metric)}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,10 +22,11 @@ _ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
 
 def metric_settings() -> dict[str, Any]:
-    """Every registered metric's server settings (``Metric.server_settings``) by name."""
+    """Every registered metric's server settings (its options declared ``start``) by name."""
+    from rapidscore.common.metric import server_settings
     from rapidscore.metrics import all_metrics
 
-    return {setting.name: setting for metric in all_metrics() for setting in metric.server_settings}
+    return {setting.name: setting for metric in all_metrics() for setting in server_settings(metric)}
 
 
 @dataclass(frozen=True, init=False)
@@ -39,7 +40,7 @@ class ServeConfig:
     ``long_texts`` (texts longer than the model's maximum length: "truncate", or "window"; the
     default of requests that name none).
     Metrics: ``metrics`` (the served metrics by name; default: every registered one) and each
-    served metric's own settings (``Metric.server_settings``, e.g. ``similarity_threshold``,
+    served metric's own settings (its options declared ``start``, e.g. ``similarity_threshold``,
     ``refusal_method``, ``ner_label_similarity``, ``idf_file``), given as keywords or
     ``settings``; read with :meth:`setting` or as attributes.
     Batching: ``batch_tokens`` (tokens per encoder pass at most), ``max_batch_requests``,
@@ -151,9 +152,61 @@ class ServeConfig:
         """BERTScore's served layers, the default first (None: each model's own)."""
         return self.layer if isinstance(self.layer, tuple) else (self.layer,)
 
-    def idf_files(self) -> dict[str, str]:
-        """The idf files loaded at start (the ``idf_file`` setting), by name (the file's stem)."""
-        return {Path(path).stem: path for path in (self.settings.get("idf_file") or ())}
+    def values(self, name: str) -> tuple:
+        """The values of a server setting that requests choose among, the default first: the
+        served models, the served layers, or a repeated setting's values."""
+        if name == "model":
+            return self.models
+        if name == "layer":
+            return self.layers
+        value = self.setting(name)
+        if isinstance(value, tuple):
+            return value
+        return () if value is None else (value,)
+
+    def server_value(self, name: str, solo: bool = False) -> Any:
+        """The value a request that names none gets from the server setting ``name`` (the
+        default of :meth:`values`; an engine keyword of the lone batches' engines if ``solo``)."""
+        engine = (self.solo_encoder_options if solo else None) or self.encoder_options
+        if name in engine:
+            return engine[name]
+        if name in ("model", "layer"):
+            return self.values(name)[0]
+        return self.setting(name)
+
+    def is_file_table(self, name: str) -> bool:
+        """Whether the setting ``name`` holds files that requests name by file name (loaded on
+        first use, not at start)."""
+        declared = metric_settings().get(name)
+        return declared is not None and declared.files
+
+    def named(self, name: str, value: Any) -> Any:
+        """The value of the setting ``name`` that ``value`` names, or None: the value itself, a
+        file by its name without the extension, the embedded model by any of its spellings."""
+        from rapidscore.encoder.model_source import is_embedded_model
+
+        served = self.values(name)
+        if value in served:
+            return value
+        if self.is_file_table(name):
+            return next((path for path in served if Path(path).stem == value), None)
+        embedded = isinstance(value, str) and is_embedded_model(value)
+        return next((item for item in served if embedded and isinstance(item, str) and is_embedded_model(item)), None)
+
+    def not_served(self, name: str, value: Any) -> str:
+        """Why a request's ``value`` for the setting ``name`` is refused (it names none of its values)."""
+        flag = "--" + name.replace("_", "-")
+        if name == "model":
+            return f"{value!r} is not served here; the served models: {list(self.models)}"
+        if name == "layer":
+            return (f"{value!r} is not a layer served for {', '.join(map(repr, self.models))}; served: "
+                    f"{list(self.layers)} (rapidscore serve {flag})")
+        if self.is_file_table(name):
+            noun = name.replace("_", " ")
+            article = "an" if noun[:1] in "aeiou" else "a"
+            return (f"{value!r} is not {article} {noun} this server loaded; loaded: "
+                    f"{sorted(Path(path).stem for path in self.values(name))} (rapidscore serve {flag})")
+        return f"{value!r} is not one of this server's {name} values: {list(self.values(name))}"
 
     def __post_init__(self) -> None:
         from rapidscore.errors import check_positive_int
@@ -190,9 +243,6 @@ class ServeConfig:
         object.__setattr__(self, "metrics", _check_metrics(self.metrics))
         object.__setattr__(self, "model", _check_several(self.model, "model", str))
         object.__setattr__(self, "layer", _check_several(self.layer, "layer", int))
-        stems = [Path(path).stem for path in self.settings.get("idf_file") or ()]
-        if len(set(stems)) != len(stems):
-            raise ValueError(f"idf_file: two files of one name {stems}: requests name them by file name")
 
     @property
     def encoder_options(self) -> dict:

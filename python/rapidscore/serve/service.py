@@ -6,12 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from rapidscore.common.metric import Metric
+from rapidscore.common.metric import (
+    Metric,
+    Option,
+    Settings,
+    field_error,
+    frozen_value,
+    request_options,
+    server_settings,
+)
 from rapidscore.serve.batching import BatchingScorer
 from rapidscore.serve.config import ServeConfig
 from rapidscore.serve.micro_batcher import MicroBatcher
@@ -33,12 +43,19 @@ MAX_ENGINE_VARIANTS = 16
 class ScoringService:
     """Every served metric (``config.metrics``; default: every registered one) behind one
     :class:`MicroBatcher`, built from the metrics' declarations (``rapidscore.common.metric``):
-    one table of scorers, keyed by the metric and a request's engine options.
+    one table of scorers, keyed by the metric and the :class:`~rapidscore.common.metric.Settings`
+    its engine was built with (so the key cannot disagree with the engine).
 
-    ``start()`` loads the models (each served model and layer) and warms them up (``ready`` is
-    set after); ``close()`` stops taking requests and answers every queued one. Thread-safe: the
-    HTTP handlers of any number of threads or event loops call it at once. It is the
-    :class:`~rapidscore.common.metric.ServerContext` the metrics' serving hooks read.
+    A request's options become the metric's settings generically: a request option left out
+    takes the server setting it names (``Option.server``), an option naming one of a server
+    setting's values (``Option.among``: a served model by any spelling, a file by its name) is
+    checked against what the server loaded, and the metric's own server settings go in as they
+    are; ``metric.settings(**values)`` resolves them once.
+
+    ``start()`` loads the models (each served combination of the values requests choose among,
+    e.g. each served model and layer) and warms them up with each metric's ``example`` row
+    (``ready`` is set after); ``close()`` stops taking requests and answers every queued one.
+    Thread-safe: the HTTP handlers of any number of threads or event loops call it at once.
     """
 
     def __init__(self, config: ServeConfig | None = None):
@@ -57,59 +74,98 @@ class ScoringService:
         self.served: dict[str, Metric] = {metric.name: metric for metric in served}
         #: every name a request path may use (names and aliases) -> its metric
         self.paths: dict[str, Metric] = {alias: metric for metric in served for alias in (metric.name, *metric.aliases)}
-        # the one table of scorers: (metric name, engine options) -> scorer; preloaded ones stay,
-        # the others are an LRU of MAX_ENGINE_VARIANTS
+        # the one table of scorers: (metric name, settings) -> scorer; preloaded ones stay, the
+        # others are an LRU of MAX_ENGINE_VARIANTS
         self._scorers: OrderedDict[tuple, BatchingScorer] = OrderedDict()
         self._preloaded: set[tuple] = set()
         self._scorers_lock = threading.Lock()
         self._building: dict[tuple, threading.Lock] = {}
-        # the layers each served model was loaded at, resolved (engine.layer), for "layers" options
-        self._layers: dict[str, list] = {}
+        # a request's options -> its settings (resolving may read a file): the latest few
+        self._settings: OrderedDict[tuple, Settings] = OrderedDict()
         self._limits: dict[str, Any] = dict(batcher=self.batcher, max_request_texts=self.config.max_texts,
                                             max_request_tokens=self.config.max_tokens)
 
-    # -- the server context (rapidscore.common.metric.ServerContext) ----------------------------
-
     def setting(self, name: str) -> Any:
+        """The value of a server setting (the server's own, or a metric's)."""
         return self.config.setting(name)
 
-    @property
-    def default_model(self) -> str:
-        return self.config.models[0]
+    # -- a request's options -> the metric's settings -------------------------------------------
 
-    def layer_of(self, model: str, num_layers: int | None) -> int | None:
-        served = self.config.layers
-        return served[0] if num_layers is None else num_layers
+    def settings(self, metric: str | Metric, options: Mapping[str, Any], *, solo: bool = False) -> Settings:
+        """The settings of the engine that scores a request with ``options`` (its request
+        options; per-request ones are left to the task). A value the server cannot apply (a
+        model it does not serve, a file it did not load) is a ValueError whose ``field`` names
+        the option. ``solo``: the settings of the engine of lone batches."""
+        metric = self.served[metric] if isinstance(metric, str) else metric
+        asked = tuple((option.name, frozen_value(options.get(option.name, option.default)))
+                      for option in request_options(metric) if not option.per_request)
+        memo = (metric.name, asked, solo)
+        with self._scorers_lock:
+            known = self._settings.get(memo)
+        if known is not None:
+            return known
+        settings = self._resolve(metric, options, solo)
+        with self._scorers_lock:
+            self._settings[memo] = settings
+            while len(self._settings) > 4 * MAX_ENGINE_VARIANTS:
+                self._settings.popitem(last=False)
+        return settings
 
-    def idf_file(self, name: str) -> str:
-        return self.config.idf_files()[name]
+    def _resolve(self, metric: Metric, options: Mapping[str, Any], solo: bool) -> Settings:
+        values: dict[str, Any] = {}
+        given = [option.name for option in request_options(metric) if not option.per_request
+                 and options.get(option.name) is not None and options.get(option.name) != option.default]
+        for option in metric.options:
+            if option.per_request or option.start or not (option.request or option.server):
+                continue
+            value = options.get(option.name, option.default) if option.request else None
+            if option.among is not None:
+                value = self._among(option, value)
+            elif value is None and option.server is not None:
+                value = self.config.server_value(option.server, solo)
+            values[option.name] = value
+        named = {option.server for option in metric.options} | {option.among for option in metric.options}
+        values.update((setting.name, self.config.setting(setting.name)) for setting in server_settings(metric)
+                      if setting.name not in named)
+        try:
+            return metric.settings(**values)
+        except (ValueError, TypeError, OSError) as exc:
+            raise _naming(exc, given) from None
 
-    def encoder_options(self, solo: bool = False) -> dict | None:
-        return self.config.solo_encoder_options if solo else self.config.encoder_options
+    def _among(self, option: Option, value: Any) -> Any:
+        """The server's value that ``value`` names; where None, the first of the server's values
+        (the default model, layer), or none of a table of files."""
+        served = self.config.values(option.among or "")
+        if value is None:
+            return None if not served or self.config.is_file_table(option.among or "") else served[0]
+        found = self.config.named(option.among or "", value)
+        if found is None:
+            raise field_error(option.name, self.config.not_served(option.among or "", value))
+        return found
 
     # -- the table of scorers -----------------------------------------------------------------
 
     def scorer(self, metric: str | Metric, **options: Any) -> BatchingScorer:
-        """The scorer of ``metric`` under a request's engine options (its
-        :attr:`~rapidscore.common.metric.Metric.request_options` that are not per-request;
-        others are ignored here): the preloaded one where each is at its default or names what
-        the server loaded, else one built on first use and kept (at most MAX_ENGINE_VARIANTS).
-        A value the server cannot apply (a model it does not serve, a model without a baseline)
-        is a ValueError whose ``field`` names the option."""
+        """The scorer of ``metric`` under a request's options (its
+        :attr:`~rapidscore.common.metric.Metric.options` a request may set; per-request ones are
+        ignored here): a preloaded one, or one built on first use and kept (at most
+        MAX_ENGINE_VARIANTS). A value the server cannot apply is a ValueError whose ``field``
+        names the option."""
         metric = self.served[metric] if isinstance(metric, str) else metric
-        return self._scorer_for(metric, (metric.name, self._engine_key(metric, options)))
+        settings = self.settings(metric, options)
+        return self._scorer_for(metric, (metric.name, settings), options)
 
     def built_scorer(self, metric: Metric, **options: Any) -> BatchingScorer | None:
         """:meth:`scorer` when it is built already (None otherwise: building may take a while);
         a value the server cannot apply raises as there."""
-        key = (metric.name, self._engine_key(metric, options))
+        key = (metric.name, self.settings(metric, options))
         with self._scorers_lock:
             scorer = self._scorers.get(key)
             if scorer is not None:
                 self._scorers.move_to_end(key)
             return scorer
 
-    def _scorer_for(self, metric: Metric, key: tuple) -> BatchingScorer:
+    def _scorer_for(self, metric: Metric, key: tuple, options: Mapping[str, Any]) -> BatchingScorer:
         with self._scorers_lock:
             scorer = self._scorers.get(key)
             if scorer is not None:
@@ -120,7 +176,7 @@ class ScoringService:
             with self._scorers_lock:
                 scorer = self._scorers.get(key)
             if scorer is None:
-                scorer = self._build(metric, dict(key[1]))
+                scorer = self._build(metric, key[1], options)
                 with self._scorers_lock:
                     self._scorers[key] = scorer
                     self._building.pop(key, None)
@@ -129,96 +185,85 @@ class ScoringService:
                         del self._scorers[old]
         return scorer
 
-    def _served_model(self, name: Any) -> str | None:
-        """The served model ``name`` names (the embedded model by any of its spellings), or None."""
-        from rapidscore.encoder.model_source import is_embedded_model
-
-        if name in self.config.models:
-            return name
-        embedded = isinstance(name, str) and is_embedded_model(name)
-        return next((model for model in self.config.models if embedded and is_embedded_model(model)), None)
-
-    def _engine_key(self, metric: Metric, options: dict, check: bool = True) -> tuple:
-        """The request's engine options that differ from the defaults, sorted; values checked
-        against what the server loaded (``RequestOption.among``; ``check=False``: while loading
-        it)."""
-        model = self._served_model(options.get("model")) or self.default_model
-        key = []
-        for option in metric.request_options:
-            value = options.get(option.name, option.default)
-            if option.per_request or value is None or value == option.default:
-                continue
-            if option.among == "models":
-                value = self._served_model(value)
-                if value is None:
-                    raise _field_error(option.name, f"{options[option.name]!r} is not served here; the served "
-                                                    f"models: {list(self.config.models)}")
-                if value == self.default_model:
-                    continue
-            elif option.among == "layers" and check:
-                layers = self._layers.get(model) or []
-                if value not in layers:
-                    raise _field_error(option.name, f"{value!r} is not a layer served for {model!r}; served: "
-                                                    f"{layers} (rapidscore serve --layer)")
-                if value == layers[0]:
-                    continue
-            elif option.among == "idf_files" and value not in self.config.idf_files():
-                raise _field_error(option.name, f"{value!r} is not an idf file this server loaded; loaded: "
-                                                f"{sorted(self.config.idf_files())} (rapidscore serve --idf-file)")
-            key.append((option.name, value))
-        return tuple(sorted(key))
-
-    def _build(self, metric: Metric, options: dict) -> BatchingScorer:
+    def _build(self, metric: Metric, settings: Settings, options: Mapping[str, Any]) -> BatchingScorer:
+        given = [option.name for option in request_options(metric) if not option.per_request
+                 and options.get(option.name) is not None and options.get(option.name) != option.default]
         try:
-            engine = metric.serve_engine(self, options, self.config.encoder_options)
-            solo_options = self.encoder_options(solo=True) if metric.takes_solo else None
-            solo = None if solo_options is None else metric.serve_engine(self, options, solo_options)
+            engine = metric.build(**settings)
+            solo = None
+            if metric.takes_solo and self.config.solo_encoder_options is not None:
+                solo = metric.build(**self.settings(metric, options, solo=True))
         except (ValueError, TypeError, OSError) as exc:
-            if getattr(exc, "field", None) is not None or not options:
-                raise
-            name = next(iter(options))
-            raise _field_error(name, str(exc)) from None
+            raise _naming(exc, given) from None
         return BatchingScorer(engine, solo=solo, metric=metric.name, **self._limits)
+
+    # -- a request through its scorer ------------------------------------------------------------
+
+    def task_arguments(self, metric: Metric, columns: Mapping[str, Any],
+                       options: Mapping[str, Any]) -> tuple[tuple, dict]:
+        """The arguments of the metric's task for one request: each required input column in
+        declared order, an optional one by its request field, and each per-request option (a
+        value left out takes the server setting it names)."""
+        args = tuple(columns[column.name] for column in metric.inputs if not column.optional)
+        kwargs = {column.field: columns[column.name] for column in metric.inputs
+                  if column.optional and columns.get(column.name) is not None}
+        for option in request_options(metric):
+            if option.per_request:
+                value = options.get(option.name, option.default)
+                if value is None and option.server is not None:
+                    value = self.config.server_value(option.server)
+                kwargs[option.name] = value
+        return args, kwargs
+
+    def response(self, metric: Metric, result: Any, scorer: BatchingScorer, settings: Settings) -> dict:
+        """The JSON document of a request's result: each declared response field (default: each
+        output column and ``signature``), read from the result (a key, an attribute; a bare
+        column is a one-output metric's), else the engine's settings, else the signature."""
+        fields = metric.response_fields or {**dict.fromkeys(metric.outputs), "signature": str}
+        document: dict[str, Any] = {}
+        for name in fields:
+            if isinstance(result, Mapping):
+                value = result.get(name, _MISSING)
+            else:
+                value = getattr(result, name, _MISSING)
+                if value is _MISSING and metric.outputs == (name,):
+                    value = result
+            if value is _MISSING and name in settings:
+                value = settings[name]
+            if value is _MISSING and name == "signature":
+                value = metric.signature(scorer.scorer)
+            if value is not _MISSING:
+                document[name] = value.tolist() if hasattr(value, "tolist") else value
+        return document
 
     # -- start, stop ----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Load every served metric's engines (each served model and layer) and warm them up
-        (blocking); sets ``ready``."""
+        """Load every served metric's engines (each served combination of the values its
+        requests choose among) and warm them up (blocking); sets ``ready``."""
         try:
             for metric in self.served.values():
                 for options in self._preloads(metric):
-                    key = (metric.name, self._engine_key(metric, options, check=False))
+                    settings = self.settings(metric, options)
+                    key = (metric.name, settings)
                     self._preloaded.add(key)
-                    scorer = self._scorer_for(metric, key)
-                    layer = getattr(scorer.scorer, "layer", None)
-                    model = options.get("model") or self.default_model
-                    if any(o.among == "layers" for o in metric.request_options) and isinstance(layer, int) \
-                            and layer not in self._layers.setdefault(model, []):
-                        self._layers[model].append(layer)
-                    if self.config.warmup:  # first calls make sessions and allocate buffers
-                        metric.serve_warm_up(self, scorer)
+                    scorer = self._scorer_for(metric, key, options)
+                    if self.config.warmup and metric.example is not None:  # sessions made, buffers allocated
+                        columns = {column.name: [value] for column, value in zip(metric.inputs, metric.example)}
+                        args, kwargs = self.task_arguments(metric, columns, {})
+                        scorer.warm_up(*args, **kwargs)
         except BaseException as exc:
             self.load_error = exc
             raise
         self.ready.set()
 
     def _preloads(self, metric: Metric) -> list[dict]:
-        """The engine options loaded at start: each served model (and each served layer of it)
-        for a metric whose requests choose among them; else the defaults."""
-        among = {option.among: option.name for option in metric.request_options if option.among}
-        models = self.config.models if "models" in among else (None,)
-        layers = self.config.layers if "layers" in among else (None,)
-        preloads = []
-        for model in models:
-            for layer in layers:
-                options: dict[str, Any] = {}
-                if model is not None and model != self.default_model:
-                    options[among["models"]] = model
-                if layer is not None and layer != layers[0]:  # the first served layer is the default
-                    options[among["layers"]] = layer
-                preloads.append(options)
-        return preloads
+        """The request options loaded at start: each combination of the served values of the
+        options a request chooses among (a table of files is loaded on first use)."""
+        choices = [option for option in request_options(metric)
+                   if option.among is not None and not self.config.is_file_table(option.among)]
+        return [dict(zip([option.name for option in choices], values))
+                for values in itertools.product(*(self.config.values(option.among or "") for option in choices))]
 
     def start_in_background(self) -> threading.Thread:
         """``start`` in a daemon thread (the server answers /health with 503 meanwhile)."""
@@ -240,12 +285,15 @@ class ScoringService:
         self.batcher.close(drain=drain, timeout=timeout)
 
 
-def _field_error(field: str, message: str) -> ValueError:
-    """A ValueError ``"FIELD: message"`` whose ``field`` names the request field (the HTTP layer
-    answers 400 naming it)."""
-    error = ValueError(f"{field}: {message}")
-    setattr(error, "field", field)  # noqa: B010 - read by the HTTP layer with getattr
-    return error
+_MISSING = object()
+
+
+def _naming(exc: BaseException, given: list[str]) -> BaseException:
+    """``exc`` as it is where it names a field, else as a field error naming the first option
+    the request set (None of them: ``exc`` as it is)."""
+    if getattr(exc, "field", None) is not None or not given:
+        return exc
+    return field_error(given[0], str(exc))
 
 
 def characters_over(value: Any, limit: int) -> bool:
