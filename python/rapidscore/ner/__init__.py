@@ -25,9 +25,9 @@ _EXPORTS = {
     "Repairs": "rapidscore.ner.normalize",
     "normalize_entities": "rapidscore.ner.normalize",
     **{name: "rapidscore.ner.records" for name in ("Record", "read_jsonl", "read_combined_jsonl")},
-    **{name: "rapidscore.ner.tags" for name in ("SCHEMES", "TagError", "TagReport", "TagScores", "TagSpan",
-                                                "decode_tags", "detect_scheme", "tag_report", "tags_to_entities",
-                                                "tags_to_records")},
+    **{name: "rapidscore.ner.tags" for name in ("TagError", "TagReport", "TagScores", "tag_report")},
+    **{name: "rapidscore.ner.tag_decoding" for name in ("SCHEMES", "TagSpan", "decode_tags", "detect_scheme",
+                                                        "tags_to_entities", "tags_to_records")},
     **{name: "rapidscore.ner.conll" for name in ("ConllSentences", "conll_report", "read_conll", "write_conll")},
 }
 __all__ = list(_EXPORTS)

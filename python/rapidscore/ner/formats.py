@@ -14,7 +14,7 @@ trimming and offset repair happen later, in :mod:`rapidscore.ner.normalize`). Su
 ``"nervaluate"``  nervaluate / Prodigy dicts ``[{"label", "start", "end"}]``, or a Prodigy task
                   ``{"text", "spans": [...]}``
 ``"tuples"``      ``[(start, end, label)]`` or ``[(start, end, label, score)]``
-``"tags"``        token labels (:mod:`rapidscore.ner.tags`): ``["B-PER", "I-PER", "O"]`` (token
+``"tags"``        token labels (:mod:`rapidscore.ner.tag_decoding`): ``["B-PER", "I-PER", "O"]`` (token
                   offsets) or ``{"tokens": [...], "tags": [...]}`` (character offsets in the
                   tokens joined by spaces); ``"tags:SCHEME"`` / ``"tags:SCHEME:strict"`` decode
                   with a scheme / in seqeval's strict mode
@@ -227,7 +227,8 @@ def from_tuples(items: list, record: Any = None) -> list[Entity]:
 
 def from_tags(items: Any, record: Any = None, spec: str = "tags") -> list[Entity]:
     """Token labels of one record, decoded as ``spec`` says (``tags[:SCHEME[:strict]]``)."""
-    from rapidscore.ner.tags import TagError, parse_tag_format, tags_to_entities
+    from rapidscore.errors import TagError
+    from rapidscore.ner.tag_decoding import parse_tag_format, tags_to_entities
 
     scheme, mode = parse_tag_format(spec)
     words = None
