@@ -48,10 +48,11 @@ OLD_NAMES = {
         "IntegrationInputError", "IntegrationTypeError", "ColumnError", "TableError", "ResumeError",
         "RecordTooLongError", "OutputError", "DamagedCacheError", "ExportMismatchError", "ResultsError",
         "TaxonomyError", "RequestTooLargeError", "BatchError", "TagError", "FlagError", "SemevalOptionError",
-        "Int8Error", "UnsafeWeightsError", "FiguresUnavailable", "ClassifierLabelError", "NotAClassifierError")},
+        "Int8Error", "UnsafeWeightsError", "FiguresUnavailable", "ClassifierLabelError", "NotAClassifierError",
+        "PairingError")},
 }
 _LAZY_SUBMODULES = {"bert_score", "bertscore", "nrr", "abstention", "ner", "encoder", "cli", "errors", "metrics",
-                    "streaming"}
+                    "streaming", "compare"}
 
 __all__ = ["__version__", *_API, "RapidscoreError", "RapidscoreWarning", "ModelNotFoundError", "OverloadedError",
            "TruncationWarning"]

@@ -20,7 +20,7 @@ __all__ = ["RapidscoreError", "RapidscoreWarning", "TruncationWarning", "ModelNo
            "RecordTooLongError", "ResumeError", "OutputError", "DamagedCacheError", "ExportMismatchError",
            "Int8Error", "UnsafeWeightsError", "NotAClassifierError", "ResultsError", "TaxonomyError",
            "FlagError", "ClassifierLabelError", "TagError", "SemevalOptionError", "RequestTooLargeError",
-           "BatchError", "FiguresUnavailable", "check_positive_int"]
+           "BatchError", "FiguresUnavailable", "PairingError", "check_positive_int"]
 
 
 class RapidscoreWarning(UserWarning):
@@ -172,3 +172,8 @@ class BatchError(RapidscoreError, ValueError):
 class FiguresUnavailable(RapidscoreError, ImportError):
     """No figures: matplotlib is not installed, or this build lacks a figure function."""
 
+
+class PairingError(RapidscoreError, ValueError):
+    """Systems that cannot be compared item by item (rapidscore.compare): different item counts,
+    references or gold, items unmatched between systems, no per-item scores; the message names the
+    systems or files."""

@@ -39,6 +39,7 @@ BUILTIN_OF = {
     "rapidscore.errors.FiguresUnavailable": ImportError,
     "rapidscore.errors.ClassifierLabelError": ValueError,
     "rapidscore.errors.NotAClassifierError": ValueError,
+    "rapidscore.errors.PairingError": ValueError,
 }
 # The module that raises each class, where it was defined before rapidscore.errors held them all:
 # importing it from there keeps working.
