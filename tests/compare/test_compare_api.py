@@ -6,11 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rapidscore.compare import PairingError, adjust_p_values, compare, mean_of, precision_recall_f1_of, ratio_of
-from rapidscore.compare import resampling
+from rapidscore.compare import (
+    PairingError,
+    adjust_p_values,
+    compare,
+    mean_of,
+    precision_recall_f1_of,
+    ratio_of,
+    resampling,
+)
 
 
-def test_bootstrap_drawn_in_blocks_is_the_same_as_at_once():
+def test_bootstrap_drawn_in_blocks_is_the_same_as_at_once() -> None:
     """Blocks bound memory without changing the resamples: the item counts of 7-row blocks are
     those of one draw of every index (the values agree to the matrix product's rounding)."""
     n = 1000
@@ -24,7 +31,7 @@ def test_bootstrap_drawn_in_blocks_is_the_same_as_at_once():
     np.testing.assert_allclose(blocked, whole, rtol=1e-13)
 
 
-def test_corpus_f1_is_recomputed_per_resample_not_averaged():
+def test_corpus_f1_is_recomputed_per_resample_not_averaged() -> None:
     credit = np.array([1, 0, 2, 3, 0, 1.0])
     predicted = np.array([1, 2, 2, 4, 0, 1.0])
     gold = np.array([2, 1, 2, 3, 1, 1.0])
@@ -38,7 +45,7 @@ def test_corpus_f1_is_recomputed_per_resample_not_averaged():
         assert row == pytest.approx(2 * p * r / (p + r) if p + r else 0.0)
 
 
-def test_a_rate_with_varying_denominators_is_a_ratio_of_sums():
+def test_a_rate_with_varying_denominators_is_a_ratio_of_sums() -> None:
     stats = ratio_of([1, 0, 3, 2], [2, 1, 4, 2])
     assert stats.observed() == 6 / 9
     values = resampling.bootstrap_values([stats], 20, 4)[:, 0]
@@ -47,12 +54,12 @@ def test_a_rate_with_varying_denominators_is_a_ratio_of_sums():
     np.testing.assert_allclose(values, [top[i].sum() / bottom[i].sum() for i in indices])
 
 
-def test_nan_items_are_left_out_of_the_mean():
+def test_nan_items_are_left_out_of_the_mean() -> None:
     stats = mean_of([0.5, float("nan"), 1.0])
     assert stats.observed() == 0.75
 
 
-def test_holm_and_bonferroni():
+def test_holm_and_bonferroni() -> None:
     p = [0.01, 0.04, 0.03, 0.2]
     assert adjust_p_values(p, "none") == p
     assert adjust_p_values(p, "bonferroni") == pytest.approx([0.04, 0.16, 0.12, 0.8])
@@ -62,7 +69,7 @@ def test_holm_and_bonferroni():
         adjust_p_values(p, "sidak")
 
 
-def test_the_same_seed_gives_the_same_numbers_and_the_signature_says_how():
+def test_the_same_seed_gives_the_same_numbers_and_the_signature_says_how() -> None:
     rng = np.random.default_rng(0)
     systems = {"a": rng.random(50), "b": rng.random(50), "c": rng.random(50)}
     first = compare(systems, baseline="b", resamples=500, trials=700, seed=42, correction="bonferroni")
@@ -77,13 +84,13 @@ def test_the_same_seed_gives_the_same_numbers_and_the_signature_says_how():
     assert pair.p_bootstrap_adjusted == pytest.approx(min(1.0, 2 * pair.p_bootstrap))
 
 
-def test_a_system_equal_to_the_baseline_is_not_different():
+def test_a_system_equal_to_the_baseline_is_not_different() -> None:
     values = np.random.default_rng(2).random(40)
     pair = compare({"a": values, "b": values.copy()}, resamples=300, trials=300).pairs[0]
     assert pair.difference == 0 and pair.p_bootstrap == 1 and pair.p_randomization == 1
 
 
-def test_refusals_name_the_systems():
+def test_refusals_name_the_systems() -> None:
     with pytest.raises(PairingError, match=r"different item counts \(a: 3, b: 4\)"):
         compare({"a": [1, 2, 3.0], "b": [1, 2, 3, 4.0]})
     with pytest.raises(PairingError, match="baseline 'x' is not one of the systems"):

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rapidscore.compare import compare, mean_of
-from rapidscore.compare import resampling
+from rapidscore.compare import compare, mean_of, resampling
 
 pytestmark = pytest.mark.slow  # imports scipy or sacrebleu, the references
 
@@ -18,7 +17,7 @@ def _dyadic(rng, n, shift=0.0):
     return np.round((rng.random(n) + shift) * 64) / 64
 
 
-def test_bootstrap_interval_equals_scipy_percentile_with_the_same_resamples():
+def test_bootstrap_interval_equals_scipy_percentile_with_the_same_resamples() -> None:
     stats = pytest.importorskip("scipy.stats", reason="scipy is the reference")
     rng = np.random.default_rng(7)
     base, system = _dyadic(rng, 64), _dyadic(rng, 64, 0.1)  # n = 2**6: exact means
@@ -36,7 +35,7 @@ def test_bootstrap_interval_equals_scipy_percentile_with_the_same_resamples():
     assert (pair.low, pair.high) == (ref.confidence_interval.low, ref.confidence_interval.high)
 
 
-def test_bootstrap_interval_of_real_valued_scores_matches_scipy_to_rounding():
+def test_bootstrap_interval_of_real_valued_scores_matches_scipy_to_rounding() -> None:
     stats = pytest.importorskip("scipy.stats", reason="scipy is the reference")
     values = np.random.default_rng(3).normal(0.8, 0.1, 500)
     result = compare({"a": values, "b": values[::-1]}, resamples=2000, seed=5, tests=("bootstrap",))
@@ -47,7 +46,7 @@ def test_bootstrap_interval_of_real_valued_scores_matches_scipy_to_rounding():
 
 
 @pytest.mark.parametrize("n", [5, 9, 12])
-def test_randomization_is_exact_and_equals_scipy_permutation_test_for_small_n(n):
+def test_randomization_is_exact_and_equals_scipy_permutation_test_for_small_n(n) -> None:
     stats = pytest.importorskip("scipy.stats", reason="scipy is the reference")
     rng = np.random.default_rng(n)
     base, system = rng.normal(size=n), rng.normal(0.7, 1, size=n)
@@ -58,7 +57,7 @@ def test_randomization_is_exact_and_equals_scipy_permutation_test_for_small_n(n)
     assert result.pair("system").p_randomization == pytest.approx(ref.pvalue, abs=1e-12)
 
 
-def test_randomization_agrees_with_scipy_within_monte_carlo_error():
+def test_randomization_agrees_with_scipy_within_monte_carlo_error() -> None:
     stats = pytest.importorskip("scipy.stats", reason="scipy is the reference")
     rng = np.random.default_rng(11)
     base = rng.normal(size=200)
@@ -74,7 +73,7 @@ def test_randomization_agrees_with_scipy_within_monte_carlo_error():
     assert abs(p - q) < 4 * standard_error
 
 
-def test_bootstrap_interval_agrees_with_scipy_over_20_seeds():
+def test_bootstrap_interval_agrees_with_scipy_over_20_seeds() -> None:
     """Different resamples (seeds 0..19 for us, 100..119 for scipy): the endpoints agree within
     Monte Carlo error, the mean over seeds to a tenth of the seeds' spread."""
     stats = pytest.importorskip("scipy.stats", reason="scipy is the reference")
@@ -99,7 +98,7 @@ def _toy_sacrebleu_metric(scores: dict):
     class MeanScore(base.Metric):
         _SIGNATURE_TYPE = base.Signature
 
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
 
         def _extract_corpus_statistics(self, hypotheses, references):
@@ -127,7 +126,7 @@ def _toy_sacrebleu_metric(scores: dict):
 
 
 @pytest.mark.slow
-def test_paired_bootstrap_follows_sacrebleu():
+def test_paired_bootstrap_follows_sacrebleu() -> None:
     significance = pytest.importorskip("sacrebleu.significance", reason="sacrebleu is the reference")
     rng = np.random.default_rng(8)
     n = 120

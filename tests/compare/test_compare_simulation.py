@@ -34,13 +34,13 @@ def _normal_cdf(x: float) -> float:
     return 0.5 * (1 + math.erf(x / math.sqrt(2)))
 
 
-def test_identical_distributions_are_rejected_about_5_percent_of_the_time():
+def test_identical_distributions_are_rejected_about_5_percent_of_the_time() -> None:
     rates = _rejections(0.0)
     assert 0.03 <= rates["bootstrap"] <= 0.07, rates
     assert 0.03 <= rates["randomization"] <= 0.07, rates
 
 
-def test_a_shifted_system_has_the_textbook_power():
+def test_a_shifted_system_has_the_textbook_power() -> None:
     shift, sd = 0.025, 0.1  # paired differences ~ N(shift, sd**2)
     z = shift * math.sqrt(N_ITEMS) / sd
     power = _normal_cdf(z - 1.959964) + _normal_cdf(-z - 1.959964)  # ~0.71

@@ -159,7 +159,8 @@ def compare(systems: Mapping[str, ItemStats | Sequence[float] | np.ndarray], bas
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise ValueError(f"seed: expected a non-negative integer or None, got {seed!r}")
     if len(systems) < 2:
-        raise PairingError(f"a comparison needs two systems or more, got {len(systems)}: {', '.join(systems) or 'none'}")
+        given = ", ".join(systems) or "none"
+        raise PairingError(f"a comparison needs two systems or more, got {len(systems)}: {given}")
     stats = {name: value if isinstance(value, ItemStats) else mean_of(value, f"system {name!r}")
              for name, value in systems.items()}
     names = list(stats)

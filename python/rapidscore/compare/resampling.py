@@ -167,7 +167,7 @@ def randomization_p_value(differences: np.ndarray, observed: np.ndarray, exact: 
     return (count + 1) / (trials + 1)
 
 
-def adjust_p_values(p_values: Sequence[float], correction: str) -> list[float]:
+def adjust_p_values(p_values: Sequence[float] | np.ndarray, correction: str) -> list[float]:
     """p-values adjusted for testing several systems against one baseline: ``holm`` (Holm 1979:
     step-down, controls the family-wise error rate as Bonferroni does, never less powerful),
     ``bonferroni`` (each times the number of tests) or ``none``. NaN stays NaN."""

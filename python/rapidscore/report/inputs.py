@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Run", "BertScoreRun", "NRRRun", "NERRun", "SelectRun", "MetricRun", "KINDS", "read_results",
-           "read_result", "system_name", "signature_field", "attach_texts", "read_gold_texts"]
+           "read_result", "result_document", "system_name", "signature_field", "attach_texts", "read_gold_texts"]
 
 KINDS = ("bertscore", "nrr", "ner", "select", "metric")
 _ROW_KEYS = ("index", "id", "signature")  # columns of a streamed output that are not a metric's outputs
@@ -202,6 +202,12 @@ def read_result(path: str, name: str, *, taxonomy: str | None = None) -> list[Ru
     if shape == "rows":
         return [_rows_run(path, name, content)]
     return _document_runs(path, name, content)
+
+
+def result_document(path: str) -> dict | None:
+    """The command's document a result file holds (its ``--json`` output), or None for rows."""
+    shape, content = _load(path)
+    return content if shape == "document" else None
 
 
 def _load(path: str) -> tuple[str, Any]:

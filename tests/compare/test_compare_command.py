@@ -1,0 +1,125 @@
+"""``rapidscore compare`` over result files: the --json fields and their numbers (the API's),
+the markdown and LaTeX tables, NAME=FILE, pairing by id, and each refusal as one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rapidscore.cli import main
+from rapidscore.compare import compare
+
+SIGNATURE = "bertscore|model:tiny|layer:2|idf:no|rescale:no|version:0.1.0"
+
+
+def _bertscore_json(path, f1, signature=SIGNATURE):
+    f1 = [float(v) for v in f1]
+    path.write_text(json.dumps({"hash": "x", "signature": signature, "mean": {"F1": float(np.mean(f1))},
+                                "precision": f1, "recall": f1, "f1": f1}))
+    return str(path)
+
+
+@pytest.fixture
+def three_systems(tmp_path) -> tuple[dict, list[str]]:
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.6, 0.9, 60)
+    scores = {"base": base, "better": base + rng.normal(0.05, 0.02, 60), "same": base + rng.normal(0, 0.02, 60)}
+    return scores, [_bertscore_json(tmp_path / f"{name}.json", values) for name, values in scores.items()]
+
+
+def _run(capsys, *argv):
+    code = main(["compare", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_gives_each_system_and_the_api_numbers(three_systems, capsys) -> None:
+    scores, files = three_systems
+    code, out, _ = _run(capsys, *files, "--baseline", "base", "--json", "--paired-bs-n", "800", "--paired-ar-n", "900")
+    assert code == 0
+    doc = json.loads(out)
+    expected = compare(scores, "base", metric="f1", resamples=800, trials=900).to_dict()
+    assert [s["name"] for s in doc["systems"]] == ["base", "better", "same"]
+    assert doc["systems"] == expected["systems"] and doc["signature"] == expected["signature"]
+    better = doc["systems"][1]
+    for field in ("name", "mean", "low", "high", "difference", "difference_low", "difference_high", "p_bootstrap",
+                  "p_randomization", "p_bootstrap_adjusted", "p_randomization_adjusted"):
+        assert field in better
+    assert better["p_bootstrap"] < 0.01 and better["significant"] == {"bootstrap": True, "randomization": True}
+    assert [i["file"] for i in doc["inputs"]] == files and doc["inputs"][0]["signature"] == SIGNATURE
+
+
+def test_markdown_and_latex_tables(three_systems, capsys) -> None:
+    _, files = three_systems
+    code, out, _ = _run(capsys, *files, "--format", "markdown", "--paired-bs-n", "500", "--paired-ar-n", "500")
+    assert code == 0
+    assert "| base (baseline) |" in out and "| better |" in out and "Holm-adjusted" in out
+    assert "*" in out.split("| better |")[1].splitlines()[0]  # marked significant
+    code, out, _ = _run(capsys, *files, "--format", "latex", "--paired-bs", "--paired-bs-n", "500")
+    assert code == 0
+    assert r"\begin{tabular}" in out and r"\toprule" in out and "p (randomization)" not in out
+    assert "$^{*}$" in out and "% compare|metric:f1" in out
+
+
+def test_name_equals_file_and_pairing_by_id(tmp_path, capsys) -> None:
+    rows_a = [{"index": k, "id": f"q{k}", "precision": v, "recall": v, "f1": v} for k, v in enumerate([.5, .6, .7, .8])]
+    rows_b = [dict(row, f1=row["f1"] + 0.1) for row in reversed(rows_a)]  # another order: matched by id
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps(r) + "\n" for r in rows_a))
+    b.write_text("".join(json.dumps(r) + "\n" for r in rows_b))
+    code, out, _ = _run(capsys, f"old={a}", f"new={b}", "--baseline", "old", "--json", "--paired-ar")
+    assert code == 0
+    doc = json.loads(out)
+    assert [s["name"] for s in doc["systems"]] == ["old", "new"]
+    assert doc["systems"][1]["difference"] == pytest.approx(0.1)  # every item +0.1 once paired by id
+    assert doc["systems"][1]["p_bootstrap"] is None and doc["inputs"][0]["paired_by"] == "id"
+
+
+@pytest.mark.parametrize("case, message", [
+    ("counts", "items unmatched between systems: b .* lacks 1 of a's lines \\(4\\)"),
+    ("ids", "items unmatched between systems: b .*lacks 1 of a's ids \\(q3\\) and has 1 ids a lacks \\(zz\\)"),
+    ("signature", "b .* was scored with other settings than a .*: model other vs tiny"),
+    ("digest", "scored against different inputs \\(references_sha256"),
+    ("totals", "refusal totals without per-item scores"),
+    ("kinds", "different metrics \\(a: bertscore, b: nrr\\)"),
+    ("baseline", "--baseline nope: no such system \\(systems: a, b\\)"),
+    ("metric", "--metric bleu: not a metric of these bertscore results"),
+])
+def test_refusals_are_one_line_and_exit_2(tmp_path, capsys, case, message) -> None:
+    a = tmp_path / "a.json"
+    values = [0.5, 0.6, 0.7, 0.8]
+    _bertscore_json(a, values)
+    b = tmp_path / "b.json"
+    extra: list[str] = []
+    if case == "counts":
+        _bertscore_json(b, values[:3])
+    elif case == "ids":
+        for path, ids in ((a, ["q0", "q1", "q2", "q3"]), (b, ["q0", "q1", "q2", "zz"])):
+            path = path.with_suffix(".jsonl")
+            path.write_text("".join(json.dumps({"index": k, "id": i, "precision": v, "recall": v, "f1": v}) + "\n"
+                                    for k, (i, v) in enumerate(zip(ids, values))))
+        a, b = a.with_suffix(".jsonl"), b.with_suffix(".jsonl")
+    elif case == "signature":
+        _bertscore_json(b, values, SIGNATURE.replace("model:tiny", "model:other"))
+    elif case == "digest":
+        for path, digest in ((a, "1" * 64), (b, "2" * 64)):
+            doc = {"signature": SIGNATURE, "precision": values, "recall": values, "f1": values,
+                   "references_sha256": digest}
+            path.write_text(json.dumps(doc))
+    elif case == "totals":
+        a.write_text(json.dumps({"metric": "refusal", "signature": "refusal|version:0.1.0", "refusal_rate": 0.5}))
+        b.write_text(json.dumps({"metric": "refusal", "signature": "refusal|version:0.1.0", "refusal_rate": 0.4}))
+    elif case == "kinds":
+        b.write_text(json.dumps({"similarities": values, "rejected": [True, False, True, True]}))
+    elif case == "baseline":
+        _bertscore_json(b, values)
+        extra = ["--baseline", "nope"]
+    elif case == "metric":
+        _bertscore_json(b, values)
+        extra = ["--metric", "bleu"]
+    code, out, err = _run(capsys, str(a), str(b), *extra)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and err.startswith("rapidscore compare: error: ")
+    assert __import__("re").search(message, err), err
