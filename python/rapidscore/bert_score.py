@@ -14,7 +14,9 @@ tokens only (scores that do not depend on ``batch_size``).
 
 The embedded all-MiniLM-L6-v2 (``model_type="all-MiniLM-L6-v2"``, any spelling) needs no download
 and no ``num_layers`` (its last layer, as ``BERTScore()`` and the CLI use) and has an English
-baseline (``lang="en", rescale_with_baseline=True``). A model that cannot be loaded (``lang="en"``
+baseline: ``rescale_with_baseline=True`` needs no ``lang`` on it (``lang="en"`` names the same).
+``lang`` with no ``model_type`` picks bert-score's model for the language, as bert-score does; with
+``model_type`` it only picks the baseline. A model that cannot be loaded (``lang="en"``
 picks roberta-large, which offline is only there once downloaded) is one ModelNotFoundError line
 that names the embedded model, without the hub's chained traceback (RAPIDSCORE_DEBUG=1 keeps it).
 """
@@ -27,10 +29,12 @@ import warnings
 from typing import TYPE_CHECKING, NoReturn
 
 from rapidscore.bertscore import baselines as _baselines
+from rapidscore.bertscore import settings as _settings
 from rapidscore.bertscore.model_table import MODEL_FOR_LANGUAGE as lang2model  # bert-score's public name
 from rapidscore.bertscore.model_table import TUNED_LAYER as model2layers  # bert-score's public name
 from rapidscore.bertscore.model_table import model_for_language, tuned_layer
 from rapidscore.bertscore.scorer import BERTScore, ScoringPlan, reference_hash
+from rapidscore.bertscore.settings import EMBEDDED_BASELINE_LANG
 from rapidscore.common.inputs import normalize_inputs
 from rapidscore.errors import ModelNotFoundError, check_positive_int
 
@@ -133,16 +137,19 @@ def _padding_batch_size(batch_size, engine_options) -> int | None:
     return check_positive_int(batch_size, "batch_size")
 
 
-def _shared_encoder(model_type, num_layers, all_layers, device, engine_options):
-    """The process-wide encoder of these settings: models stay loaded across score() calls (the
-    reference reloads the model on every call), and threads may share them."""
-    from rapidscore.encoder import get_encoder
-
+def _engine_options(engine_options) -> dict:
+    """The engine keywords of score(), checked: a name that is none of them is a TypeError."""
     unknown = sorted(set(engine_options) - set(_ENCODER_OPTIONS))
     if unknown:
         raise TypeError(f"score() got unexpected keyword arguments {unknown}; rapidscore adds {_ENCODER_OPTIONS}")
-    options = {k: engine_options[k] for k in _ENCODER_OPTIONS if k in engine_options}
-    return get_encoder(model_type, layer="all" if all_layers else num_layers, device=device, **options)
+    return {k: engine_options[k] for k in _ENCODER_OPTIONS if k in engine_options}
+
+
+def _check_rescale_lang(rescale_with_baseline, lang, model_type) -> None:
+    """bert-score's rule, but for the embedded model, whose baseline is English: it rescales with
+    no ``lang``, as everywhere in rapidscore (``rapidscore.bertscore.settings``)."""
+    if rescale_with_baseline and lang is None and not (model_type is not None and _is_embedded(model_type)):
+        raise ValueError("Need to specify Language when rescaling with baseline")
 
 
 def _as_tensors(result):
@@ -163,27 +170,28 @@ def score(cands, refs, model_type=None, num_layers=None, verbose=False, idf=Fals
     padding_batch = _padding_batch_size(batch_size, engine_options)
     check_positive_int(nthreads, "nthreads")  # the reference's idf worker count; "4" used to pass
     device = _device(device)
-    if rescale_with_baseline and lang is None:
-        raise ValueError("Need to specify Language when rescaling with baseline")
+    _check_rescale_lang(rescale_with_baseline, lang, model_type)
     model_given = model_type is not None
     model_type, num_layers = _resolve(model_type, num_layers, lang, all_layers)
     rescale = rescale_with_baseline
     if rescale_with_baseline:
-        path = baseline_path if baseline_path is not None else _baselines.default_baseline_path(lang, model_type)
+        path = baseline_path if baseline_path is not None else _baselines.default_baseline_path(
+            lang if lang is not None else EMBEDDED_BASELINE_LANG, model_type)
         if path is None or not _baselines.Path(path).is_file():
             # The reference's score() warns and returns unscaled scores here (BERTScorer raises).
             message = f"Baseline not Found for {model_type} on {lang} at {path}"
             print(f"Warning: {message}", file=sys.stderr)
             warnings.warn(message + "; scores are not rescaled", stacklevel=2)
             rescale = False
-    try:
-        encoder = _shared_encoder(model_type, num_layers, all_layers, device, engine_options)
+    options = _engine_options(engine_options)
+    try:  # the process-wide encoder of these settings: models stay loaded across score() calls
+        settings = _settings.resolve_settings(model_type, num_layers, lang=lang, idf=idf, all_layers=all_layers,
+                                    rescale_with_baseline=rescale, baseline_path=baseline_path if rescale else None,
+                                    use_fast_tokenizer=use_fast_tokenizer, progress=verbose,
+                                    reference_empty_rule=True, device=device, **options)
     except ModelNotFoundError as exc:
         _raise_unavailable(exc, model_type, lang, model_given)
-    engine = BERTScore(model=model_type, layer=num_layers, lang=lang, idf=idf, all_layers=all_layers,
-                       rescale_with_baseline=rescale, baseline_path=baseline_path if rescale else None,
-                       use_fast_tokenizer=use_fast_tokenizer, progress=verbose, reference_empty_rule=True,
-                       encoder=encoder)
+    engine = BERTScore.from_settings(settings)
     out = _as_tensors(engine.score_plan(plan, reference_batch_size=padding_batch))
     if return_hash:
         return out, reference_hash(model_type, engine.layer, bool(idf), rescale_with_baseline,
@@ -199,8 +207,7 @@ class BERTScorer:
     def __init__(self, model_type=None, num_layers=None, batch_size=64, nthreads=4, all_layers=False, idf=False,
                  idf_sents=None, device=None, lang=None, rescale_with_baseline=False, baseline_path=None,
                  use_fast_tokenizer=False, **engine_options) -> None:
-        if rescale_with_baseline and lang is None:
-            raise ValueError("Need to specify Language when rescaling with baseline")
+        _check_rescale_lang(rescale_with_baseline, lang, model_type)
         check_positive_int(nthreads, "nthreads")
         engine_device = _device(device)
         model_given = model_type is not None

@@ -221,11 +221,11 @@ def test_bad_inputs_raise_clear_errors(minilm_path, cands, refs, error, message)
         BERTScore(str(minilm_path), 1).score(cands, refs)
 
 
-def test_bad_configuration_raises_clear_errors(minilm_path, tmp_path):
+def test_bad_configuration_raises_clear_errors(minilm_path, tiny_bert, tmp_path):
     with pytest.raises(FileNotFoundError, match="baseline file not found"):
         BERTScore(str(minilm_path), 2, lang="en", rescale_with_baseline=True, baseline_path=tmp_path / "missing.tsv")
-    with pytest.raises(ValueError, match="needs lang"):
-        BERTScore(str(minilm_path), 2, rescale_with_baseline=True)
+    with pytest.raises(ValueError, match="needs lang"):  # a model other than the embedded one (English baseline)
+        BERTScore(tiny_bert, 2, rescale_with_baseline=True)
     with pytest.raises(ValueError, match="Either lang or model_type"):
         rapidscore.bert_score.score(["a"], ["b"])
     with pytest.raises(rapidscore.errors.ModelNotFoundError, match="bert-base-multilingual-cased"):

@@ -162,30 +162,38 @@ def test_another_directory_still_needs_num_layers(tmp_path) -> None:
 # ---- 3. the CLI's circle --------------------------------------------------------------------------
 def test_cli_rescale_without_lang_uses_the_embedded_models_english_baseline(monkeypatch) -> None:
     # --rescale_with_baseline asked for --lang, and --lang en swapped in roberta-large
+    from rapidscore.bertscore import baselines
     from rapidscore.bertscore import cli as bertscore_cli
+    from rapidscore.encoder.model_source import DEFAULT_MODEL
 
     seen = {}
+    real_baseline_path = baselines.default_baseline_path
 
-    class Recorder:
-        def __init__(self, model=None, layer=None, *, lang=None, **options) -> None:
-            seen.update(model=model, lang=lang)
-            raise SystemExit(0)
+    def baseline_path(lang, model):
+        seen.update(baseline=(lang, model))
+        return real_baseline_path(lang, model)
 
-    monkeypatch.setattr("rapidscore.bertscore.BERTScore", Recorder)
+    def encoder_settings(model, **options):  # the model resolve_settings chose, before anything loads
+        seen.update(model=model)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(baselines, "default_baseline_path", baseline_path)
+    monkeypatch.setattr("rapidscore.encoder.settings.resolve_encoder_settings", encoder_settings)
     from rapidscore.cli import build_parser
 
     parser = build_parser()
-    for argv, model, lang in (
-            (["--rescale_with_baseline"], "sentence-transformers/all-MiniLM-L6-v2", "en"),
-            (["--rescale_with_baseline", "-m", "all-MiniLM-L6-v2"], "all-MiniLM-L6-v2", "en"),
-            (["--rescale_with_baseline", "-m", "all-MiniLM-L6-v2", "--lang", "en"], "all-MiniLM-L6-v2", "en"),
-            (["--lang", "en"], None, "en"),  # bert-score's choice: roberta-large, picked by BERTScore
-            ([], None, None)):
+    for argv, model, baseline in (
+            (["--rescale_with_baseline"], DEFAULT_MODEL, ("en", DEFAULT_MODEL)),
+            (["--rescale_with_baseline", "-m", "all-MiniLM-L6-v2"], "all-MiniLM-L6-v2", ("en", "all-MiniLM-L6-v2")),
+            (["--rescale_with_baseline", "-m", "all-MiniLM-L6-v2", "--lang", "en"], "all-MiniLM-L6-v2",
+             ("en", "all-MiniLM-L6-v2")),
+            (["--lang", "en"], "roberta-large", None),  # bert-score's choice for --lang alone
+            ([], DEFAULT_MODEL, None)):
         args = parser.parse_args(["bertscore", "-c", "a", "-r", "b", *argv])
         seen.clear()
         with pytest.raises(SystemExit):
             bertscore_cli._scorer(args)
-        assert seen == {"model": model, "lang": lang}, argv
+        assert seen == {"model": model, **({"baseline": baseline} if baseline else {})}, argv
 
 
 def test_cli_rescale_of_another_model_still_needs_lang(tiny_bert, capsys) -> None:

@@ -92,15 +92,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                            "idf file"))
 
 
-def _idf_source(args: argparse.Namespace):
-    """The run's idf source (``rapidscore.bertscore.idf_source``): --idf-file (with or without
-    --idf: the file), else --idf (the references), else none. The file is read and checked now,
-    before any model loads."""
-    from rapidscore.bertscore.idf_source import resolve_idf_source
-
-    return resolve_idf_source(args.idf, args.idf_file)
-
-
 def _inputs(args: argparse.Namespace, idf_from_references: bool = False) -> tuple[list[str], list]:
     from rapidscore.common.readers import parallel_items
 
@@ -155,9 +146,9 @@ def run(args: argparse.Namespace) -> int:
     engine["long_texts"] = args.long_texts
     if args.output or args.input or args.write_idf or args.resume:
         return _run_streaming(args, engine)
-    idf = _idf_source(args)
     started = time.perf_counter()
-    scorer = _scorer(args, idf=idf, progress=show_progress(args), **engine)
+    scorer = _scorer(args, progress=show_progress(args), **engine)
+    idf = scorer.settings.idf
     loaded = time.perf_counter()
     if args.show:
         from rapidscore.bertscore.plot import plot_similarity
@@ -197,26 +188,29 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings(args: argparse.Namespace, **options):
+    """The command's settings, resolved once (``rapidscore.bertscore.settings``): --idf-file
+    (with or without --idf: the file, read and checked before any model loads), else --idf (the
+    references); on the embedded model --rescale_with_baseline needs no --lang (its baseline is
+    English); --lang alone picks bert-score's model, as the reference CLI."""
+    from rapidscore.bertscore.settings import resolve_settings
+
+    return resolve_settings(args.model, args.num_layers, lang=args.lang, idf=args.idf, idf_file=args.idf_file,
+                            rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
+                            use_fast_tokenizer=args.use_fast_tokenizer, **options)
+
+
 def _scorer(args: argparse.Namespace, **options):
-    """The BERTScore of the command's options. On the embedded model (the default, or named with
-    -m in any spelling) --rescale_with_baseline needs no --lang: its baseline is English. A model
-    that cannot be loaded is one line naming the embedded model as the offline choice (the
-    drop-in's words); with --lang (and no -m) it is explained by the language too: whether
-    bert-score knows it, and which model it picks."""
+    """The BERTScore of the command's options (``_settings``). A model that cannot be loaded is
+    one line naming the embedded model as the offline choice (the drop-in's words); with --lang
+    (and no -m) it is explained by the language too: whether bert-score knows it, and which
+    model it picks."""
     from rapidscore.bert_score import unavailable_model_message
     from rapidscore.bertscore import BERTScore
-    from rapidscore.encoder.model_source import DEFAULT_MODEL, is_embedded_model
     from rapidscore.errors import ModelNotFoundError
 
-    model, lang = args.model, args.lang
-    embedded = is_embedded_model(model) if model is not None else lang is None
-    if args.rescale_with_baseline and lang is None and args.baseline_path is None and embedded:
-        # the embedded model's baseline (rescale_baseline/en/); --lang alone would swap in roberta-large
-        model, lang = model if model is not None else DEFAULT_MODEL, "en"
     try:
-        return BERTScore(model=model, layer=args.num_layers, lang=lang,
-                         rescale_with_baseline=args.rescale_with_baseline, baseline_path=args.baseline_path,
-                         use_fast_tokenizer=args.use_fast_tokenizer, **options)
+        return BERTScore.from_settings(_settings(args, **options))
     except ModelNotFoundError as exc:
         from rapidscore.bertscore.model_table import describe_language, model_for_language
 
@@ -301,9 +295,9 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
     if args.batch_size:  # refused before the model loads or the output file is made
         check_stream_batch_size(args.batch_size, args.chunk_size or DEFAULT_CHUNK_PAIRS)
     make_items = _stream_items(args)
-    idf = _idf_source(args)
     started = time.perf_counter()
-    scorer = _scorer(args, idf=idf, **engine)
+    scorer = _scorer(args, **engine)
+    idf = scorer.settings.idf
     if args.verbose and not args.quiet:
         print(f"rapidscore bertscore: model loaded in {time.perf_counter() - started:.2f} seconds", file=sys.stderr)
     pairs = _Reiterable(make_items)
@@ -311,7 +305,8 @@ def _run_streaming(args: argparse.Namespace, engine: dict) -> int:
     idf_read_from = None  # what the weights were computed from, for the resume state
     if idf.kind == "file":
         counts = idf.counts  # the scorer weighs by them already
-        idf_read_from = f"idf file {file_sha256(args.idf_file)}"
+        assert idf.path is not None
+        idf_read_from = f"idf file {file_sha256(idf.path)}"
     elif args.write_idf or (idf.enabled and args.output):
         if "-" in (args.input, args.cand, *(args.ref or [])) and args.output:
             raise ValueError("idf over stdin needs two passes: write an idf file first (--write-idf), then "

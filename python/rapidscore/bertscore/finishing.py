@@ -54,6 +54,10 @@ class FinishingOptions:
     signature: str
     window_length: int | None = None
     window_framing: int = 0
+    #: the hidden states scored: the model's layers and its embedding output with all_layers, else 1
+    hidden_states: int = 1
+    #: the signature of a call in which sentences fell back to uniform weights (``idf:...+uniform``)
+    uniform_signature: str = ""
 
 
 def call_idf(options: FinishingOptions, call_weights: dict | None,
@@ -69,13 +73,18 @@ def call_idf(options: FinishingOptions, call_weights: dict | None,
     return idf_dict
 
 
-def store_weights(store: TokenStore, idf_dict: dict | None,
-                  options: FinishingOptions) -> tuple[np.ndarray, np.ndarray, int]:
+def store_weights(store: TokenStore, idf_dict: dict | None, options: FinishingOptions,
+                  fallback_rows: list | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """Token weights of the store's rows, the real (non-special) tokens per stored sentence,
-    and how many sentences fell back to uniform weights (the caller warns: ``warn_uniform``)."""
+    and how many sentences fell back to uniform weights (the caller warns: ``warn_uniform``, and
+    passes the count to ``finish_result``: the signature says so). ``fallback_rows``: a list
+    extended with those sentences' indices in the store (a micro-batch tells its plans apart)."""
     weights = token_weights(store.ids, idf_dict, options.special_ids)
     real_tokens = _real_token_counts(store, options)
-    return weights, real_tokens, _uniform_fallback(weights, store, real_tokens, options.special_ids)
+    degenerate = _uniform_fallback(weights, store, real_tokens, options.special_ids)
+    if fallback_rows is not None:
+        fallback_rows.extend(degenerate.tolist())
+    return weights, real_tokens, len(degenerate)
 
 
 def warn_uniform(count: int, stacklevel: int) -> None:
@@ -96,16 +105,16 @@ def _real_token_counts(store: TokenStore, options: FinishingOptions) -> np.ndarr
 
 
 def _uniform_fallback(weights: np.ndarray, store: TokenStore, real_tokens: np.ndarray,
-                      special_ids: tuple[int, ...]) -> int:
+                      special_ids: tuple[int, ...]) -> np.ndarray:
     """Sentences whose weights sum to 0 despite real tokens (idf of one or identical
-    references) get uniform weights instead of the reference's NaN; returns their count."""
+    references) get uniform weights instead of the reference's NaN; returns their indices."""
     sums = np.add.reduceat(weights.astype(np.float64), store.offsets[:-1]) if len(weights) else np.zeros(0)
     lengths = store.lengths()
     degenerate = np.flatnonzero((sums == 0) & (real_tokens > 0) & (lengths > 0))
     for k in degenerate:
         start, end = store.offsets[k], store.offsets[k + 1]
         weights[start:end] = token_weights(store.ids[start:end], None, special_ids)
-    return len(degenerate)
+    return degenerate
 
 
 def match_store(store: TokenStore, weights: np.ndarray, pairs: np.ndarray, options: FinishingOptions, *,
@@ -131,6 +140,8 @@ def match_store(store: TokenStore, weights: np.ndarray, pairs: np.ndarray, optio
 
     def all_of_them():
         if options.all_layers:
+            if store.embeddings.ndim == 2:  # a call without sentences: its empty store has no layer axis
+                return np.zeros((options.hidden_states, len(pairs), 3))
             return np.stack([one_layer(layer) for layer in store.embeddings])
         return one_layer(store.embeddings)
 
@@ -194,11 +205,12 @@ def best_of_references(scores: np.ndarray, owners: np.ndarray, n_candidates: int
 
 
 def finish_result(plan, scores: np.ndarray, empty: np.ndarray, options: FinishingOptions, *,
-                  rescale: bool | None, truncated: int, lengths: np.ndarray) -> BERTScoreResult:
+                  rescale: bool | None, truncated: int, lengths: np.ndarray, uniform: int = 0) -> BERTScoreResult:
     """Empty pairs to 0, the best reference per candidate, rescaling: the result of a
     ``ScoringPlan`` from the (layers?, pairs, 3) scores of its pairs (changed in place).
     ``rescale``: None follows the scorer. ``lengths``: tokens of each of the plan's texts (the
-    windowed ones are counted from them)."""
+    windowed ones are counted from them). ``uniform``: how many of the plan's sentences fell back
+    to uniform weights (``store_weights``): the signature then says ``+uniform``."""
     # bert-score zeroes P and R of an empty pair but F only where it is NaN (no weight at
     # all); with one framing token its "empty" one-token texts keep their F.
     scores[..., empty, :2 if options.reference_empty_rule else 3] = 0.0
@@ -211,7 +223,8 @@ def finish_result(plan, scores: np.ndarray, empty: np.ndarray, options: Finishin
     best = best.astype(np.float32)
     windowed, windows = _window_counts(lengths, options)
     return BERTScoreResult(precision=best[..., 0], recall=best[..., 1], f1=best[..., 2],
-                           signature=options.signature,
+                           signature=options.uniform_signature or options.signature if uniform
+                           else options.signature,
                            details={"truncated": truncated, "windowed": windowed, "windows": windows,
                                     "empty_pairs": int(empty.sum()), "unique_sentences": len(plan.texts)})
 

@@ -14,16 +14,16 @@ scorer runs the phases per chunk, a Ray worker per block.
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rapidscore._version import __version__
 from rapidscore.bertscore import baselines as _baselines
+from rapidscore.bertscore import settings as _settings
 from rapidscore.bertscore.finishing import (
     FinishingOptions,
     call_idf,
@@ -34,15 +34,17 @@ from rapidscore.bertscore.finishing import (
     warn_uniform,
 )
 from rapidscore.bertscore.idf import DocumentFrequencies
-from rapidscore.bertscore.idf_source import IdfSource, resolve_idf_source
-from rapidscore.bertscore.model_table import model_for_language, tuned_layer
+from rapidscore.bertscore.idf_source import IdfSource
 from rapidscore.bertscore.result import BERTScoreResult
+from rapidscore.bertscore.settings import BERTScoreSettings, build_bertscore_signature
 from rapidscore.bertscore.streaming import PairScore
 from rapidscore.common.inputs import normalize_inputs
-from rapidscore.common.signature import build_signature, package_version, version_fields
-from rapidscore.encoder.model_source import DEFAULT_MODEL
+from rapidscore.common.signature import package_version
 from rapidscore.encoder.store import TokenStore
 from rapidscore.errors import check_positive_int
+
+if TYPE_CHECKING:
+    from rapidscore.encoder import Encoder
 
 __all__ = ["BERTScore", "BERTScoreResult", "ScoringPlan", "score", "normalize_inputs"]
 
@@ -132,55 +134,44 @@ class BERTScore:
                  num_threads: int | None = None, progress: bool = False, cache_dir=None, encoder=None,
                  device_engine: bool | None = None, long_texts: str | None = None,
                  reference_empty_rule: bool = False):
-        from rapidscore.encoder import get_encoder
-        from rapidscore.encoder.windows import check_long_texts
+        settings = _settings.resolve_settings(  # looked up at the call: tests count the calls
+            model, layer, lang=lang, idf=idf, idf_sents=idf_sents, rescale_with_baseline=rescale_with_baseline,
+            baseline_path=baseline_path, all_layers=all_layers, use_fast_tokenizer=use_fast_tokenizer,
+            backend=backend, device=device, precision=precision, long_texts=long_texts,
+            reference_empty_rule=reference_empty_rule, device_engine=device_engine, progress=progress,
+            encoder=encoder, batch_tokens=batch_tokens, num_threads=num_threads, cache_dir=cache_dir)
+        self._setup(settings, encoder)
 
-        # named here: os.fspath(5) and int(nan) failed with messages that named no argument
-        if model is not None and not isinstance(model, (str, os.PathLike)):
-            raise TypeError(f"model must be a hub id or a directory path (str or os.PathLike), got "
-                            f"{type(model).__name__}: {model!r:.80}")
-        if layer is not None and (isinstance(layer, (bool, np.bool_)) or not isinstance(layer, numbers.Integral)):
-            raise TypeError(f"layer must be an int (a hidden-state index) or None, got {type(layer).__name__}: "
-                            f"{layer!r}")
-        if model is None and encoder is not None:
-            model = encoder.model_name
-        if model is None:
-            model = model_for_language(lang) if lang is not None else DEFAULT_MODEL
-        self.model_name = os.fspath(model)
-        if layer is None and not all_layers:
-            layer = tuned_layer(self.model_name)
-        if rescale_with_baseline and baseline_path is None and lang is None:
-            raise ValueError("rescale_with_baseline=True needs lang (or a baseline_path)")
-        idf_source = resolve_idf_source(idf)  # the one decision: every later step reads it
-        idf_source.check_model(self.model_name)
-        if long_texts is not None:
-            check_long_texts(long_texts)
-        if encoder is None:  # the process-wide cache: one loaded model per setting
-            # long_texts only when it is not the default: default encoders stay shared with other metrics
-            window = {"long_texts": "window"} if long_texts == "window" else {}
-            encoder = get_encoder(model, layer="all" if all_layers else layer, backend=backend, device=device,
-                                  precision=precision, batch_tokens=batch_tokens, num_threads=num_threads,
-                                  cache_dir=cache_dir, **window)
-        encoder_mode = getattr(encoder, "long_texts", "truncate")
-        if long_texts is not None and long_texts != encoder_mode:
-            raise ValueError(f"long_texts={long_texts!r} but the given encoder has long_texts={encoder_mode!r}; "
-                             f"build it with Encoder(..., long_texts={long_texts!r})")
-        self.long_texts = encoder_mode
-        if not isinstance(reference_empty_rule, bool):
-            raise TypeError(f"reference_empty_rule must be a bool, got {reference_empty_rule!r}")
-        self.reference_empty_rule = reference_empty_rule
-        self.encoder = encoder
-        self.device_engine = self._choose_engine(device_engine)
-        self.progress = progress
-        self.layer = self.encoder.num_layers if all_layers else self.encoder.layer
-        self.all_layers = all_layers
-        self.lang = lang
+    @classmethod
+    def from_settings(cls, settings: BERTScoreSettings, *, encoder: Encoder | None = None) -> BERTScore:
+        """The scorer of resolved ``settings`` (``rapidscore.bertscore.settings.resolve_settings``),
+        resolving nothing again. ``encoder``: the one to score with (default: the process's shared
+        encoder of ``settings.encoder``)."""
+        scorer = cls.__new__(cls)
+        scorer._setup(settings, encoder)
+        return scorer
+
+    def _setup(self, settings: BERTScoreSettings, encoder: Encoder | None) -> None:
+        from rapidscore.encoder import get_encoder
+
+        self.settings = settings
+        # the process-wide cache: one loaded model per setting, keyed by the encoder's settings
+        self.encoder = get_encoder(settings.encoder) if encoder is None else encoder
+        self.model_name = settings.model
+        self.long_texts = settings.long_texts
+        self.reference_empty_rule = settings.reference_empty_rule
+        self.device_engine = self._choose_engine(settings.device_engine)
+        self.progress = settings.progress
+        self.layer = settings.layer
+        self.all_layers = settings.all_layers
+        self.lang = settings.lang
+        idf_source = settings.idf
         # the reference's attribute: the dict, else whether tokens are weighted (an idf file: True)
         self.idf: bool | dict = idf_source.table if idf_source.table is not None else idf_source.enabled
-        self.use_fast_tokenizer = use_fast_tokenizer
-        self.rescale_with_baseline = rescale_with_baseline
-        self.use_custom_baseline = baseline_path is not None
-        self.num_threads = num_threads
+        self.use_fast_tokenizer = settings.use_fast_tokenizer
+        self.rescale_with_baseline = settings.rescale_with_baseline
+        self.use_custom_baseline = settings.custom_baseline
+        self.num_threads = settings.encoder.option("num_threads")
         spec = self.encoder.spec
         self._cls_sep = tuple(i for i in (spec.cls_id, spec.sep_id) if i is not None)
         # The tokens a tokenizer frames every text with ([CLS] [SEP]; </s> for T5; </s> en_XX for
@@ -188,23 +179,17 @@ class BERTScore:
         self._framing_length = len(self.encoder.tokenize([""])[0])
         # (source, its weights), replaced together by compute_idf: a call reads one consistent pair
         self._idf: tuple[IdfSource, dict | None] = (idf_source, idf_source.weights())
-        if idf_sents is not None:
-            self.compute_idf(idf_sents)
+        sentences = idf_source.sentences if idf_source.kind == "sentences" else settings.idf_sents
+        if sentences is not None:
+            self.compute_idf(sentences)
+        self.baseline_path = settings.baseline_path
         self._baseline = None
-        if rescale_with_baseline:
-            path = baseline_path
-            if path is None and lang is not None:  # checked above: one of the two is given
-                path = _baselines.default_baseline_path(lang, self.model_name)
-            if path is None:
-                raise FileNotFoundError(
-                    f"no baseline for {self.model_name} on {lang}: the published baselines come with "
-                    "bert-score (pip install bert-score==0.3.13), or pass baseline_path")
-            self.baseline_path: Path | None = Path(path)
-            table = _baselines.read_baseline(self.baseline_path)
-            self._baseline = (_baselines.baseline_for_all_layers(table, self.encoder.num_layers + 1, path)
-                              if all_layers else _baselines.baseline_for_layer(table, self.layer, path))
-        else:
-            self.baseline_path = Path(baseline_path) if baseline_path is not None else None
+        if settings.rescale_with_baseline:
+            assert settings.baseline_path is not None  # resolve_settings gives rescaling its file
+            table = _baselines.read_baseline(settings.baseline_path)
+            self._baseline = (
+                _baselines.baseline_for_all_layers(table, self.encoder.num_layers + 1, settings.baseline_path)
+                if settings.all_layers else _baselines.baseline_for_layer(table, self.layer, settings.baseline_path))
 
     def _choose_engine(self, requested: bool | None) -> bool:
         runs_torch = getattr(self.encoder, "runs_torch", False)
@@ -258,19 +243,13 @@ class BERTScore:
         """Reproducibility signature in the spirit of sacrebleu's."""
         return self.signature_with(self._idf[0])
 
-    def signature_with(self, idf_source: IdfSource) -> str:
+    def signature_with(self, idf_source: IdfSource, *, uniform: bool = False) -> str:
         """The signature of a call that weighs by ``idf_source`` (a stream's, an idf file given
-        to ``score_iter``) instead of the scorer's own."""
-        return build_signature([
-            ("model", self.model_name), ("layer", "all" if self.all_layers else self.layer),
-            ("idf", idf_source.signature_value),
-            ("rescaled", "custom" if self.use_custom_baseline and self.rescale_with_baseline
-             else ("yes" if self.rescale_with_baseline else "no")),
-            ("tok", f"fast-maxlen{self.encoder.max_length}"),
-            *([("long_texts", "window")] if self.long_texts == "window" else []),
-            ("precision", self.encoder.precision), ("backend", f"{self.encoder.backend}-{self.encoder.device}"),
-            *version_fields("onnxruntime"),
-        ])
+        to ``score_iter``) instead of the scorer's own; ``uniform``: some of its sentences fell
+        back to uniform weights (the idf field then ends in ``+uniform``)."""
+        idf_field = idf_source.signature_value + ("+uniform" if uniform else "")
+        return build_bertscore_signature(self.settings, idf_field, max_length=self.encoder.max_length,
+                                         precision=self.encoder.precision)
 
     @property
     def hash(self) -> str:
@@ -409,7 +388,7 @@ class BERTScore:
         scores = match_store(store, weights, pairs, options, reference_batch_size=reference_batch_size,
                              padding_floors=padding_floors)  # (layers?, pairs, 3)
         return finish_result(plan, scores, empty_pairs(real_tokens, pairs), options, rescale=rescale,
-                             truncated=store.truncated, lengths=store.lengths()[store.order])
+                             truncated=store.truncated, lengths=store.lengths()[store.order], uniform=uniform)
 
     @property
     def weights_fixed(self) -> bool:
@@ -430,7 +409,8 @@ class BERTScore:
                              "weights from idf_sents or a dict); use finish per plan")
         options = self.finishing_options()
         # fixed weights: the call's references are never read
-        weights, real_tokens, uniform = store_weights(store, call_idf(options, None, list), options)
+        fallback_rows: list = []
+        weights, real_tokens, uniform = store_weights(store, call_idf(options, None, list), options, fallback_rows)
         if uniform:
             warn_uniform(uniform, stacklevel=3)
         pairs = np.concatenate([np.asarray(row)[plan.pairs] for plan, row in zip(plans, rows)]) \
@@ -442,8 +422,11 @@ class BERTScore:
         lengths = store.lengths()[store.order]
         for plan, count, row in zip(plans, truncated, rows):
             end = start + len(plan.pairs)
+            # the plan's own sentences that fell back (its signature), not the batch's
+            own_uniform = int(np.isin(store.order[np.asarray(row)], fallback_rows).sum()) if uniform else 0
             results.append(finish_result(plan, scores[..., start:end, :], empty[start:end], options,
-                                         rescale=rescale, truncated=count, lengths=lengths[np.asarray(row)]))
+                                         rescale=rescale, truncated=count, lengths=lengths[np.asarray(row)],
+                                         uniform=own_uniform))
             start = end
         return results
 
@@ -451,6 +434,7 @@ class BERTScore:
         """The scorer's settings as the finishing step reads them, taken when a call starts
         (``rapidscore.bertscore.finishing``); ``idf_source``: a call's own (its signature)."""
         source, weights = self._idf
+        call_source = source if idf_source is None else idf_source
         window = self.long_texts == "window"
         if window:
             prefix, suffix = self.encoder.tokenizer.framing
@@ -458,8 +442,10 @@ class BERTScore:
             idf=source.enabled, idf_weights=weights, special_ids=self._cls_sep,
             framing_length=self._framing_length, reference_empty_rule=self.reference_empty_rule,
             all_layers=self.all_layers, num_threads=self.num_threads,
+            hidden_states=self.encoder.num_layers + 1 if self.all_layers else 1,
             rescale_with_baseline=self.rescale_with_baseline, baseline=self._baseline,
-            signature=self.signature if idf_source is None else self.signature_with(idf_source),
+            signature=self.signature_with(call_source),
+            uniform_signature=self.signature_with(call_source, uniform=True) if source.enabled else "",
             window_length=self.encoder.max_length if window else None,
             window_framing=len(prefix) + len(suffix) if window else 0)
 

@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from rapidscore.bertscore.idf_source import IdfSource, resolve_idf_source
-from rapidscore.encoder.settings import EncoderSettings, resolve_encoder_settings
+from rapidscore.encoder import settings as _encoder_settings
+from rapidscore.encoder.settings import EncoderSettings
 
 __all__ = ["BERTScoreSettings", "resolve_settings", "EMBEDDED_BASELINE_LANG"]
 
@@ -161,9 +162,9 @@ def resolve_settings(model: str | os.PathLike | None = None, layer: int | None =
     if encoder is None:
         # long_texts only when it is not the default: default encoders stay shared with other metrics
         window = {"long_texts": "window"} if long_texts == "window" else {}
-        encoder_settings = resolve_encoder_settings(model_name, layer="all" if all_layers else layer,
-                                                    backend=backend, device=device, precision=precision,
-                                                    **encoder_options, **window)
+        encoder_settings = _encoder_settings.resolve_encoder_settings(model_name, layer="all" if all_layers else layer,
+                                                                     backend=backend, device=device,
+                                                                     precision=precision, **encoder_options, **window)
     else:
         encoder_settings = encoder.settings
     encoder_mode = encoder_settings.option("long_texts", "truncate")
