@@ -208,7 +208,7 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
     encoder = scorer.encoder
     options = scorer.finishing_options()
     where = "cuda" if encoder.device == "cuda" else "cpu"
-    layers_count = encoder.num_layers + 1 if options.all_layers else 1
+    layers_count = options.hidden_states
     if chunk_tokens is None:  # all_layers stores every hidden state: the budget is in embeddings
         chunk_tokens = max(1, DEFAULT_CHUNK_TOKENS[where] // layers_count)
     if overlap is None:
