@@ -256,4 +256,4 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
     if degenerate[0]:
         warn_uniform(degenerate[0], stacklevel=4)  # the caller of BERTScore.score
     return finish_result(plan, scores if options.all_layers else scores[0], empty, options, rescale=rescale,
-                         truncated=tokens.truncated, lengths=tokens.lengths)
+                         truncated=tokens.truncated, lengths=tokens.lengths, uniform=degenerate[0])
