@@ -97,6 +97,8 @@ def implementation() -> str:
         warnings.warn(f"rapidscore's native extension rapidscore._core cannot be imported "
                       f"({type(_error).__name__}: {_error}); the kernels run their pure-Python twins, "
                       f"which are slower (set {ENV_VAR}=python to choose them without this warning, "
-                      f"or {ENV_VAR}=native to make this an error)",
+                      f"or {ENV_VAR}=native to make this an error). For the fast kernels, install a "
+                      "binary wheel (pip install --force-reinstall --only-binary rapidscore rapidscore) "
+                      "or a C++17 compiler and CMake, then reinstall: docs/install.md",
                       RapidscoreWarning, stacklevel=3)
     return "python"
