@@ -26,11 +26,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as the figures are st
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import time  # noqa: E402
+import argparse
+import time
 
-import common  # noqa: E402
-import numpy as np  # noqa: E402
+import common
+import numpy as np
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -49,8 +49,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from rapidscore.compare import compare, mean_of
-    from rapidscore.compare import resampling
+    from rapidscore.compare import compare, mean_of, resampling
 
     rng = np.random.default_rng(0)
     base = rng.uniform(0.6, 0.95, args.items)

@@ -29,7 +29,7 @@ TOOL_COMMANDS = {
     "serve": ("rapidscore.serve.cli", "HTTP scoring service with micro-batching (the [serve] extra)"),
     "export": ("rapidscore.export_cli", "export a model's ONNX graphs into a cache (build machine; [export])"),
     "report": ("rapidscore.report.cli", "one self-contained HTML page of an evaluation run's result files"),
-    "compare": ("rapidscore.compare.cli", "paired significance tests and intervals: is a system better than a baseline?"),
+    "compare": ("rapidscore.compare.cli", "paired significance tests and intervals: is a system better than another?"),
 }
 
 

@@ -35,7 +35,8 @@ from rapidscore.compare.comparison import Comparison, compare
 from rapidscore.compare.statistics import ItemStats, mean_of, precision_recall_f1_of
 from rapidscore.errors import PairingError
 
-__all__ = ["SystemInput", "read_systems", "metrics_of", "compare_files", "select_systems", "SCHEMES"]
+__all__ = ["SystemInput", "read_systems", "systems_of_runs", "pair_systems", "metrics_of", "compare_files",
+           "select_systems", "SCHEMES"]
 
 SCHEMES = ("strict", "exact", "partial", "type")
 _NER_METRICS = tuple(f"{scheme}_{what}" for scheme in SCHEMES for what in ("f1", "precision", "recall")) + (
@@ -134,10 +135,17 @@ def _system_inputs(path: str, name: str | None) -> list[SystemInput]:
     if os.path.isdir(path):
         raise PairingError(f"{path}: a SELECT results folder has no per-item scores to pair; compare SELECT "
                            "techniques per concept with rapidscore.compare.select_systems")
-    runs = report_inputs.read_result(path, system)
-    document = report_inputs.result_document(path)
+    return systems_of_runs(report_inputs.read_result(path, system), report_inputs.result_document(path))
+
+
+def systems_of_runs(runs: Sequence[Any], document: Mapping | None = None) -> list[SystemInput]:
+    """The systems of runs read by :mod:`rapidscore.report.inputs` (``document``: the file's
+    command document, for its recorded input digests)."""
+    from rapidscore.report import inputs as report_inputs
+
     out = []
     for run in runs:
+        path = run.path
         what = f"{run.name} ({path})"
         if isinstance(run, report_inputs.BertScoreRun):
             keys, by = (run.ids, "id") if run.ids is not None and None not in run.ids else (run.lines, "line")
@@ -205,6 +213,16 @@ def read_systems(results: Sequence[str], metric: str | None = None, baseline: st
     if len(systems) < 2:
         raise PairingError(f"a comparison needs two systems or more; {', '.join(results)} hold "
                            f"{len(systems)}: {', '.join(names) or 'none'}")
+    return pair_systems(systems, metric, baseline)
+
+
+def pair_systems(systems: list[SystemInput], metric: str | None = None, baseline: str | None = None,
+                 ) -> tuple[str, dict[str, ItemStats], list[SystemInput]]:
+    """:func:`read_systems` on systems already read: the metric, each system's statistics in the
+    baseline's item order (baseline first), the systems in that order."""
+    names = [s.name for s in systems]
+    if len(systems) < 2:
+        raise PairingError(f"a comparison needs two systems or more, got {len(systems)}: {', '.join(names) or 'none'}")
     kinds = {s.kind for s in systems}
     if len(kinds) > 1:
         raise PairingError("the files hold results of different metrics (" +

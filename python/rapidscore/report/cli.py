@@ -19,6 +19,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from rapidscore.common.cli_options import add_common_options, positive_int
 from rapidscore.common.file_options import input_option, model_option, output_option
@@ -91,6 +92,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--align", type=_align, default="worst", metavar="worst|best|LINE",
                         help="with --model: the pair to align, by F1 or its line (default worst)")
     parser.add_argument("--title", default="rapidscore report", help="the page's title")
+    parser.add_argument("--baseline", default=None, metavar="NAME",
+                        help="the system the others are compared with, in each metric that has it (default: each "
+                             "metric's first system); as rapidscore compare")
+    parser.add_argument("--resamples", type=positive_int, default=10_000, metavar="N",
+                        help="bootstrap resamples and randomization trials of the intervals and p-values "
+                             "(default 10000)")
+    parser.add_argument("--seed", type=int, default=12345, help="the resamples' seed (default 12345)")
     add_common_options(parser, progress_default=False,
                        json_help="print what the page holds (files, kinds, systems, signatures) as JSON")
 
@@ -100,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rapidscore._version import __version__
     from rapidscore.common.outputs import open_output
+    from rapidscore.report.comparisons import compare_runs
     from rapidscore.report.html import Page, render_page
     from rapidscore.report.inputs import NERRun, read_gold_texts, read_results
 
@@ -116,8 +125,12 @@ def run(args: argparse.Namespace) -> int:
         _align_pairs(args, runs, notes)
     elif args.layer is not None or args.align != "worst":
         raise ValueError("--layer and --align choose the token alignment: give --model too")
-    page = Page(runs, title=args.title, items=args.items, notes=notes, version=__version__)
-    page.figures = _figures(runs, notes)
+    if args.seed < 0:
+        raise ValueError(f"--seed: expected a non-negative integer, got {args.seed}")
+    comparisons = compare_runs(runs, baseline=args.baseline, resamples=args.resamples, seed=args.seed)
+    notes += [f"{section}: no pairwise comparison: {why}" for section, why in comparisons.refused.items()]
+    page = Page(runs, title=args.title, items=args.items, notes=notes, version=__version__, comparisons=comparisons)
+    page.figures = _figures(runs, notes, comparisons)
     text = render_page(page)
     with open_output(args.out, "--out") as handle:
         handle.write(text)
@@ -127,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"out": args.out, "results": [
             {"file": run.path, "kind": run.kind, "system": run.name, "signature": run.signature} for run in runs],
+            "comparisons": {section: result.to_dict() for section, result in comparisons.results.items()},
             "notes": notes}, indent=1))
     elif not args.quiet:
         print(f"rapidscore report: wrote {args.out} ({len(runs)} system{'s' if len(runs) != 1 else ''})",
@@ -244,9 +258,9 @@ def _chosen(run, align: str | int) -> int:
     return run.lines.index(align)
 
 
-def _figures(runs: list, notes: list[str]) -> dict[str, str]:
-    """SVG by key (``bertscore``, ``nrr-<system>``, ``ner``,
-    ``select-<run>-<experiment>``); a figure that cannot be drawn is a note instead."""
+def _figures(runs: list, notes: list[str], comparisons: Any = None) -> dict[str, str]:
+    """SVG by key (``bertscore``, ``nrr-<system>``, ``ner``, ``select-<run>-<experiment>``,
+    ``<section>-intervals``); a figure that cannot be drawn is a note instead."""
     from rapidscore.report import figures
     from rapidscore.report.html import select_key, slug
 
@@ -271,6 +285,10 @@ def _figures(runs: list, notes: list[str]) -> dict[str, str]:
             title = run.name if name == "." else f"{run.name}: {name}"
             if rows:
                 wanted.append((select_key(run.name, name), partial(figures.select_figure, rows, title)))
+    labels = {"bertscore": "Mean F1", "nrr": "NRR", "ner": "Strict F1"}
+    for section, result in (comparisons.results.items() if comparisons is not None else ()):
+        wanted.append((f"{section}-intervals", partial(figures.interval_figure, result,
+                                                       labels.get(section, f"Mean {result.metric}"))))
     made: dict[str, str] = {}
     for k, (key, draw) in enumerate(wanted):
         try:

@@ -20,7 +20,7 @@ from typing import Any
 from rapidscore.errors import FiguresUnavailable
 
 __all__ = ["FiguresUnavailable", "bertscore_figure", "nrr_figure", "ner_figure",
-           "select_figure", "readable_token", "scoped_svg"]
+           "select_figure", "interval_figure", "readable_token", "scoped_svg"]
 
 
 def _function(module_name: str, name: str, drawing: bool = True) -> Callable:
@@ -115,3 +115,24 @@ def select_figure(rows: Sequence[dict], title: str) -> str:
         mapping.update({row["model"]: row.get("model_name") or row["model"],
                         row["technique"]: row.get("technique_name") or row["technique"]})
     return _svg(plot(summary, names=Names(mapping), title=title))
+
+
+def interval_figure(result: Any, label: str) -> str:
+    """Each system's value with its bootstrap interval as an error bar (a ``Comparison``), the
+    baseline's value as a dashed line."""
+    _function("rapidscore.common.figures", "new_figure")  # matplotlib there, or FiguresUnavailable
+    from rapidscore.common.figures import new_figure, style
+
+    names = [system.name for system in result.systems]
+    means = [system.mean for system in result.systems]
+    below = [system.mean - system.low for system in result.systems]
+    above = [system.high - system.mean for system in result.systems]
+    with style():
+        figure = new_figure(height=max(1.6, 0.45 * len(names) + 1.0))
+        axes = figure.add_subplot()
+        positions = list(range(len(names)))[::-1]  # the baseline on top
+        axes.errorbar(means, positions, xerr=[below, above], fmt="o", capsize=4)
+        axes.axvline(means[0], linestyle="--", linewidth=0.8, color="0.5")
+        axes.set_yticks(positions, names)
+        axes.set_xlabel(f"{label} ({100 * result.confidence:g}% bootstrap interval)")
+        return _svg(figure)

@@ -59,6 +59,7 @@ class Page:
     notes: list[str] = field(default_factory=list)
     figures: dict[str, str] = field(default_factory=dict)
     version: str = ""
+    comparisons: Any = None  # a report.comparisons.Comparisons: intervals and the pairwise tables
 
 
 # -- cells and tables -------------------------------------------------------------------------------
@@ -180,18 +181,67 @@ def _texts_hint(run: Run) -> str:
             "</code> shows them.</p>")
 
 
+def _interval_cells(page: Page, section: str, name: str) -> list[str]:
+    """The system's interval cells (low, high) in ``section``'s comparison; dashes without one."""
+    result = page.comparisons.results.get(section) if page.comparisons is not None else None
+    if result is not None:
+        for system in result.systems:
+            if system.name == name:
+                return [_num(system.low), _num(system.high)]
+    return [_num(None), _num(None)]
+
+
+def _p_cell(value: float | None, significant: bool | None) -> str:
+    if value is None:
+        return _num(None)
+    shown = (f"{value:.4f}" if value >= 0.0001 else f"{value:.1e}") + ("*" if significant else "")
+    return _num(value, shown)
+
+
+def _pairwise(page: Page, section: str, label: str) -> str:
+    """The section's systems against the baseline (difference, interval, p-values; ``*``:
+    significant after the correction), its intervals' figure, or why its systems are not paired."""
+    if page.comparisons is None:
+        return ""
+    refused = page.comparisons.refused.get(section)
+    if refused is not None:
+        return (f'<p class="missing" id="{escape(section)}-pairwise-refused">No pairwise comparison: '
+                f"{escape(refused)}</p>")
+    result = page.comparisons.results.get(section)
+    if result is None:
+        return ""
+    level = f"{100 * result.confidence:g}%"
+    rows = [[_text(pair.system), _num(pair.difference), _num(pair.low), _num(pair.high),
+             _p_cell(pair.p_bootstrap, None), _p_cell(pair.p_randomization, None),
+             _p_cell(pair.p_bootstrap_adjusted, pair.significant.get("bootstrap")),
+             _p_cell(pair.p_randomization_adjusted, pair.significant.get("randomization"))] for pair in result.pairs]
+    correction = {"holm": "Holm", "bonferroni": "Bonferroni", "none": "no"}[result.correction]
+    caption = (f"{escape(label)} of each system minus the baseline {escape(result.baseline)}'s, paired by item: "
+               f"{level} bootstrap interval and p-values ({correction} correction; * adjusted p &lt; "
+               f"{result.alpha:g}); <code class=\"sig\">{escape(result.signature).replace('|', '|<wbr>')}</code>")
+    table = _table(f"{section}-pairwise", [("System", False), ("Difference", True), (f"{level} low", True),
+                                           (f"{level} high", True), ("p bootstrap", True), ("p randomization", True),
+                                           ("p bootstrap adjusted", True), ("p randomization adjusted", True)],
+                   rows, caption)
+    return table + _figure(page, f"{section}-intervals", f"{escape(label)} per system with its {level} bootstrap "
+                           "interval (error bars).")
+
+
 def _bertscore_section(page: Page, runs: list[BertScoreRun]) -> str:
     rows = []
     for run in runs:
         finite = [v for v in run.f1 if not math.isnan(v)]
         rows.append([_text(run.name), _num(len(run.f1)), _num(run.mean("P")), _num(run.mean("R")),
                      _num(run.mean("F1")), _num(min(finite) if finite else None),
-                     _num(max(finite) if finite else None), _sig_cell(run.signature)])
+                     _num(max(finite) if finite else None), *_interval_cells(page, "bertscore", run.name),
+                     _sig_cell(run.signature)])
     parts = ['<section id="bertscore"><h2>BERTScore</h2>',
              _table("bertscore-summary", [("System", False), ("Items", True), ("P", True), ("R", True), ("F1", True),
-                                          ("F1 min", True), ("F1 max", True), ("Signature", False)], rows,
-                    "Mean precision, recall and F1 per system"),
-             _figure(page, "bertscore", "BERTScore F1 of every item, per system.")]
+                                          ("F1 min", True), ("F1 max", True), ("F1 CI low", True),
+                                          ("F1 CI high", True), ("Signature", False)], rows,
+                    "Mean precision, recall and F1 per system; the 95% bootstrap interval of the mean F1"),
+             _figure(page, "bertscore", "BERTScore F1 of every item, per system."),
+             _pairwise(page, "bertscore", "Mean F1")]
     for run in runs:
         key = slug(run.name)
         parts.append(f'<h3 id="bertscore-{key}">{escape(run.name)}</h3><p>{_signature(run.signature)}</p>')
@@ -249,12 +299,15 @@ def _nrr_section(page: Page, runs: list[NRRRun]) -> str:
         rows.append([_text(run.name), _num(run.n_evaluated), _num(run.n_rejected), _num(run.rate),
                      _num(run.capture_rate),
                      _num(run.threshold, NONE if run.threshold is None else f"{run.threshold:g}"),
-                     _num(sum(finite) / len(finite) if finite else None), _sig_cell(run.signature)])
+                     _num(sum(finite) / len(finite) if finite else None), *_interval_cells(page, "nrr", run.name),
+                     _sig_cell(run.signature)])
     parts = ['<section id="nrr"><h2>Negative Rejection Rate</h2>',
              _table("nrr-summary", [("System", False), ("Evaluated", True), ("Rejected", True), ("NRR", True),
                                     ("Capture rate", True), ("Threshold", True), ("Mean similarity", True),
-                                    ("Signature", False)], rows,
-                    "Rejected: similarity to the best reference below the threshold")]
+                                    ("NRR CI low", True), ("NRR CI high", True), ("Signature", False)], rows,
+                    "Rejected: similarity to the best reference below the threshold; the 95% bootstrap interval "
+                    "of the rate (with two systems or more)"),
+             _pairwise(page, "nrr", "NRR")]
     for run in runs:
         key = slug(run.name)
         parts.append(f'<h3 id="nrr-{key}">{escape(run.name)}</h3><p>{_signature(run.signature)}</p>')
@@ -295,14 +348,17 @@ def _ner_section(page: Page, runs: list[NERRun]) -> str:
         rows.append([_text(run.name), _num(run.result.get("n_records")), _num(d.get("mean")), _num(d.get("accumulate")),
                      _num(d.get("precision")), _num(d.get("recall")), _num(d.get("f1")),
                      *(_num(_semeval(run.result, s)) for s in ("strict", "exact", "partial", "type")),
-                     _sig_cell(run.signature)])
+                     *_interval_cells(page, "ner", run.name), _sig_cell(run.signature)])
     parts = ['<section id="ner"><h2>NER: DMBertA and SemEval</h2>',
              _table("ner-summary", [("System", False), ("Records", True), ("DMBertA mean", True),
                                     ("DMBertA accumulate", True), ("DMBertA P", True), ("DMBertA R", True),
                                     ("DMBertA F1", True), ("Strict F1", True), ("Exact F1", True),
-                                    ("Partial F1", True), ("Type F1", True), ("Signature", False)], rows,
-                    "Per model: DMBertA (label similarity credit) and the SemEval schemes"),
-             _figure(page, "ner", "The headline scores per model.")]
+                                    ("Partial F1", True), ("Type F1", True), ("Strict F1 CI low", True),
+                                    ("Strict F1 CI high", True), ("Signature", False)], rows,
+                    "Per model: DMBertA (label similarity credit) and the SemEval schemes; the 95% bootstrap "
+                    "interval of the strict F1 (recomputed from each resample's counts)"),
+             _figure(page, "ner", "The headline scores per model."),
+             _pairwise(page, "ner", "Strict F1")]
     for run in runs:
         key = slug(run.name)
         records = [r for r in run.result.get("records", []) if isinstance(r, dict)]
@@ -401,6 +457,7 @@ def _metric_section(page: Page, runs: list[MetricRun]) -> str:
         parts.append(_table(f"metric-{slug(metric)}-summary",
                             [("System", False), ("Rows", True), *((c, True) for c in columns), ("Signature", False)],
                             rows, f"{escape(metric)}: the totals, or the mean of each output column over the rows"))
+        parts.append(_pairwise(page, f"metric-{metric}", f"Mean {metric}"))
     parts.append("</section>")
     return "\n".join(parts)
 
