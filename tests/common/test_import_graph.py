@@ -80,6 +80,7 @@ RANKS = {
     "rapidscore.abstention": 2, "rapidscore.streaming": 2, "rapidscore.metrics": 2, "rapidscore.integrations": 3,
     "rapidscore.serve": 3, "rapidscore.cli": 3, "rapidscore.metric_cli": 3, "rapidscore.__main__": 3, "rapidscore.export_cli": 3,
     "rapidscore.report": 3,  # the HTML report: reads every metric's outputs, like the CLI
+    "rapidscore.compare": 3,  # paired tests between systems: reads any metric's result files, as the report does
     "rapidscore.testing": 3,  # test and benchmark data generators: they may use any metric, none uses them
 }
 # The root package: its __init__ loads only _version and errors, but its public names resolve to

@@ -61,12 +61,6 @@ def _metric_order(metrics: Sequence[str]) -> list[str]:
     return known + sorted(m for m in metrics if m not in RATE_METRICS)
 
 
-def _save(figure: Figure, path: str | os.PathLike | None, option: str) -> Figure:
-    if path:
-        figures.save(figure, path, option)
-    return figure
-
-
 def plot_rates(summary: Mapping[tuple, Mapping[str, Any]], path: str | os.PathLike | None = None, *,
                names: Any = None, metrics: Sequence[str] = RATE_METRICS, title: str | None = None,
                option: str = "--plot-dir") -> Figure:
@@ -117,7 +111,7 @@ def plot_rates(summary: Mapping[tuple, Mapping[str, Any]], path: str | os.PathLi
         figures.legend(figure, handles, key_labels, title="Technique", ax=key)
         figure.suptitle(figures.label(title or "Abstention, generalization and specificity by model and technique"))
         figure.supxlabel(_NOTE, fontsize=9, color="#555555")
-    return _save(figure, path, option)
+    return figures.save_if_path(figure, path, option)
 
 
 def plot_summary_rows(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike | None = None, *,
@@ -198,7 +192,7 @@ def plot_levels(levels: Mapping[tuple, Mapping[int, Any]], model: str, path: str
         figure.suptitle(figures.label(title or f"{names.model(model)}: rates by taxonomy depth"))
         figure.supxlabel("Points: mean over the concepts at that depth (n); whiskers: 95% Wilson score interval",
                          fontsize=9, color="#555555")
-    return _save(figure, path, option)
+    return figures.save_if_path(figure, path, option)
 
 
 def plot_correlations(techniques: Sequence[str], matrix: Any, title: str = "",
@@ -239,4 +233,4 @@ def plot_correlations(techniques: Sequence[str], matrix: Any, title: str = "",
         bar = figure.colorbar(image, ax=ax, shrink=0.85)
         bar.set_label("Spearman correlation")
         ax.set_title(figures.label(title or "Correlation between techniques", 60))
-    return _save(figure, path, option)
+    return figures.save_if_path(figure, path, option)

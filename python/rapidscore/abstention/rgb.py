@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rapidscore.common import figures
+from rapidscore.common.figures import check_confidence
 from rapidscore.common.metric import ColumnError
 from rapidscore.errors import FlagError
 
@@ -46,28 +47,14 @@ __all__ = ["FlagError", "RGBRejectionResult", "RGB_PHRASES", "rgb_negative_rejec
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """The Wilson score interval (no continuity correction) of ``successes`` out of ``n``:
-    ``(centre -+ half) / (1 + z^2/n)`` with ``centre = p + z^2/(2n)``, ``half = z sqrt(p(1-p)/n +
-    z^2/(4n^2))``, ``z`` the two-sided normal quantile of ``confidence``; clipped to [0, 1]."""
-    from statistics import NormalDist
-
+    """The Wilson score interval (no continuity correction) of ``successes`` out of ``n``
+    questions, both counts (``rapidscore.common.figures.wilson_interval`` computes it):
+    ``(low, high)`` within [0, 1]."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
     if isinstance(successes, bool) or not isinstance(successes, int) or not 0 <= successes <= n:
         raise ValueError(f"successes must be an int in [0, n={n}], got {successes!r}")
-    check_confidence(confidence)
-    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    p, z2 = successes / n, z * z
-    denominator = 1.0 + z2 / n
-    centre = (p + z2 / (2.0 * n)) / denominator
-    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def check_confidence(confidence: Any) -> float:
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be a number in (0, 1), e.g. 0.95; got {confidence!r}")
-    return float(confidence)
+    return figures.wilson_interval(successes, n, confidence)
 
 
 def rgb_signature(detector: Any, confidence: float = 0.95, negatives: str = "flagged") -> str:

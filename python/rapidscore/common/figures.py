@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import numbers
 import os
 import textwrap
 import warnings
@@ -41,10 +42,10 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.transforms import Bbox
 
-__all__ = ["DPI", "WIDTH", "HEIGHT", "MIN_WIDTH", "PALETTE", "DIVERGING", "SEQUENTIAL", "STYLE",
+__all__ = ["save_if_path", "DPI", "WIDTH", "HEIGHT", "MIN_WIDTH", "PALETTE", "DIVERGING", "SEQUENTIAL", "STYLE",
            "matplotlib_modules", "style", "new_figure", "save", "to_svg", "fit", "text_boxes", "clipped_texts",
-           "overlapping_texts", "wilson_interval", "label", "text_color", "integer_axis", "percent_axis", "panels",
-           "legend", "legend_height", "colors"]
+           "overlapping_texts", "wilson_interval", "check_confidence", "label", "text_color", "integer_axis",
+           "percent_axis", "panels", "legend", "legend_height", "colors"]
 
 DPI = 150  # the default output resolution (PNG); vector formats ignore it
 MIN_WIDTH = 8.0  # inches: 1200 px at DPI
@@ -324,6 +325,14 @@ def save(figure: Figure, path: str | os.PathLike, option: str = "plot", *, dpi: 
     return path
 
 
+def save_if_path(figure: Figure, path: str | os.PathLike | None, option: str = "plot") -> Figure:
+    """``figure``, written at ``path`` first (:func:`save`) when a path is given: what a plotting
+    function that takes an optional file name returns."""
+    if path:
+        save(figure, path, option)
+    return figure
+
+
 def to_svg(figure: Figure) -> str:
     """The figure as SVG text (for an HTML report's inline ``<svg>``), fitted and without a date."""
     buffer = io.BytesIO()
@@ -338,27 +347,32 @@ def to_svg(figure: Figure) -> str:
 # ---- statistics ---------------------------------------------------------------------------------------
 
 def wilson_interval(successes: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion ``successes / n`` (Wilson 1927; Newcombe 1998,
-    method 3, without continuity correction): ``(low, high)`` within [0, 1], for any
-    ``successes`` in [0, n] (a mean of 0/1 values times ``n`` may be fractional). NaNs when
-    ``n == 0``."""
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if n < 0 or not math.isfinite(n):
-        raise ValueError(f"n must be a finite count >= 0, got {n}")
+    """Wilson score interval of a proportion ``successes / n`` (Wilson 1927; Newcombe 1998, method
+    3, without continuity correction): ``(centre -+ half) / (1 + z^2/n)`` with ``centre = p +
+    z^2/(2n)``, ``half = z sqrt(p(1-p)/n + z^2/(4n^2))``, ``z`` the two-sided normal quantile of
+    ``confidence``; clipped to [0, 1]. ``successes`` in [0, n] may be fractional (a mean of 0/1
+    values times ``n``); NaNs when ``n == 0``. The one implementation: the RGB rates
+    (``rapidscore.abstention.wilson_interval``, counts only) and the abstention figures use it."""
+    check_confidence(confidence)
+    if isinstance(n, bool) or not isinstance(n, numbers.Real) or n < 0 or not math.isfinite(n):
+        raise ValueError(f"n must be a finite count >= 0, got {n!r}")
     if n == 0:
         return float("nan"), float("nan")
-    if not 0.0 <= successes <= n:
-        raise ValueError(f"successes must be in [0, n={n}], got {successes}")
+    if isinstance(successes, bool) or not isinstance(successes, numbers.Real) or not 0 <= successes <= n:
+        raise ValueError(f"successes must be in [0, n={n}], got {successes!r}")
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    p = successes / n
-    z2 = z * z
+    p, z2 = successes / n, z * z
     denominator = 1.0 + z2 / n
     centre = (p + z2 / (2.0 * n)) / denominator
-    half = z / denominator * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n))
-    low = 0.0 if successes == 0 else max(0.0, centre - half)  # exact at the bounds (no rounding residue)
-    high = 1.0 if successes == n else min(1.0, centre + half)
-    return low, high
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def check_confidence(confidence: Any) -> float:
+    """``confidence`` as a float in (0, 1), else a ValueError naming it."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be a number in (0, 1), e.g. 0.95; got {confidence!r}")
+    return float(confidence)
 
 
 # ---- text and axes ----------------------------------------------------------------------------------

@@ -85,12 +85,6 @@ def _bars(ax: Any, groups: int, values: np.ndarray, colours: Sequence[str], labe
     return handles
 
 
-def _save(figure: Figure, path: str | os.PathLike | None, option: str) -> Figure:
-    if path:
-        figures.save(figure, path, option)
-    return figure
-
-
 def plot_ner_scores(results: Any, path: str | os.PathLike | None = None, *, title: str | None = None,
                     option: str = "plot") -> Figure:
     """Grouped bars: the headline scores (DMBertA mean, P, R, F1; strict, exact, partial and type
@@ -117,7 +111,7 @@ def plot_ner_scores(results: Any, path: str | os.PathLike | None = None, *, titl
         figure.suptitle(figures.label(title or "NER: DMBertA and the SemEval-2013 schemes", 90))
         figure.supxlabel("DMBertA: mean record score, micro precision, recall and F1; SemEval: F1 of each scheme",
                          fontsize=9, color="#555555")
-    return _save(figure, path, option)
+    return figures.save_if_path(figure, path, option)
 
 
 def _types(documents: Mapping[str, Mapping], types: Sequence[str] | None) -> list[tuple[str, int]]:
@@ -178,7 +172,7 @@ def plot_ner_by_type(results: Any, path: str | os.PathLike | None = None, *, typ
         figure.suptitle(figures.label(title or "NER by entity type", 90))
         figure.supxlabel("SemEval-2013 F1 of each type's entities; DMBertA recall: credit over the type's gold "
                          "entities; n = gold entities", fontsize=9, color="#555555")
-    return _save(figure, path, option)
+    return figures.save_if_path(figure, path, option)
 
 
 def plot_models(models: Any, path: str | os.PathLike | None = None, **options: Any) -> Figure:

@@ -81,12 +81,6 @@ def _histogram(ax: Axes, sims: np.ndarray, threshold: float, edges: np.ndarray, 
     return line
 
 
-def _save(figure: Figure, path: str | os.PathLike | None, option: str) -> Figure:
-    if path:
-        figures.save(figure, path, option)
-    return figure
-
-
 def plot_similarities(result: NRRResult, fname: str | os.PathLike | None = None, *, bins: int = 40,
                       title: str | None = None) -> Figure:
     """Histogram of the similarities with the threshold line (the first line of ``axes[0]``)
@@ -99,7 +93,7 @@ def plot_similarities(result: NRRResult, fname: str | os.PathLike | None = None,
         ax.set_xlabel("Similarity to the reference (best reference per answer)")
         ax.legend(loc="best")
         ax.set_title(figures.label(title or "Negative rejection: similarity of each answer", 80))
-    return _save(figure, fname, "--plot")
+    return figures.save_if_path(figure, fname, "--plot")
 
 
 def plot_similarity_histograms(results: Mapping[str, Any], path: str | os.PathLike | None = None, *,
@@ -118,7 +112,7 @@ def plot_similarity_histograms(results: Mapping[str, Any], path: str | os.PathLi
             ax.set_title(figures.label(name, 60), loc="left")
         grid[-1, 0].set_xlabel("Similarity to the reference (best reference per answer)")
         figure.suptitle(figures.label(title or "Similarity of each answer, per system", 80))
-    return _save(figure, path, option)
+    return figures.save_if_path(figure, path, option)
 
 
 def plot_nrr_curve(results: Mapping[str, Any], path: str | os.PathLike | None = None, *,
@@ -151,4 +145,4 @@ def plot_nrr_curve(results: Mapping[str, Any], path: str | os.PathLike | None = 
         ax.set_xlabel("Threshold (an answer is rejected when its similarity is below it)")
         ax.legend(loc="upper left")
         ax.set_title(figures.label(title or "NRR as a function of the threshold", 80))
-    return _save(figure, path, option)
+    return figures.save_if_path(figure, path, option)
