@@ -123,3 +123,28 @@ def test_refusals_are_one_line_and_exit_2(tmp_path, capsys, case, message) -> No
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith("rapidscore compare: error: ")
     assert __import__("re").search(message, err), err
+
+
+def test_ner_corpus_scores_from_summed_record_counts(tmp_path, capsys) -> None:
+    from pathlib import Path
+
+    ner = Path(__file__).resolve().parents[2] / "examples" / "ner"
+    assert main(["ner", "--gold", str(ner / "gold.jsonl"), *(f for m in ("gliner", "spacy", "deberta")
+                                                             for f in ("--pred", f"{m}={ner / (m + '.jsonl')}")),
+                 "--label-similarity", "exact", "--json", "-q"]) == 0
+    document = capsys.readouterr().out
+    path = tmp_path / "ner.json"
+    path.write_text(document)
+    written = json.loads(document)
+    for metric, expected in (("strict_f1", lambda r: r["semeval"]["strict"]["f1"]),
+                             ("partial_precision", lambda r: r["semeval"]["partial"]["precision"]),
+                             ("dmberta_f1", lambda r: r["dmberta"]["f1"]),
+                             ("dmberta_mean", lambda r: r["dmberta"]["mean"])):
+        code, out, err = _run(capsys, str(path), "--baseline", "spacy", "--metric", metric, "--json",
+                              "--paired-bs-n", "300")
+        assert code == 0, err
+        doc = json.loads(out)
+        assert [s["name"] for s in doc["systems"]] == ["spacy", "gliner", "deberta"]
+        for system in doc["systems"]:
+            assert system["mean"] == pytest.approx(expected(written[system["name"]]), abs=1e-12), metric
+        assert doc["exact_randomization"] is True  # two records: every swap pattern
