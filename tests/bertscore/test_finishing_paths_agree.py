@@ -68,7 +68,7 @@ def _case_id(case) -> str:
             f"-rbs{batch_size}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _encoder(model: str, all_layers: bool, long_texts: str) -> Encoder:
     return Encoder(model, "all" if all_layers else LAYER, backend="torch", device="cpu", max_length=MAX_LENGTH,
                    max_batch_size=1, long_texts=long_texts)
@@ -92,7 +92,7 @@ def _scorers(model: str, case, files) -> tuple[BERTScore, BERTScore]:
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory, tiny_model_path):
+def files(tmp_path_factory, tiny_model_path) -> dict[str, str]:
     model = str(tiny_model_path("bert"))
     root = tmp_path_factory.mktemp("finishing_paths")
     encoder = _encoder(model, False, "truncate")
@@ -144,7 +144,7 @@ def _assert_close(got, want, where: str) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
-def test_the_finishing_paths_agree(case, files, monkeypatch):
+def test_the_finishing_paths_agree(case, files, monkeypatch) -> None:
     idf, _, refs, _, _, batch_size = case
     host, device = _scorers(files["model"], case, files)
     requests = _requests(refs)
@@ -176,7 +176,7 @@ def test_the_finishing_paths_agree(case, files, monkeypatch):
         _assert_close(want, on_host[k], f"torch matching against the C++ kernel, request {k}")
 
 
-def test_a_call_without_sentences_gives_every_hidden_state_on_every_path(tiny_bert):
+def test_a_call_without_sentences_gives_every_hidden_state_on_every_path(tiny_bert) -> None:
     """``score([], [])`` with all_layers: an empty row per hidden state, on host arrays as on
     tensors (the host path used to stack the layers of an empty store that had no layer axis)."""
     results = [BERTScore(tiny_bert, all_layers=True, backend=backend, device_engine=engine).score([], [])

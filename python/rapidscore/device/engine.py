@@ -202,8 +202,8 @@ def score_on_device(scorer: BERTScore, plan, *, rescale: bool | None = None,
     no thread)."""
     import torch
 
-    from rapidscore.device.tf32 import exact_fp32
     from rapidscore.device.matching_torch import match_rows
+    from rapidscore.device.tf32 import exact_fp32
 
     encoder = scorer.encoder
     options = scorer.finishing_options()
