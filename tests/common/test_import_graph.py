@@ -81,6 +81,7 @@ RANKS = {
     "rapidscore.serve": 3, "rapidscore.cli": 3, "rapidscore.metric_cli": 3, "rapidscore.__main__": 3, "rapidscore.export_cli": 3,
     "rapidscore.report": 3,  # the HTML report: reads every metric's outputs, like the CLI
     "rapidscore.compare": 3,  # paired tests between systems: reads any metric's result files, as the report does
+    "rapidscore.compare.digests": 0,  # per-item digests (standard library only): the metric commands write them
     "rapidscore.testing": 3,  # test and benchmark data generators: they may use any metric, none uses them
 }
 # The root package: its __init__ loads only _version and errors, but its public names resolve to
