@@ -148,3 +148,29 @@ def test_ner_corpus_scores_from_summed_record_counts(tmp_path, capsys) -> None:
         for system in doc["systems"]:
             assert system["mean"] == pytest.approx(expected(written[system["name"]]), abs=1e-12), metric
         assert doc["exact_randomization"] is True  # two records: every swap pattern
+
+
+@pytest.mark.slow  # exports and runs a tiny model three times (~10 s on 2 cores)
+def test_bertscore_json_records_its_references_digest_and_compare_refuses_other_references(tmp_path, capsys,
+                                                                                           tiny_model_path) -> None:
+    """bertscore --json records references_sha256; systems scored against different references
+    are refused even though their signatures agree."""
+    cands = tmp_path / "cands.txt"
+    cands.write_text("a cat sat\na dog ran\nthe sun\n")
+    outputs = {}
+    for name, refs in (("one", "a cat sat down\na dog runs\nthe sun is up\n"),
+                       ("two", "a cat sat down\na dog runs\nthe sun is up\n"),
+                       ("other", "a cat sat down\na dog runs\nthe moon is up\n")):
+        ref_file = tmp_path / f"refs_{name}.txt"
+        ref_file.write_text(refs)
+        assert main(["bertscore", "-c", str(cands), "-r", str(ref_file), "-m", str(tiny_model_path("bert")), "--json",
+                     "-q"]) == 0
+        outputs[name] = tmp_path / f"{name}.json"
+        outputs[name].write_text(capsys.readouterr().out)
+    digests = {name: json.loads(path.read_text())["references_sha256"] for name, path in outputs.items()}
+    assert digests["one"] == digests["two"] != digests["other"]
+    code, _, err = _run(capsys, str(outputs["one"]), str(outputs["two"]), "--paired-bs-n", "100",
+                        "--paired-ar-n", "100")
+    assert code == 0, err
+    code, out, err = _run(capsys, str(outputs["one"]), str(outputs["other"]))
+    assert code == 2 and out == "" and "scored against different inputs (references_sha256" in err

@@ -168,7 +168,10 @@ def run(args: argparse.Namespace) -> int:
     if args.verbose and not args.quiet:
         _print_timings(len(cands), loaded - started, time.perf_counter() - scoring)
     if args.json:
-        json.dump({"hash": scorer.hash, "signature": result.signature,
+        from rapidscore.compare.digests import references_sha256
+
+        # references_sha256: rapidscore compare refuses systems scored against other references
+        json.dump({"hash": scorer.hash, "signature": result.signature, "references_sha256": references_sha256(refs),
                    "mean": {"P": result.mean_precision, "R": result.mean_recall, "F1": result.mean_f1},
                    "precision": result.precision.tolist(), "recall": result.recall.tolist(),
                    "f1": result.f1.tolist(), "long_texts": _long_text_counts(scorer, result.details)},

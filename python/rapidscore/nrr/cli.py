@@ -71,7 +71,13 @@ def run(args: argparse.Namespace) -> int:
 
         plot_nrr_curve({os.path.basename(args.generated): result}, args.plot_curve)
     if args.json:
-        json.dump(result.to_dict(), sys.stdout, indent=1)
+        from rapidscore.common.readers import parallel_items
+        from rapidscore.compare.digests import references_sha256
+
+        # references_sha256: rapidscore compare refuses systems scored against other references
+        refs = (refs for _text, refs, _where in parallel_items(args.generated, args.references, args.generated_column,
+                                                              args.reference_column))
+        json.dump({**result.to_dict(), "references_sha256": references_sha256(refs)}, sys.stdout, indent=1)
         print()
         return 0
     print(result.signature)
