@@ -174,3 +174,20 @@ def test_bertscore_json_records_its_references_digest_and_compare_refuses_other_
     assert code == 0, err
     code, out, err = _run(capsys, str(outputs["one"]), str(outputs["other"]))
     assert code == 2 and out == "" and "scored against different inputs (references_sha256" in err
+
+
+def test_ner_systems_scored_against_different_gold_are_refused(tmp_path, capsys) -> None:
+    def record(rid: str, n_gold: int) -> dict:
+        counts = {"correct": 1, "incorrect": 0, "partial": 0, "missed": n_gold - 1, "spurious": 0}
+        return {"id": rid, "n_gold": n_gold, "n_pred": 1, "precision": 1.0, "recall": 1 / n_gold,
+                "score": 0.5, "matches": [],
+                "semeval": {scheme: dict(counts) for scheme in ("strict", "exact", "partial", "type")}}
+
+    signature = "ner|labels:exact|version:0.1.0"
+    for name, golds in (("a", (1, 2, 3)), ("b", (1, 2, 4))):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"model": {
+            "n_records": 3, "dmberta": {}, "semeval": {}, "signature": signature,
+            "records": [record(f"r{k}", n) for k, n in enumerate(golds)]}}))
+    code, out, err = _run(capsys, f"a={tmp_path / 'a.json'}", f"b={tmp_path / 'b.json'}")
+    assert code == 2 and out == ""
+    assert "b (" in err and "scored against different gold: record r2 has 4 gold entities in one, 3 in the other" in err

@@ -61,6 +61,7 @@ class SystemInput:
     lines: list[int]
     columns: dict[str, Any]
     digests: dict[str, str]
+    gold_counts: list[float] | None = None  # NER: each record's gold entities (the same gold has the same)
 
     def stats(self, metric: str, order: Sequence[int]) -> ItemStats:
         return self.columns[metric](np.asarray(order, dtype=np.int64))
@@ -145,6 +146,7 @@ def systems_of_runs(runs: Sequence[Any], document: Mapping | None = None) -> lis
 
     out = []
     for run in runs:
+        gold: list[float] | None = None
         path = run.path
         what = f"{run.name} ({path})"
         if isinstance(run, report_inputs.BertScoreRun):
@@ -165,6 +167,7 @@ def systems_of_runs(runs: Sequence[Any], document: Mapping | None = None) -> lis
             keys, by = [str(r.get("id")) for r in records], "id"
             lines = list(range(1, len(records) + 1))
             columns = _ner_columns(records, what)
+            gold = [float(r["n_gold"]) for r in records]
             document = run.result
         elif isinstance(run, report_inputs.MetricRun):
             if run.rows is None:
@@ -176,6 +179,7 @@ def systems_of_runs(runs: Sequence[Any], document: Mapping | None = None) -> lis
                 lines, "line")
             if run.metric == "ner":
                 columns = _ner_columns(_ner_row_records(rows), what)
+                gold = [float(row["n_gold"]) for row in rows]
             else:
                 columns = {}
                 for column in run.outputs:
@@ -189,7 +193,7 @@ def systems_of_runs(runs: Sequence[Any], document: Mapping | None = None) -> lis
         if len(set(map(str, keys))) != len(keys):
             raise PairingError(f"{path}: {run.name}: an item {by} appears twice; items must be unique to pair")
         out.append(SystemInput(run.name, path, run.kind if not isinstance(run, report_inputs.MetricRun)
-                               else run.metric, run.signature, keys, by, lines, columns, _digests(document)))
+                               else run.metric, run.signature, keys, by, lines, columns, _digests(document), gold))
     return out
 
 
@@ -201,7 +205,9 @@ def read_systems(results: Sequence[str], metric: str | None = None, baseline: st
     for value in results:
         name, path = _named(value)
         found = _system_inputs(path, name)
-        if name is not None and len(found) > 1:
+        if name is not None and len(found) == 1:
+            found[0].name = name  # NAME=FILE names it, whatever the file calls it (a NER model)
+        elif name is not None:
             for item in found:
                 item.name = f"{name}/{item.name}"
         systems.extend(found)
@@ -240,6 +246,7 @@ def pair_systems(systems: list[SystemInput], metric: str | None = None, baseline
                            f"(metrics: {', '.join(offered) or 'none'})")
     _check_same_inputs(base, systems)
     orders = _pair_items(base, systems)
+    _check_same_gold(base, systems, orders)
     ordered = [base, *(s for s in systems if s is not base)]
     return metric, {s.name: s.stats(metric, orders[s.name]) for s in ordered}, ordered
 
@@ -262,6 +269,21 @@ def _check_same_inputs(base: SystemInput, systems: Sequence[SystemInput]) -> Non
             if base.digests[key] != system.digests[key]:
                 raise PairingError(f"{system.name} ({system.path}) and {base.name} ({base.path}) were scored against "
                                    f"different inputs ({key} {system.digests[key][:12]} vs {base.digests[key][:12]})")
+
+
+def _check_same_gold(base: SystemInput, systems: Sequence[SystemInput], orders: Mapping[str, list[int]]) -> None:
+    """NER: a record has as many gold entities in every system scored on the same gold."""
+    if base.gold_counts is None:
+        return
+    for system in systems:
+        if system is base or system.gold_counts is None:
+            continue
+        for k, position in enumerate(orders[system.name]):
+            if system.gold_counts[position] != base.gold_counts[k]:
+                raise PairingError(
+                    f"{system.name} ({system.path}) and {base.name} ({base.path}) were scored against different "
+                    f"gold: record {base.keys[k]} has {system.gold_counts[position]:g} gold entities in one, "
+                    f"{base.gold_counts[k]:g} in the other")
 
 
 def _pair_items(base: SystemInput, systems: Sequence[SystemInput]) -> dict[str, list[int]]:
