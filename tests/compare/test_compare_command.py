@@ -56,6 +56,7 @@ def test_markdown_and_latex_tables(three_systems, capsys) -> None:
     code, out, _ = _run(capsys, *files, "--format", "markdown", "--paired-bs-n", "500", "--paired-ar-n", "500")
     assert code == 0
     assert "| base (baseline) |" in out and "| better |" in out and "Holm-adjusted" in out
+    assert "note:" not in out  # 60 items
     assert "*" in out.split("| better |")[1].splitlines()[0]  # marked significant
     code, out, _ = _run(capsys, *files, "--format", "latex", "--paired-bs", "--paired-bs-n", "500")
     assert code == 0
@@ -148,6 +149,10 @@ def test_ner_corpus_scores_from_summed_record_counts(tmp_path, capsys) -> None:
         for system in doc["systems"]:
             assert system["mean"] == pytest.approx(expected(written[system["name"]]), abs=1e-12), metric
         assert doc["exact_randomization"] is True  # two records: every swap pattern
+    code, out, _ = _run(capsys, str(path), "--baseline", "spacy", "--format", "markdown", "--paired-bs-n", "300")
+    assert code == 0 and out.rstrip().endswith(
+        "note: 2 items: bootstrap p-values are unreliable below about 30 items; read the randomization test's "
+        "(exact here)")
 
 
 @pytest.mark.slow  # exports and runs a tiny model three times (~10 s on 2 cores)

@@ -11,6 +11,7 @@ from rapidscore.compare.comparison import Comparison
 __all__ = ["FORMATS", "render"]
 
 FORMATS = ("text", "markdown", "latex", "json")
+FEW_ITEMS = 30
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -74,18 +75,23 @@ def render(result: Comparison, fmt: str = "text", digits: int = 4) -> str:
         return json.dumps(result.to_dict(), indent=1) + "\n"
     header, body = rows(result, digits)
     caption = _caption(result)
+    n_items = result.systems[0].n_items
+    # the bootstrap cannot represent its null on a handful of items (docs/compare.md)
+    few = (f"note: {n_items} items: bootstrap p-values are unreliable below about {FEW_ITEMS} items; read the "
+           "randomization test's" + (" (exact here)" if result.exact_randomization else "")
+           if n_items < FEW_ITEMS and "bootstrap" in result.tests else "")
     if fmt == "markdown":
         lines = [f"**{caption}**", "", "| " + " | ".join(header) + " |",
                  "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
         lines += ["| " + " | ".join(row) + " |" for row in body]
-        lines += ["", f"`{result.signature}`"]
+        lines += ["", f"`{result.signature}`"] + (["", few] if few else [])
     elif fmt == "latex":
         lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
                  r"\toprule", " & ".join(_latex_escape(h).replace("Δ", r"$\Delta$") for h in header) + r" \\",
                  r"\midrule"]
         lines += [" & ".join(_latex_escape(cell).replace("*", r"$^{*}$") for cell in row) + r" \\" for row in body]
         lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_escape(caption) + "}", r"\end{table}",
-                  "% " + result.signature]
+                  "% " + result.signature] + (["% " + few] if few else [])
     else:
         table = [header, *body]
         widths = [max(len(r[i]) for r in table) for i in range(len(header))]
@@ -95,4 +101,6 @@ def render(result: Comparison, fmt: str = "text", digits: int = 4) -> str:
             if k == 0:
                 lines.append("  ".join("-" * w for w in widths))
         lines.append(result.signature)
+        if few:
+            lines.append(few)
     return "\n".join(lines) + "\n"
