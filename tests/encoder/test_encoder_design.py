@@ -7,6 +7,7 @@ import dataclasses
 import importlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import rapidscore
@@ -177,3 +178,49 @@ def test_loaded_models_are_recorded_by_the_encoder_and_asked_for_by_a_run(tiny_b
         from rapidscore.cli import _models_used_since
 
         set_model_source(_models_used_since)
+
+
+def test_the_encoder_is_a_thin_facade() -> None:
+    # its jobs live in collaborators: settings, tokenizer, runtime, sentence (docs/architecture.md)
+    path = PACKAGE / "encoder" / "encoder.py"
+    source = path.read_text(encoding="utf-8")
+    assert len(source.splitlines()) <= 250
+    tree = ast.parse(source)
+    encoder = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Encoder")
+    public = [node.name for node in encoder.body
+              if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")]
+    assert len(set(public)) <= 12, sorted(set(public))
+
+
+def test_the_old_encoder_names_are_aliases_of_the_collaborators(tiny_bert) -> None:
+    from rapidscore.encoder.aliases import MOVED
+
+    encoder = get_encoder(tiny_bert, layer=1)
+    lengths = np.array([3, 5, 4])
+    assert [b.tolist() for b in encoder.batch_plan(lengths)] == \
+        [b.tolist() for b in encoder.runtime.batch_plan(lengths, encoder.batch_tokens, encoder.max_batch_size)]
+    assert encoder.runs_torch == encoder.runtime.runs_torch and encoder.sentence_pipeline is encoder.sentence.pipeline
+    assert encoder.sentence_max_length == encoder.sentence.max_length
+    for name in MOVED:
+        getattr(encoder, name)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        encoder.nothing  # noqa: B018
+
+
+def test_backend_facts_live_in_the_capability_tables() -> None:
+    from rapidscore.common.choices import BACKENDS
+    from rapidscore.encoder.classifier import CLASSIFIER_PRECISIONS
+    from rapidscore.encoder.runtime import RUNTIMES, hf_backend
+
+    assert tuple(BACKENDS) == tuple(RUNTIMES)  # the parsers read choices without loading the encoder
+    assert hf_backend() == "torch"
+    assert CLASSIFIER_PRECISIONS == {"onnx": {"fp32": "exact"}, "openvino": {"fp32": "exact", "bf16": "approximate"},
+                                     "torch": {"fp32": "exact", "bf16": "approximate", "fp16": "approximate"}}
+    assert {name: caps.unpadded for name, caps in RUNTIMES.items()} == {"onnx": ("cpu",), "openvino": (),
+                                                                         "torch": ()}
+    for path in (PACKAGE / "encoder" / "encoder.py", PACKAGE / "encoder" / "cache.py",
+                 PACKAGE / "encoder" / "classifier.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare) and any(isinstance(c, ast.Constant) and c.value in RUNTIMES
+                                                     for c in node.comparators):
+                raise AssertionError(f"{path.name}:{node.lineno}: {ast.unparse(node)} (a backend fact)")

@@ -180,7 +180,7 @@ def test_assigning_a_substitute_runner_makes_no_padded_session(tiny_model_path, 
     encoder = Encoder(str(tiny_model_path("bert")), layer=2, num_threads=1, cache_dir=tmp_path)
     ids, _ = encoder.tokenizer.encode(random_texts(5, seed=6))
     expected = encoder.embed_ids(ids, unpadded=True).embeddings
-    unpadded_runner = encoder._unpadded_runner
+    unpadded_runner = encoder.runtime._unpadded_runner
     calls = []
 
     def substitute(input_ids, attention_mask):  # the unpadded graph's session behind the padded contract

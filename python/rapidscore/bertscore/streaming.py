@@ -270,7 +270,7 @@ def chunk_results(scorer: BERTScore, pairs: Iterable, *, chunk_size: int = DEFAU
     max_tokens = check_positive_int(max_tokens, "max_tokens")
     if isinstance(cache_tokens, bool) or not isinstance(cache_tokens, int) or cache_tokens < 0:
         raise ValueError(f"cache_tokens must be an int >= 0, got {cache_tokens!r}")
-    if cache_tokens and scorer.encoder.returns_tensors:
+    if cache_tokens and scorer.encoder.runtime.returns_tensors:
         raise ValueError("cache_tokens needs host embeddings; the encoder keeps them on its device")
     batches = _padding_batches(scorer, reference_batch_size, chunk_size, before)
     idf_source, weights = resolve_idf(scorer, pairs, idf)
@@ -401,7 +401,7 @@ def _embed(encoder, ids: list[np.ndarray], truncated: int, report: Callable[[int
     texts it is batched with), copied into one store, ``report`` called after each slice."""
     lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
     total = int(lengths.sum())
-    if report is None or encoder.returns_tensors or len(ids) < 2:
+    if report is None or encoder.runtime.returns_tensors or len(ids) < 2:
         store = encoder.embed_ids(ids, truncated=truncated, progress=False)
         if report is not None:
             report(total, total)

@@ -128,15 +128,17 @@ _END = object()
 
 def _prepared(encoder, chunks: Iterable[tuple[Any, list[np.ndarray]]]) -> Iterator[_Batch | _Chunk]:
     """Each chunk's batches, padded and placed (a chunk with no sentence: the chunk itself)."""
-    to_device = encoder.to_device if encoder.runs_torch else None
-    packed = encoder.unpadded and encoder.packed_available
+    runtime = encoder.runtime
+    to_device = runtime.to_device if runtime.runs_torch else None
+    packed = encoder.unpadded and runtime.packed_available
     for key, ids in chunks:
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         chunk = _Chunk(key, ids, lengths, offsets)
-        inputs, input_lengths, destinations = encoder.model_inputs(ids, lengths, offsets)
-        batches = encoder.batch_plan(input_lengths) if len(inputs) else []
+        inputs, input_lengths, destinations = encoder.tokenizer.model_inputs(ids, lengths, offsets)
+        batches = runtime.batch_plan(input_lengths, encoder.batch_tokens, encoder.max_batch_size) if len(inputs) \
+            else []
         if not batches:
             yield chunk
         for number, batch in enumerate(batches):
@@ -170,7 +172,7 @@ def _put_away(item: _Batch | _Chunk, hidden, encoder) -> tuple[Any, TokenStore] 
 
 def _no_rows(encoder):
     out = np.zeros((0, encoder.hidden_size), dtype=np.float32)
-    if not encoder.runs_torch:
+    if not encoder.runtime.runs_torch:
         return out
     import torch
 
@@ -202,10 +204,10 @@ def run_overlapped(encoder, prepared: Iterable[Any], consume: Callable[[Any, Any
 
     def model(item):
         if getattr(item, "packed_ids", None) is not None:
-            return encoder.run_packed(item.packed_ids)
+            return encoder.runtime.run_packed(item.packed_ids)
         if getattr(item, "input_ids", None) is None:
             return None
-        return encoder.run_model(item.input_ids, item.attention_mask)
+        return encoder.runtime.run_model(item.input_ids, item.attention_mask)
 
     if not overlap:
         with inference():
@@ -289,7 +291,7 @@ def _yield_to_the_model() -> None:
 
 def _inference_mode(encoder) -> Callable[[], Any]:
     """torch's inference mode for torch runners (thread-local: each stage enters it), else nothing."""
-    if not encoder.runs_torch:
+    if not encoder.runtime.runs_torch:
         return contextlib.nullcontext
     import torch
 

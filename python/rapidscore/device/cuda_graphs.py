@@ -135,7 +135,7 @@ def warm_up_graphs(encoder: Any, max_length: int | None = None) -> GraphedForwar
     ``max_length``), where the runner has graphs (a torch runner on CUDA, or one given
     ``enable_graphs()``); returns them, or None. A runner not made yet (a CPU ONNX Runtime
     session, made on first use) is not made here."""
-    if not getattr(encoder, "runs_torch", False):
+    if not encoder.runtime.runs_torch:
         return None
     graphs = encoder.runner.graphs
     if not isinstance(graphs, GraphedForward):

@@ -20,20 +20,32 @@ model) and when its runner is made come from its capability table (``rapidscore.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import logging
 import threading
 import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from rapidscore.encoder.runtime import Runner, capabilities, check_unpadded, make_runner
+from rapidscore.encoder.precision import FAST
+from rapidscore.encoder.runtime import Runner, capabilities, check_unpadded, hf_backend, make_runner
 from rapidscore.encoder.tokenization import TokenizerSpec, load_spec
 from rapidscore.errors import RapidscoreWarning
 
-__all__ = ["LoadedModel", "load_model", "KeyedCache", "MODELS", "MAX_MODELS"]
+if TYPE_CHECKING:
+    from rapidscore.encoder.settings import EncoderSettings
+
+__all__ = ["LoadedModel", "LoadArgs", "load_model", "load_settings", "KeyedCache", "MODELS", "MAX_MODELS"]
+
+#: ``load_model``'s arguments: model directory, layer, backend, device, precision, threads, cache
+#: directory, add_prefix_space
+LoadArgs = tuple[Path, "int | str", str, str, str, "int | None", "Path | None", "bool | None"]
+
+logger = logging.getLogger("rapidscore")
 
 MAX_MODELS = 8
 
@@ -141,6 +153,27 @@ class KeyedCache:
 MODELS = KeyedCache(MAX_MODELS)
 
 
+def load_settings(settings: EncoderSettings) -> tuple[LoadedModel, bool, EncoderSettings, LoadArgs]:
+    """``(loaded model, whether this call loaded it, the settings that run, load_model's arguments)``
+    of an encoder's resolved ``settings``: "fast" that became int8 runs in exact fp32 where the
+    model refuses int8 (a warning; explicit "int8" raises)."""
+    from rapidscore.encoder.int8 import Int8Error
+
+    cache_dir = settings.option("cache_dir")
+    load_args: LoadArgs = (settings.model_dir, settings.layer, settings.backend, settings.device, settings.precision,
+                 settings.option("num_threads"), Path(cache_dir) if cache_dir else None,
+                 settings.option("add_prefix_space"))
+    try:
+        return (*load_model(*load_args), settings, load_args)
+    except Int8Error as refusal:
+        if settings.requested_precision != FAST:
+            raise
+        # "fast" is the fastest mode within the bound that this model runs: exact fp32 here.
+        logger.warning("precision='fast': %s; running in exact fp32", refusal)
+        load_args = (*load_args[:4], "fp32", *load_args[5:])
+        return (*load_model(*load_args), dataclasses.replace(settings, precision="fp32"), load_args)
+
+
 def load_model(model_dir: Path, layer: int | str, backend: str, device: str, precision: str,
                num_threads: int | None = None, cache_dir: Path | None = None,
                add_prefix_space: bool | None = None, unpadded: bool = False) -> tuple[LoadedModel, bool]:
@@ -173,10 +206,11 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
 
                 raise Int8Error(f"precision='int8' runs the ONNX export of {model_dir}, which does not reproduce "
                                 f"the model ({exc}); use precision='fp32' (it runs in torch)") from exc
-            # Never wrong numbers: the model itself runs instead, in torch.
-            warnings.warn(f"{exc}; running this model with backend='torch' instead of {backend!r} "
+            # Never wrong numbers: the model itself runs instead (the backend without a graph: torch).
+            fallback = hf_backend()
+            warnings.warn(f"{exc}; running this model with backend={fallback!r} instead of {backend!r} "
                           "(the reference's numbers, without the ONNX speed-up)", RapidscoreWarning, stacklevel=6)
-            backend = "torch"
+            backend = fallback
     caps = capabilities(backend)
     if caps.onnx_graph:
         spec = load_spec(entry / "tokenizer_spec.json")
@@ -201,17 +235,17 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
                            padding_sensitive=sensitive)
     from rapidscore.encoder.runtime.torch import require_torch_stack
 
-    require_torch_stack("backend='torch'")
+    require_torch_stack(f"backend={backend!r}")
     from rapidscore.encoder.torch_model import load_tokenizer, tokenizer_spec
 
     hf_tokenizer, hf_config = load_tokenizer(model_dir, add_prefix_space)
     spec = tokenizer_spec(hf_tokenizer, hf_config)
-    runner = make_runner("torch", model_dir=model_dir, layer=layer, device=device, precision=precision,
+    runner = make_runner(backend, model_dir=model_dir, layer=layer, device=device, precision=precision,
                          num_threads=num_threads)
     source = hf_tokenizer.backend_tokenizer.to_str() if hf_tokenizer.is_fast else hf_tokenizer
     from rapidscore.encoder.torch_model import padding_sensitive
 
-    return LoadedModel(runner, spec, source, None, False, backend="torch",
+    return LoadedModel(runner, spec, source, None, False, backend=backend,
                        padding_sensitive=padding_sensitive(runner.model))
 
 

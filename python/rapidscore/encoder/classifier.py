@@ -32,7 +32,15 @@ from rapidscore.encoder.classifier_export import (
 )
 from rapidscore.encoder.loaded import record_model
 from rapidscore.encoder.model_source import resolve_model
-from rapidscore.encoder.runtime import backend_for, check_options, make_runner
+from rapidscore.encoder.runtime import (
+    RUNTIMES,
+    RunnerBase,
+    backend_for,
+    capabilities,
+    check_options,
+    hf_backend,
+    make_runner,
+)
 from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec, load_spec
 from rapidscore.encoder.windows import check_long_texts, check_window_texts, count_windows, split_windows
 from rapidscore.errors import RapidscoreWarning, TruncationWarning, check_positive_int
@@ -40,12 +48,9 @@ from rapidscore.threads import check_num_threads
 
 __all__ = ["CLASSIFIER_PRECISIONS", "SequenceClassifier", "NotAClassifierError", "softmax_or_sigmoid"]
 
-#: backend -> precision -> "exact" or "approximate" (the devices: the backend's capability table)
-CLASSIFIER_PRECISIONS: dict[str, dict[str, str]] = {
-    "onnx": {"fp32": "exact"},
-    "openvino": {"fp32": "exact", "bf16": "approximate"},
-    "torch": {"fp32": "exact", "bf16": "approximate", "fp16": "approximate"},
-}
+#: backend -> precision -> "exact" or "approximate": each capability table's ``classifier``
+#: (the devices: the table's precisions)
+CLASSIFIER_PRECISIONS: dict[str, dict[str, str]] = {name: dict(caps.classifier) for name, caps in RUNTIMES.items()}
 _LOADED = KeyedCache(4)  # loaded classifiers (runner, tokenizer, head), shared by detectors
 
 
@@ -59,24 +64,19 @@ def softmax_or_sigmoid(logits: np.ndarray, problem_type: str | None) -> np.ndarr
     return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
-class _TorchClassifier:
+class _TorchClassifier(RunnerBase):
     """The torch model with its head; returns float32 logits on the host. Thread-safe (eval mode,
-    inference_mode: no state kept between calls)."""
+    inference_mode: no state kept between calls). Set up as the encoder's torch runner is
+    (``runtime.torch.prepare_torch``)."""
 
     returns = "numpy"
     thread_safe = True
 
     def __init__(self, model_dir: Path, device: str, precision: str, num_threads: int | None):
-        import torch
+        from rapidscore.encoder.runtime.torch import prepare_torch
 
-        from rapidscore.encoder.runtime.torch import check_torch_precision
-
-        if device == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError("device='cuda' with backend='torch' needs a CUDA build of torch and a GPU")
-        check_torch_precision(precision, device)
-        if num_threads:
-            torch.set_num_threads(num_threads)
-        dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+        torch, dtype = prepare_torch(device, precision, num_threads,
+                                     "a classifier with backend='torch' or its ONNX export")
         self.model = load_classification_model(model_dir).to(device=device, dtype=dtype)
         self._torch, self.device, self.precision = torch, device, precision
         self.provider = f"torch-{device}"
@@ -114,13 +114,13 @@ def _load(model_dir: Path, backend: str, device: str, precision: str, num_thread
     from rapidscore.encoder.onnx_export import ExportMismatchError
 
     head = classifier_head(model_dir)  # no torch: a model without a head fails before any work
-    if backend != "torch":
+    if capabilities(backend).onnx_graph:
         try:
             entry, _ = cached_classifier_export(model_dir, cache_dir=cache_dir)
         except ExportMismatchError as exc:
             warnings.warn(f"{exc}; running this classifier with backend='torch' instead of {backend!r}",
                           RapidscoreWarning, stacklevel=5)
-            backend = "torch"
+            backend = hf_backend()
         else:
             graph = entry / "model.onnx"
 
@@ -135,7 +135,7 @@ def _load(model_dir: Path, backend: str, device: str, precision: str, num_thread
     tokenizer, config = load_tokenizer(model_dir, None)
     runner = _TorchClassifier(model_dir, device, precision, num_threads)
     return _Loaded(lambda: runner, tokenizer_spec(tokenizer, config), tokenizer.backend_tokenizer.to_str(), head,
-                   "torch", None)
+                   backend, None)
 
 
 class SequenceClassifier:
@@ -159,8 +159,8 @@ class SequenceClassifier:
                  long_texts: str = "truncate", max_length: int | None = None):
         backend = backend_for(precision) if backend is None else backend
         check_options(backend, device, precision)
-        if precision not in CLASSIFIER_PRECISIONS[backend]:
-            holds = {b: tuple(p) for b, p in CLASSIFIER_PRECISIONS.items()}
+        if precision not in capabilities(backend).classifier:
+            holds = {b: tuple(caps.classifier) for b, caps in RUNTIMES.items()}
             raise ValueError(f"precision={precision!r} does not run a classifier on backend={backend!r}; "
                              f"classifiers run {holds} (fp32 exact)")
         self.long_texts = check_long_texts(long_texts)

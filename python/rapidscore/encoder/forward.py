@@ -1,4 +1,4 @@
-"""The model run over token ids, batch by batch (``Encoder.embed_ids``): the padded path
+"""The model run over token ids, batch by batch (``ModelRuntime.embed``): the padded path
 (``run_batches``: each batch's real tokens gathered and scattered to their texts' rows in one
 vectorised copy, on the host or the device) and the unpadded path (``run_unpadded``: length-sorted
 chunks of real tokens through the unpadded graph), windows' kept rows included; and the one lock
@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from rapidscore.encoder.batching import unpadded_inputs
 from rapidscore.encoder.store import row_ranges
+
+if TYPE_CHECKING:
+    from rapidscore.encoder.model_runtime import ModelRuntime
+    from rapidscore.encoder.runtime.capabilities import Runner
 
 __all__ = ["Placement", "empty_rows", "lock_of", "place_batch", "place_tokens", "put_rows", "run_batches",
            "run_unpadded"]
@@ -103,13 +107,14 @@ def put_rows(out, hidden, attention_mask: np.ndarray | None, placement: Placemen
         out[..., rows, :] = flat[..., real, :]
 
 
-def run_batches(encoder: Any, ids, lengths, offsets, batches, progress: bool, keep_on_device: bool,
+def run_batches(runtime: ModelRuntime, ids, lengths, offsets, batches, progress: bool, keep_on_device: bool,
                 destinations: list[np.ndarray] | None = None) -> Any:
-    """Embeddings (offsets[-1] rows) of the model inputs ``ids`` batch by batch, each batch's
-    vectors put in place as ``place_batch`` says."""
-    to_device = encoder.to_device if encoder.runs_torch else None
+    """Embeddings (offsets[-1] rows) of the model inputs ``ids`` batch by batch (``batches``:
+    the plan), run by ``runtime`` (``hidden_batches``), each batch's vectors put in place as
+    ``place_batch`` says."""
+    to_device = runtime.to_device if runtime.runs_torch else None
     out: Any = None  # np.ndarray, or a torch tensor when the runner returns tensors
-    for batch, attention_mask, hidden in encoder.hidden_batches(ids, batches, progress):
+    for batch, attention_mask, hidden in runtime.hidden_batches(ids, batches, progress):
         # Scattered writes in the caller's order also fault a fresh buffer in faster than one
         # sequential sweep: on Linux with transparent huge pages, sequential first touches
         # stalled in compaction (W1: 0.35 s against 0.05 s).
@@ -119,32 +124,33 @@ def run_batches(encoder: Any, ids, lengths, offsets, batches, progress: bool, ke
             out = empty_rows(hidden, int(offsets[-1]))
         put_rows(out, hidden, attention_mask, placement)
     if out is None:  # no texts
-        out = np.zeros((0, encoder.hidden_size), dtype=np.float32)
+        out = np.zeros((0, runtime.hidden_size), dtype=np.float32)
         if keep_on_device:
             import torch
 
-            out = torch.from_numpy(out).to(encoder.device)
+            out = torch.from_numpy(out).to(runtime.device)
     elif not isinstance(out, np.ndarray) and not keep_on_device:
         out = out.cpu().numpy()  # the CPU kernels take host arrays (no copy on the CPU)
     return out
 
 
-def run_unpadded(encoder: Any, runner: Any, ids, lengths: np.ndarray, offsets: np.ndarray,
-             destinations: list[np.ndarray] | None = None) -> np.ndarray:
-    """Embeddings (total tokens, dim) through the unpadded graph: length-sorted chunks of up
-    to ``batch_tokens`` real tokens (attention, the padded part, stays small), one call each.
-    ``destinations``: as in ``run_batches``."""
-    out = np.empty((int(offsets[-1]), encoder.hidden_size), dtype=np.float32)
+def run_unpadded(runner: Runner, ids, lengths: np.ndarray, offsets: np.ndarray,
+                 destinations: list[np.ndarray] | None = None, *, hidden_size: int, batch_tokens: int,
+                 max_batch_size: int, pad_id: int, roberta_positions: bool) -> np.ndarray:
+    """Embeddings (total tokens, dim) through the unpadded graph's ``runner``: length-sorted
+    chunks of up to ``batch_tokens`` real tokens (attention, the padded part, stays small), one
+    call each. ``destinations``: as in ``run_batches``."""
+    out = np.empty((int(offsets[-1]), hidden_size), dtype=np.float32)
     order = [int(k) for k in np.argsort(-lengths, kind="stable") if lengths[k] > 0]  # "" has no row
     start = 0
     while start < len(order):
         end, tokens = start + 1, int(lengths[order[start]])
-        while end < len(order) and end - start < encoder.max_batch_size and \
-                tokens + int(lengths[order[end]]) <= encoder.batch_tokens:
+        while end < len(order) and end - start < max_batch_size and \
+                tokens + int(lengths[order[end]]) <= batch_tokens:
             tokens += int(lengths[order[end]])
             end += 1
         chunk = np.asarray(order[start:end], dtype=np.int64)
-        feed = unpadded_inputs([ids[k] for k in chunk], encoder.spec.pad_id, encoder.roberta_positions)
+        feed = unpadded_inputs([ids[k] for k in chunk], pad_id, roberta_positions)
         if destinations is None:
             out[row_ranges(offsets[chunk], lengths[chunk])] = runner.run_feed(feed)
         else:

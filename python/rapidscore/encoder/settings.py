@@ -90,9 +90,55 @@ def usable_positions(config: dict) -> int | None:
 def resolve_encoder_settings(model: str | os.PathLike | None = None, layer: int | str | None = None,
                              backend: str | None = None, device: str = "cpu", precision: str = "fp32",
                              **options: Any) -> EncoderSettings:
-    """The settings of an encoder of ``model`` (same arguments as ``Encoder``, except ``progress``,
+    """The settings of an encoder of ``model`` (the arguments of ``Encoder``, except ``progress``,
     which belongs to each call): every value resolved and checked, a TypeError or ValueError
-    naming the first that is not valid. Reads the model's config.json (its layers and positions)."""
+    naming the first that is not valid. Reads the model's config.json (its layers and positions).
+
+    Parameters
+    ----------
+    model: hub id or local directory. "all-MiniLM-L6-v2" resolves to the embedded copy offline.
+    layer: transformer layer whose output is used: hidden_states[layer], 0 = embedding output,
+        None = last layer, "all" = every hidden state (arrays get a leading layer axis).
+    backend: "onnx" (ONNX Runtime; exported and cached on first use), "openvino" (the same ONNX
+        graph compiled by OpenVINO; faster on CPUs) or "torch". None (default): "onnx" for fp32,
+        "openvino" for bf16.
+    device: "cpu" or "cuda". With backend="torch" on "cuda", token embeddings stay on the GPU
+        (the TokenStore holds a torch tensor) and matching runs there.
+    precision: "fp32" (exact), "bf16" (fast mode: OpenVINO on CPUs with bf16 instructions,
+        BERTScore within about 1e-4 of fp32, see docs/performance.md; or torch on a GPU or a CPU
+        with native bf16), "fp16" (the GPU fast mode: backend="torch", device="cuda"; the model
+        in half precision, similarities and sums in float32), "int8" (ONNX Runtime on the CPU:
+        int8 weights, two int8 passes over the activations, ``rapidscore.encoder.int8``; BERTScore
+        within about 3e-4 of fp32 on related pairs, 7e-4 on others) or "fast" (the fastest mode
+        this machine has within the fast-mode bound, ``rapidscore.encoder.precision``: bf16, else
+        int8 on CPUs with VNNI, else fp32; the encoder's ``precision`` is then the mode used). A
+        mode the device cannot run is a ValueError naming it.
+    max_length: truncation length in tokens, special tokens included (default: the model's maximum).
+    batch_tokens: padded tokens per batch (batch size x longest sequence). The default depends on
+        where the model runs: on CPUs small batches keep activations in cache and run faster per
+        token (1024 in fp32 and int8, 2048 in bf16, measured in docs/performance.md); on GPUs 16384.
+    max_batch_size: sequences per batch at most.
+    num_threads: runtime threads (default: the process's thread budget, ``rapidscore.threads``).
+    cache_dir: where ONNX exports live (default $RAPIDSCORE_CACHE or ~/.cache/rapidscore).
+    add_prefix_space: for byte-level BPE tokenizers (RoBERTa); None keeps the tokenizer as saved,
+        which is what bert-score 0.3.13 gives under transformers 5.
+    unpadded: the default of ``embed_ids(unpadded=...)`` for every call of this encoder: True runs
+        them all through the unpadded graph where it exists (``unpadded_available``; same vectors,
+        bit for bit), so the padded graph's session is never made. For processes whose calls are
+        small batches of mixed lengths (a server's workers); bulk calls measure the same either way.
+        With ``backend="torch"``, True makes the device engines (BERTScore's, sentence vectors
+        excepted) run the packed forward where the runner has one (``packed_available``:
+        variable-length attention, linear layers over real tokens only; within 1e-5 of the padded
+        forward in fp32, tests/encoder/test_packed_forward.py).
+    long_texts: "truncate" (default): texts longer than ``max_length`` are cut there, as
+        bert-score does (counted, with a TruncationWarning). "window": they are tokenised whole
+        and embedded in overlapping windows of ``max_length`` tokens, each token from the window
+        where it sits furthest from a cut (``rapidscore.encoder.windows``); a text's row then
+        holds all its tokens. Texts within ``max_length`` get the same vectors either way.
+        Truncated texts cost memory in proportion to ``max_length`` whatever their length
+        (``rapidscore.encoder.bounded``); windowed ones in proportion to their length, so
+        "window" refuses texts over ``windows.MAX_WINDOW_TEXT_CHARS`` (1,048,576) characters.
+    """
     if "progress" in options:
         raise TypeError("get_encoder() does not take progress: pass progress= to encode() instead")
     for name in options:

@@ -21,7 +21,7 @@ from rapidscore.encoder.bounded import (
     rules_from_json,
     rust_added_tokens,
 )
-from rapidscore.encoder.windows import check_window_texts
+from rapidscore.encoder.windows import check_window_texts, split_windows
 
 
 @dataclass(frozen=True)
@@ -196,6 +196,20 @@ class BatchTokenizer:
             if got.tolist() != list(enc.ids) or cut != bool(enc.overflowing):
                 return None, "the special tokens do not frame the truncated text"
         return pieces, ""
+
+    def model_inputs(self, ids: list[np.ndarray], lengths: np.ndarray,
+                     offsets: np.ndarray) -> tuple[list[np.ndarray], np.ndarray, list[np.ndarray] | None]:
+        """What the model runs for sequences ``ids`` (``lengths``, store ``offsets``): the
+        sequences themselves, or, when this tokenizer does not truncate (``long_texts="window"``)
+        and a sequence is over ``max_length``, their windows, with each window's destination rows
+        in the store (-1: dropped)."""
+        if not self.truncate and len(ids) and int(lengths.max()) > self.max_length:
+            # Only calls with a long text take this path: others run exactly as with truncation.
+            windows = split_windows(ids, offsets, self.max_length, *self.framing)
+            inputs = windows.inputs
+            return inputs, np.fromiter((len(i) for i in inputs), dtype=np.int64, count=len(inputs)), \
+                windows.destinations
+        return ids, lengths, None
 
     @property
     def framing(self) -> tuple[np.ndarray, np.ndarray]:

@@ -172,7 +172,7 @@ class SentenceSimilarity:
             else:  # 0 used to fall back to the pipeline's length silently
                 max_length = check_positive_int(max_length, "max_length")
             self.encoder = get_encoder(model, layer=layer, max_length=max_length, **encoder_options)
-            self.pipeline = self.encoder.sentence_pipeline
+            self.pipeline = self.encoder.sentence.pipeline
             self.prompt = self.pipeline.resolve_prompt(None, prompt_name)  # an unknown name fails here
             similarity = self.pipeline.similarity_fn_name
             if similarity not in (None, "cosine") and not (similarity == "dot" and self.pipeline.normalizes):
@@ -196,7 +196,7 @@ class SentenceSimilarity:
             pooling: list[tuple[str, object]] = [("pooling", self.pipeline.cosine_name)]
             if self.prompt:
                 pooling.append(("prompt", self.prompt_name or self.pipeline.default_prompt_name))
-            maxlen = e.sentence_max_length
+            maxlen = e.sentence.max_length
         else:
             pooling, maxlen = [("pooling", "mean")], e.max_length
         return [("method", self.method), ("model", self.model_name), ("layer", e.layer), *pooling,
@@ -211,8 +211,8 @@ class SentenceSimilarity:
         """Unit sentence vectors (n, dim) float64 of validated, distinct ``texts`` as this object
         embeds them (its prompt; ``unpadded`` as in ``Encoder.embed_ids``): what ``pairs`` takes
         as ``embed`` for many requests at once."""
-        vectors = self.encoder.sentence_vectors_unique(texts, prompt_name=self.prompt_name, progress=self.progress,
-                                                       unpadded=unpadded)
+        vectors = self.encoder.sentence.embed_unique(texts, prompt_name=self.prompt_name, progress=self.progress,
+                                                     unpadded=unpadded, stacklevel=3)
         return self._unit(vectors)
 
     def _unit(self, vectors: np.ndarray) -> np.ndarray:

@@ -34,7 +34,8 @@ from rapidscore.encoder.runtime import onnx, openvino, torch
 from rapidscore.encoder.runtime.capabilities import RUNNER_MEMBERS, Capabilities, Runner, RunnerBase, either
 
 __all__ = ["BACKENDS", "DEVICES", "Capabilities", "RUNTIMES", "Runner", "RunnerBase", "RUNNER_MEMBERS", "capabilities",
-           "check_options", "check_unpadded", "backend_for", "make_runner", "register_backend", "unregister_backend"]
+           "check_options", "check_unpadded", "backend_for", "make_runner", "register_backend", "unregister_backend",
+           "hf_backend"]
 
 #: every backend's table, by name; in order of preference (``backend_for``)
 RUNTIMES: dict[str, Capabilities] = {caps.backend: caps for caps in (
@@ -56,6 +57,12 @@ def unregister_backend(name: str) -> None:
     if name in _BUILT_IN:
         raise ValueError(f"backend {name!r} is built in")
     RUNTIMES.pop(name, None)
+
+
+def hf_backend() -> str:
+    """The backend that runs the Hugging Face model itself (no exported graph): where a model
+    whose ONNX export does not reproduce it runs instead."""
+    return next(name for name, caps in RUNTIMES.items() if not caps.onnx_graph)
 
 
 def capabilities(backend: str) -> Capabilities:

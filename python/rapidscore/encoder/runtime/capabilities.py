@@ -99,8 +99,10 @@ class Capabilities:
     - ``native_bf16``: ``native_bf16(device)``, whether the device runs its bf16 natively.
     - ``notes``: a few words on where a precision runs, for the errors that name it.
     - ``check``: ``check(precision, device)``, its own checks beyond the table (a ValueError).
-    - ``unpadded``: it runs the unpadded graph (``Encoder.embed_ids(unpadded=True)``).
+    - ``unpadded``: the devices where it runs the unpadded graph (``Encoder.embed_ids(unpadded=True)``).
     - ``lazy_devices``: devices where its runner is made on the first call, not with the model.
+    - ``classifier``: the precisions it runs a sequence classifier in, each "exact" or
+      "approximate" (``encoder/classifier.py``).
     """
 
     backend: str
@@ -115,8 +117,9 @@ class Capabilities:
     native_bf16: Callable[[str], bool] | None = None
     notes: Mapping[str, str] = field(default_factory=dict)
     check: Callable[[str, str], None] | None = None
-    unpadded: bool = False
+    unpadded: tuple[str, ...] = ()
     lazy_devices: tuple[str, ...] = ()
+    classifier: Mapping[str, str] = field(default_factory=dict)
 
     def where(self, precision: str) -> str:
         """Where this backend runs ``precision``, as errors say it: ``backend='onnx' with

@@ -125,4 +125,5 @@ def make(source: Path, *, layer: int | str | None, device: str, precision: str, 
 CAPABILITIES = Capabilities(
     backend="openvino", devices=("cpu",), precisions={"fp32": ("cpu",), "bf16": ("cpu",)},
     thread_safe=OpenVinoRunner.thread_safe, returns=OpenVinoRunner.returns, needs=("openvino",), onnx_graph=True,
-    make=make, fast={"cpu": "bf16"}, native_bf16=native_bf16, notes={"bf16": "CPU"})
+    make=make, fast={"cpu": "bf16"}, native_bf16=native_bf16, notes={"bf16": "CPU"},
+    classifier={"fp32": "exact", "bf16": "approximate"})

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
     from rapidscore.device.cuda_graphs import GraphedForward
 
-__all__ = ["TorchRunner", "bf16_supported", "check_torch_precision", "exact_fp32", "require_torch_stack",
-           "CAPABILITIES"]
+__all__ = ["TorchRunner", "bf16_supported", "check_torch_precision", "exact_fp32", "prepare_torch",
+           "require_torch_stack", "CAPABILITIES"]
 
 
 #: what the torch backend needs (exporting a graph needs onnx and onnxscript besides)
@@ -78,6 +78,22 @@ def bf16_supported(device: str) -> bool:
     return any(bool(check()) for check in checks if check is not None)
 
 
+def prepare_torch(device: str, precision: str, num_threads: int | None,
+                  purpose: str = "backend='torch'") -> tuple[Any, Any]:
+    """``(torch, dtype)`` for a model run on ``device`` in ``precision`` (the torch runners':
+    the encoder's and the classifier's): the torch stack, a CUDA device and the precision checked,
+    the thread count set."""
+    require_torch_stack(purpose)
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device='cuda' with backend='torch' needs a CUDA build of torch and a GPU")
+    check_torch_precision(precision, device)
+    if num_threads:
+        torch.set_num_threads(num_threads)
+    return torch, {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+
+
 class TorchRunner(RunnerBase):
     """The truncated torch model in inference mode. Returns float32 tensors on its device.
 
@@ -94,16 +110,10 @@ class TorchRunner(RunnerBase):
 
     def __init__(self, model_dir: Path, layer: int | str, device: str, num_threads: int | None,
                  precision: str = "fp32"):
-        require_torch_stack("backend='torch'")
-        import torch
+        torch, dtype = prepare_torch(device, precision, num_threads)
 
         from rapidscore.encoder.torch_model import hidden_state_of, load_truncated_model
 
-        if device == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError("device='cuda' with backend='torch' needs a CUDA build of torch and a GPU")
-        check_torch_precision(precision, device)
-        if num_threads:
-            torch.set_num_threads(num_threads)
         all_layers = layer == "all"
         self._torch = torch
         self._forward = hidden_state_of
@@ -115,7 +125,6 @@ class TorchRunner(RunnerBase):
         attention = "sdpa" if device == "cuda" else "eager"
         model = load_truncated_model(model_dir, None if all_layers else int(layer), all_layers, attention=attention)
         self.attention = getattr(model.config, "_attn_implementation", "eager")
-        dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
         self.model = model.to(device=device, dtype=dtype)
         self.provider = f"torch-{device}"
         self._pin = device == "cuda"
@@ -200,4 +209,5 @@ CAPABILITIES = Capabilities(
     backend="torch", devices=("cpu", "cuda"), precisions={"fp32": ("cpu", "cuda"), "bf16": ("cpu", "cuda"),
                                                           "fp16": ("cuda",)},
     thread_safe=TorchRunner.thread_safe, returns=TorchRunner.returns, needs=("export",), onnx_graph=False,
-    make=make, fast={"cuda": "fp16", "cpu": "bf16"}, native_bf16=bf16_supported, check=check_torch_precision)
+    make=make, fast={"cuda": "fp16", "cpu": "bf16"}, native_bf16=bf16_supported, check=check_torch_precision,
+    classifier={"fp32": "exact", "bf16": "approximate", "fp16": "approximate"})

@@ -73,9 +73,22 @@ class SentenceEncoder:
     def embed(self, texts: Sequence[str], pooling: str | None = None, normalize: bool | None = None, *,
               prompt_name: str | None = None, prompt: str | None = None, progress: bool | None = None,
               stacklevel: int = 2) -> np.ndarray:
-        """One vector per text, (n, dim) float32 (``Encoder.sentence_embeddings``: the options);
-        duplicate texts are embedded once. ``stacklevel``: where a TruncationWarning points, as
-        for ``warnings.warn`` called here."""
+        """One vector per text, (n, dim) float32, as the model's sentence-transformers pipeline
+        makes it (``SentenceTransformer.encode``; ``Encoder.sentence_embeddings``): its Pooling
+        (cls, max, mean, mean_sqrt_len_tokens, weightedmean, lasttoken, concatenated), Dense and
+        Normalize modules, its max_seq_length and do_lower_case. A model directory without modules.json: mean pooling,
+        unit length. A module rapidscore does not implement is a ValueError naming it.
+
+        ``prompt_name`` / ``prompt``: as ``encode`` takes them: the prompt is put before each text
+        (the model's default prompt when neither is given; ``prompt=""`` for none), and a Pooling
+        with ``include_prompt=False`` leaves its tokens out.
+        ``pooling`` (a mode name) replaces the model's pooling and Dense layers by that pooling of
+        the token vectors; ``normalize`` True/False forces unit length on or off at the end. None
+        (default): the model's own. With the torch backend the vectors are made on the model's
+        device, batch by batch: only the (n, dim) vectors cross to the host. Duplicate texts are
+        embedded once. ``stacklevel``: where a TruncationWarning points, as
+        for ``warnings.warn`` called here.
+        """
         self._check(pooling)
         texts = as_texts(texts, "texts")
         index: dict[str, int] = {}
@@ -97,7 +110,7 @@ class SentenceEncoder:
                           f"tokens and were truncated", TruncationWarning, stacklevel=stacklevel)
         encoder = self.encoder
         progress = encoder.progress if progress is None else progress
-        if not encoder.runs_torch:
+        if not encoder.runtime.runs_torch:
             store = encoder.embed_ids(ids, truncated=truncated, progress=progress, unpadded=unpadded)
             return self._pool_store(store, pipeline, prompt_length)
         return self._pool_batches(ids, pipeline, prompt_length, progress)
@@ -151,7 +164,7 @@ class SentenceEncoder:
 
         encoder = self.encoder
         lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
-        batches = encoder.batch_plan(lengths)
+        batches = encoder.runtime.batch_plan(lengths, encoder.batch_tokens, encoder.max_batch_size)
         out: list = [None]
 
         def prepared() -> Iterator[PaddedBatch]:
@@ -162,10 +175,10 @@ class SentenceEncoder:
                 shown = progress_bar(batches, desc="encoding", unit="batch", leave=False)
             for batch in shown:
                 input_ids, attention_mask = pad_batch([ids[k] for k in batch], encoder.spec.pad_id)
-                yield PaddedBatch(input_ids, attention_mask, encoder.to_device(np.ascontiguousarray(batch)))
+                yield PaddedBatch(input_ids, attention_mask, encoder.runtime.to_device(np.ascontiguousarray(batch)))
 
         def pool(item: PaddedBatch, hidden) -> None:
-            vectors = pipeline.apply_padded(hidden, item.attention_mask, prompt_length, encoder.to_device)
+            vectors = pipeline.apply_padded(hidden, item.attention_mask, prompt_length, encoder.runtime.to_device)
             if out[0] is None:
                 out[0] = torch.zeros((len(ids), vectors.shape[-1]), dtype=torch.float32, device=hidden.device)
             out[0][item.rows] = vectors

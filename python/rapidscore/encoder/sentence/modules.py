@@ -20,7 +20,7 @@ from rapidscore.encoder.sentence.normalize import Normalize
 from rapidscore.encoder.sentence.pipeline import DEFAULT_PROMPTS, SentencePipeline, Step, default_pipeline
 from rapidscore.encoder.sentence.pooling import Pooling
 
-__all__ = ["load_pipeline"]
+__all__ = ["load_pipeline", "register_module", "unregister_module"]
 
 # The config file of the Transformer module, by the names sentence-transformers has used.
 _TRANSFORMER_CONFIGS = ("sentence_bert_config.json", "sentence_roberta_config.json", "sentence_distilbert_config.json",
@@ -31,9 +31,27 @@ _LOADING_KWARGS = frozenset({"trust_remote_code", "revision", "token", "cache_di
                              "use_fast", "torch_dtype", "dtype", "attn_implementation", "low_cpu_mem_usage",
                              "device_map"})
 _TEXT_MODALITY = {"method": "forward", "method_output_name": "last_hidden_state"}
-# The modules that may follow the Pooling, by their class name: how each loads from its folder.
+# The modules that may follow the Pooling, by their class name (sentence-transformers' own) or
+# their full type name (registered ones): how each loads from its folder.
 _STEPS: dict[str, Callable[[Path], Step]] = {"Dense": Dense.load, "Normalize": Normalize.load}
-_KNOWN_MODULES = ("Transformer", "Pooling", *_STEPS)
+_BUILT_IN = ("Transformer", "Pooling", *_STEPS)
+
+
+def register_module(type_name: str, load: Callable[[Path], Step]) -> None:
+    """Let a modules.json module of type ``type_name`` (its full name, as modules.json writes it:
+    ``"my_package.models.Scale"``) follow the Pooling: ``load(folder)`` makes its :class:`Step`
+    from the module's folder (a ValueError naming the file for a setting it does not implement).
+    A ValueError for a name taken already."""
+    if type_name in _STEPS or type_name in _BUILT_IN or _module_kind(type_name) is not None:
+        raise ValueError(f"module type {type_name!r} has a loader already")
+    _STEPS[type_name] = load
+
+
+def unregister_module(type_name: str) -> None:
+    """Remove a module type added by :func:`register_module` (the built-in ones stay)."""
+    if type_name in _BUILT_IN:
+        raise ValueError(f"module type {type_name!r} is built in")
+    _STEPS.pop(type_name, None)
 
 
 def load_pipeline(model_dir: str | Path) -> SentencePipeline:
@@ -57,7 +75,7 @@ def load_pipeline(model_dir: str | Path) -> SentencePipeline:
         if kind is None:
             raise ValueError(
                 f"{modules_file}: module {index} has type {entry['type']!r}, which rapidscore does not implement "
-                f"(it follows {', '.join(_KNOWN_MODULES)}); its sentence vectors would differ from the model's")
+                f"(it follows {', '.join(_BUILT_IN)}); its sentence vectors would differ from the model's")
         kinds.append(kind)
     if kinds[0] != "Transformer" or "Transformer" in kinds[1:]:
         raise ValueError(f"{modules_file}: expected one Transformer module, first; got the modules {kinds}")
@@ -74,11 +92,13 @@ def load_pipeline(model_dir: str | Path) -> SentencePipeline:
 
 def _module_kind(type_name: str) -> str | None:
     """Transformer / Pooling / Dense / Normalize for sentence-transformers' own classes (any of
-    their module paths, old or new), None for anything else."""
+    their module paths, old or new), the full name of a registered module, None for anything else."""
+    if type_name in _STEPS and type_name not in _BUILT_IN:  # a registered module (register_module)
+        return type_name
     if not type_name.startswith("sentence_transformers."):
         return None
     kind = type_name.rsplit(".", 1)[-1]
-    return kind if kind in _KNOWN_MODULES else None
+    return kind if kind in _BUILT_IN else None
 
 
 def _module_dir(model_dir: Path, entry: dict, modules_file: Path) -> Path:

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -29,7 +29,14 @@ __all__ = ["DEFAULT_PROMPTS", "Step", "SentencePipeline", "default_pipeline"]
 # model sets them), so prompt_name="query" is valid for any model.
 DEFAULT_PROMPTS = {"query": "", "document": ""}
 
-Step = Union[Dense, Normalize]
+class Step(Protocol):
+    """A module after the Pooling (Dense, Normalize, or one registered with
+    ``modules.register_module``): its short ``name`` (in the pipeline's name) and its ``forward``
+    over (n, d) vectors, a float32 numpy array on the host or a torch tensor on its device."""
+
+    name: str
+
+    def forward(self, x: Any) -> Any: ...
 
 
 @dataclass(frozen=True, eq=False)
