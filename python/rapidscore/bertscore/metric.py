@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     import numpy as np
 
+    from rapidscore.bertscore.settings import BERTScoreSettings
+
 from rapidscore.bertscore.dataset_pass import count_documents, merge_document_counts
 from rapidscore.common.engine_options import ENGINE_OPTIONS
 from rapidscore.common.metric import (
@@ -111,35 +113,42 @@ class BERTScoreMetric(Metric):
     }
 
     def settings(self, *, idf: Any = False, idf_file: Any = None, rescale_with_baseline: bool = False,
-                 lang: str | None = None, num_layers: int | None = None, **options: Any) -> Settings:
-        """The engine's settings: the idf source (``idf``; an ``idf_file`` implies idf, and given
-        with ``idf`` the file's counts are used), checked against the model (ValueError naming
-        ``idf_file``), the baseline's language (en when rescaling names none: the model stays
-        the one named), the layer (``num_layers``); the other options as given."""
+                 lang: str | None = None, num_layers: int | None = None, model: str | None = None,
+                 memory_budget: int | None = None, **options: Any) -> Settings:
+        """The engine's settings, resolved once (``rapidscore.bertscore.settings.resolve_settings``):
+        the idf source (``idf``; an ``idf_file`` implies idf, and given with ``idf`` the file's
+        counts are used), checked against the model (ValueError naming ``idf_file``); the
+        baseline's language (en when rescaling a named model names none: the model stays the one
+        named); the layer (``num_layers``); the engine keywords. ``build`` takes them as they are."""
         from rapidscore.bertscore.idf_source import resolve_idf_source
+        from rapidscore.bertscore.settings import resolve_settings
 
-        super().settings(lang=lang, num_layers=num_layers, **options)  # each declared value checked
+        super().settings(lang=lang, num_layers=num_layers, model=model, memory_budget=memory_budget, **options)
         try:
             source = resolve_idf_source(idf, idf_file)
-            if options.get("model") is not None:
-                source.check_model(options["model"])
+            if model is not None:
+                source.check_model(model)
         except (ValueError, OSError) as exc:
             if idf_file is None:
                 raise
             raise field_error("idf_file", str(exc)) from None
         rescale = bool(rescale_with_baseline)
-        return Settings(options, idf=source, rescale_with_baseline=rescale, lang=lang or ("en" if rescale else None),
-                        layer=num_layers)
+        lang = lang or ("en" if rescale and model is not None else None)
+        resolved = resolve_settings(model, num_layers, idf=source, rescale_with_baseline=rescale, lang=lang, **options)
+        return Settings(resolved=resolved, memory_budget=memory_budget)
 
     def build(self, *, idf: Any = None, reference_batch_size: int | None = None, memory_budget: int | None = None,
-              **scorer_options: Any) -> BERTScoreEngine:
+              resolved: BERTScoreSettings | None = None, **scorer_options: Any) -> BERTScoreEngine:
         """``scorer_options``: :class:`~rapidscore.bertscore.BERTScore`'s. ``idf``: document counts
         (``DocumentFrequencies``), an idf file path, a dict or an ``IdfSource`` (a dataset pass's
         counts of the references: ``IdfSource.references(counts)``), for the whole input, as
         ``BERTScore(idf=...)`` takes them; ``True`` only with ``idf_sents`` (idf over a dataset
-        needs a pass over all its references first)."""
+        needs a pass over all its references first). ``resolved``: settings made by
+        :meth:`settings`, built as they are."""
         from rapidscore.bertscore import BERTScore
 
+        if resolved is not None:
+            return BERTScoreEngine(BERTScore.from_settings(resolved), None, reference_batch_size, memory_budget)
         if idf is None:
             idf = False
         if idf is True and scorer_options.get("idf_sents") is None:
