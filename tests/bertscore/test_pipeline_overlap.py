@@ -151,16 +151,16 @@ def test_an_error_of_the_finishing_stage_reaches_the_caller(tiny_model_path, mon
 def test_an_error_of_the_prepare_stage_reaches_the_caller(tiny_model_path, monkeypatch):
     _small_engine(monkeypatch)
     scorer = BERTScore(str(tiny_model_path("bert")), 2, backend="torch", device_engine=True, batch_tokens=256)
-    plan_batches = scorer.encoder.batch_plan
+    plan_batches = scorer.encoder.runtime.batch_plan
     calls = []
 
-    def failing(lengths):
+    def failing(*args):
         calls.append(1)
         if len(calls) == 3:
             raise MemoryError("planning broke")
-        return plan_batches(lengths)
+        return plan_batches(*args)
 
-    monkeypatch.setattr(scorer.encoder, "batch_plan", failing)
+    monkeypatch.setattr(scorer.encoder.runtime, "batch_plan", failing)
     _raised_in_the_caller(scorer, 9, MemoryError, "planning broke")
 
 
@@ -203,13 +203,13 @@ def test_hidden_states_in_flight_stay_bounded_whatever_the_input(tiny_model_path
 def test_small_calls_run_in_the_callers_thread(tiny_model_path, monkeypatch):
     scorer = BERTScore(str(tiny_model_path("bert")), 2, backend="torch", device_engine=True)
     names = []
-    run_model = scorer.encoder.run_model
+    run_model = scorer.encoder.runtime.run_model
 
     def recording(*args):
         names.append(threading.current_thread().name)
         return run_model(*args)
 
-    monkeypatch.setattr(scorer.encoder, "run_model", recording)
+    monkeypatch.setattr(scorer.encoder.runtime, "run_model", recording)
     started = threading.active_count()
     scorer.score(["a cat sat"], ["a dog sat"])
     assert names == [threading.current_thread().name] and threading.active_count() == started
@@ -224,15 +224,15 @@ def test_an_unpadded_torch_encoder_runs_the_packed_forward_in_the_engine(tiny_mo
     _small_engine(monkeypatch)
     model = str(tiny_model_path("bert"))
     encoder = Encoder(model, 3, backend="torch", unpadded=True, batch_tokens=256, long_texts=long_texts)
-    assert encoder.packed_available
+    assert encoder.runtime.packed_available
     calls = []
-    run_packed = encoder.run_packed
+    run_packed = encoder.runtime.run_packed
 
     def counting(ids):
         calls.append(len(ids))
         return run_packed(ids)
 
-    monkeypatch.setattr(encoder, "run_packed", counting)
+    monkeypatch.setattr(encoder.runtime, "run_packed", counting)
     scorer = BERTScore(encoder=encoder, device_engine=True, idf=True)
     cands, refs = _corpus(200, seed=11)
     cands[3] = " ".join(WORDS * 12)  # past the tiny model's 128 tokens: cut, or windows with kept rows
