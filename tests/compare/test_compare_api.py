@@ -57,6 +57,11 @@ def test_a_rate_with_varying_denominators_is_a_ratio_of_sums() -> None:
 def test_nan_items_are_left_out_of_the_mean() -> None:
     stats = mean_of([0.5, float("nan"), 1.0])
     assert stats.observed() == 0.75
+    # paired with a system without NaN items: both tests run on the same layout
+    result = compare({"a": [0.5, float("nan"), 1.0, 0.25], "b": [0.5, 0.5, 1.0, 0.5]}, resamples=200, trials=200)
+    assert result.system("a").mean == pytest.approx(1.75 / 3)  # the NaN item left out
+    assert result.pair("b").difference == pytest.approx(0.625 - 1.75 / 3)
+    assert result.exact_randomization and 0 < result.pair("b").p_randomization <= 1
 
 
 def test_holm_and_bonferroni() -> None:

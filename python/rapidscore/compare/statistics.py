@@ -53,11 +53,10 @@ def mean_of(values: Sequence[float] | np.ndarray, what: str = "scores") -> ItemS
     if np.isinf(scores).any():
         raise PairingError(f"{what}: item {int(np.flatnonzero(np.isinf(scores))[0]) + 1} is infinite")
     missing = np.isnan(scores)
-    if not missing.any():
-        n = scores.size
-        return ItemStats(scores[:, None], lambda sums: sums[..., 0] / n, "mean")
     if missing.all():
         raise PairingError(f"{what}: every item is NaN")
+    # always (sum, count) columns: systems with and without NaN items stack and swap alike; with
+    # no NaN the count's sum is exactly the resample size, so the value is sum / n as it is
     columns = np.stack([np.where(missing, 0.0, scores), (~missing).astype(np.float64)], axis=1)
     return ItemStats(columns, _ratio, "mean")
 
