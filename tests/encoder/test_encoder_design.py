@@ -214,6 +214,9 @@ def test_backend_facts_live_in_the_capability_tables() -> None:
 
     assert tuple(BACKENDS) == tuple(RUNTIMES)  # the parsers read choices without loading the encoder
     assert hf_backend() == "torch"
+    from rapidscore.encoder.precision import unnamed_backends
+
+    assert (unnamed_backends("cpu"), unnamed_backends("cuda")) == (("openvino", "onnx"), ("torch",))
     assert CLASSIFIER_PRECISIONS == {"onnx": {"fp32": "exact"}, "openvino": {"fp32": "exact", "bf16": "approximate"},
                                      "torch": {"fp32": "exact", "bf16": "approximate", "fp16": "approximate"}}
     assert {name: caps.unpadded for name, caps in RUNTIMES.items()} == {"onnx": ("cpu",), "openvino": (),

@@ -30,13 +30,19 @@ import platform
 
 from rapidscore.encoder.runtime import RUNTIMES
 
-__all__ = ["FAST", "resolve_precision", "cpu_has_bf16", "cpu_has_vnni", "is_x86"]
+__all__ = ["FAST", "resolve_precision", "unnamed_backends", "cpu_has_bf16", "cpu_has_vnni", "is_x86"]
 
 #: the precision name that asks for the machine's fast mode
 FAST = "fast"
-#: the backends whose fast modes "fast" tries on each device when no backend is named, in order
-#: (torch's CPU bf16 is left to OpenVINO's, which runs the same mode faster)
-UNNAMED_BACKENDS = {"cuda": ("torch",), "cpu": ("openvino", "onnx")}
+
+
+def unnamed_backends(device: str) -> tuple[str, ...]:
+    """The backends whose fast modes "fast" tries on ``device`` when no backend is named, in
+    order: their capability tables' ``unnamed_fast`` ranks (torch's CPU bf16 is left to
+    OpenVINO's, which runs the same mode faster)."""
+    ranked = sorted((caps.unnamed_fast[device], name) for name, caps in RUNTIMES.items()
+                    if device in caps.unnamed_fast)
+    return tuple(name for _, name in ranked)
 
 
 def cpu_has_bf16(backend: str = "openvino") -> bool:
@@ -82,12 +88,12 @@ def _machine_has(precision: str, backend: str) -> bool:
 
 def resolve_precision(precision: str, device: str = "cpu", backend: str | None = None) -> tuple[str, str | None]:
     """``(precision, backend)`` with ``"fast"`` replaced by the mode it means here (see the module):
-    the fast mode of the backend's table on ``device`` (``UNNAMED_BACKENDS`` in turn when none is
-    named) where this machine has it, else fp32. Any other precision, and the backend, are returned
-    unchanged."""
+    the fast mode of the backend's table on ``device`` (``unnamed_backends`` in turn when none is
+    named) where this machine has it, else fp32. Any other precision, and the backend, are
+    returned unchanged."""
     if precision != FAST:
         return precision, backend
-    for name in (backend,) if backend is not None else UNNAMED_BACKENDS.get(device, ()):
+    for name in (backend,) if backend is not None else unnamed_backends(device):
         caps = RUNTIMES.get(name)
         mode = caps.fast.get(device) if caps is not None else None
         if mode is not None and _machine_has(mode, name):

@@ -101,6 +101,8 @@ class Capabilities:
     - ``check``: ``check(precision, device)``, its own checks beyond the table (a ValueError).
     - ``unpadded``: the devices where it runs the unpadded graph (``Encoder.embed_ids(unpadded=True)``).
     - ``lazy_devices``: devices where its runner is made on the first call, not with the model.
+    - ``unnamed_fast``: device -> its rank among the backends whose fast mode ``precision="fast"``
+      tries on that device when no backend is named (lower first; ``encoder/precision.py``).
     - ``classifier``: the precisions it runs a sequence classifier in, each "exact" or
       "approximate" (``encoder/classifier.py``).
     """
@@ -120,6 +122,7 @@ class Capabilities:
     unpadded: tuple[str, ...] = ()
     lazy_devices: tuple[str, ...] = ()
     classifier: Mapping[str, str] = field(default_factory=dict)
+    unnamed_fast: Mapping[str, int] = field(default_factory=dict)
 
     def where(self, precision: str) -> str:
         """Where this backend runs ``precision``, as errors say it: ``backend='onnx' with

@@ -191,4 +191,4 @@ CAPABILITIES = Capabilities(
     backend="onnx", devices=("cpu", "cuda"), precisions={"fp32": ("cpu", "cuda"), "int8": ("cpu",)},
     thread_safe=OnnxRunner.thread_safe, returns=OnnxRunner.returns, needs=("cpu", "gpu"), onnx_graph=True,
     make=make, fast={"cpu": "int8"}, notes={"int8": "ONNX Runtime's int8 kernels"}, unpadded=("cpu",),
-    lazy_devices=("cpu",), classifier={"fp32": "exact"})
+    lazy_devices=("cpu",), classifier={"fp32": "exact"}, unnamed_fast={"cpu": 2})

@@ -126,4 +126,4 @@ CAPABILITIES = Capabilities(
     backend="openvino", devices=("cpu",), precisions={"fp32": ("cpu",), "bf16": ("cpu",)},
     thread_safe=OpenVinoRunner.thread_safe, returns=OpenVinoRunner.returns, needs=("openvino",), onnx_graph=True,
     make=make, fast={"cpu": "bf16"}, native_bf16=native_bf16, notes={"bf16": "CPU"},
-    classifier={"fp32": "exact", "bf16": "approximate"})
+    classifier={"fp32": "exact", "bf16": "approximate"}, unnamed_fast={"cpu": 1})

@@ -210,4 +210,4 @@ CAPABILITIES = Capabilities(
                                                           "fp16": ("cuda",)},
     thread_safe=TorchRunner.thread_safe, returns=TorchRunner.returns, needs=("export",), onnx_graph=False,
     make=make, fast={"cuda": "fp16", "cpu": "bf16"}, native_bf16=bf16_supported, check=check_torch_precision,
-    classifier={"fp32": "exact", "bf16": "approximate", "fp16": "approximate"})
+    classifier={"fp32": "exact", "bf16": "approximate", "fp16": "approximate"}, unnamed_fast={"cuda": 1})
