@@ -190,7 +190,7 @@ def _metrics_present(summary) -> list[str]:
     return [m for m in METRICS if any(m in cell for cell in summary.values())]
 
 
-def _latex_escape(text: str) -> str:
+def latex_escape(text: str) -> str:
     for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
                           ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
                           ("^", r"\textasciicircum{}")):
@@ -259,10 +259,10 @@ def render(experiments: list[ExperimentReport], fmt: str = "text", *, names: Nam
                 lines += ["| " + " | ".join(row) + " |" for row in rows]
             elif fmt == "latex":
                 lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "c" * (len(header) - 1) + "}",
-                         r"\toprule", " & ".join(_latex_escape(h) for h in header) + r" \\", r"\midrule"]
-                lines += [" & ".join([_latex_escape(row[0])] + [f"${c}$" if c != "-" else "-" for c in row[1:]])
+                         r"\toprule", " & ".join(latex_escape(h) for h in header) + r" \\", r"\midrule"]
+                lines += [" & ".join([latex_escape(row[0])] + [f"${c}$" if c != "-" else "-" for c in row[1:]])
                           + r" \\" for row in rows]
-                lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_escape(caption) + "}",
+                lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + latex_escape(caption) + "}",
                           r"\end{table}"]
             else:
                 table = [header] + rows

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+from rapidscore.abstention.report import latex_escape  # the abstention tables' LaTeX, one escaping
 from rapidscore.compare.comparison import Comparison
 
 __all__ = ["FORMATS", "render"]
@@ -23,14 +24,6 @@ def _p(value: float | None, significant: bool | None) -> str:
         return "-"
     text = f"{value:.4f}" if value >= 0.0001 else f"{value:.1e}"
     return text + ("*" if significant else "")
-
-
-def _latex_escape(text: str) -> str:
-    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                          ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
-                          ("^", r"\textasciicircum{}")):
-        text = text.replace(char, escaped)
-    return text
 
 
 def rows(result: Comparison, digits: int = 4) -> tuple[list[str], list[list[str]]]:
@@ -87,10 +80,10 @@ def render(result: Comparison, fmt: str = "text", digits: int = 4) -> str:
         lines += ["", f"`{result.signature}`"] + (["", few] if few else [])
     elif fmt == "latex":
         lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
-                 r"\toprule", " & ".join(_latex_escape(h).replace("Δ", r"$\Delta$") for h in header) + r" \\",
+                 r"\toprule", " & ".join(latex_escape(h).replace("Δ", r"$\Delta$") for h in header) + r" \\",
                  r"\midrule"]
-        lines += [" & ".join(_latex_escape(cell).replace("*", r"$^{*}$") for cell in row) + r" \\" for row in body]
-        lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_escape(caption) + "}", r"\end{table}",
+        lines += [" & ".join(latex_escape(cell).replace("*", r"$^{*}$") for cell in row) + r" \\" for row in body]
+        lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + latex_escape(caption) + "}", r"\end{table}",
                   "% " + result.signature] + (["% " + few] if few else [])
     else:
         table = [header, *body]
