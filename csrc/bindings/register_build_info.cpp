@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "bindings/registry.hpp"
+#include "core/greedy_match.hpp"
 #include "core/parallel.hpp"
 
 namespace py = pybind11;
@@ -25,6 +26,9 @@ void register_build_info(py::module_& m) {
     m.def("hardware_threads", []() { return resolve_threads(0); },
           "Threads the kernels start for num_threads=0 (std::thread::hardware_concurrency, at least 1).");
     m.attr("max_threads") = kMaxThreads;
+    m.def("matching_isa", []() { return std::string(matching_isa_name()); },
+          "The instruction set the matching kernel runs on this CPU (chosen at run time): "
+          "'x86-64-v4' (AVX-512), 'x86-64-v3' (AVX2+FMA) or 'baseline'.");
     // Test hook: throws the C++ exception of the given kind, so tests can check which Python
     // exception each kind becomes (module.cpp, translate_exceptions).
     m.def(

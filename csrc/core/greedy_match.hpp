@@ -25,21 +25,34 @@
 
 #include "core/parallel.hpp"
 
-// Runtime ISA dispatch for the matching loop: AVX-512 / AVX2+FMA / baseline clones selected by
-// the dynamic loader (GNU ifunc). Only where ifunc exists (Linux x86-64, GCC or clang >= 14).
+// Run-time ISA dispatch for the matching loop: x86-64-v4 (AVX-512), x86-64-v3 (AVX2+FMA) and
+// baseline copies of one body, chosen once per process by CPUID. Neither target_clones nor
+// __builtin_cpu_supports: their feature bits come from the runtime library (libgcc, compiler-rt),
+// and zig's leaves them unset, so a wheel built by zig's clang always ran the baseline copy.
+// Linux x86-64 with GCC >= 11 or clang >= 14 (the compilers that know arch=x86-64-v4).
 #if defined(__x86_64__) && defined(__linux__) && !defined(RAPIDSCORE_NO_TARGET_CLONES) && \
     ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11) ||                      \
      (defined(__clang__) && __clang_major__ >= 14))
-#define RAPIDSCORE_TARGET_CLONES \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define RAPIDSCORE_ISA_DISPATCH 1
+#include <cpuid.h>
 #else
-#define RAPIDSCORE_TARGET_CLONES
+#define RAPIDSCORE_ISA_DISPATCH 0
 #endif
 
 #if defined(__GNUC__)
 #define RAPIDSCORE_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define RAPIDSCORE_ALWAYS_INLINE inline
+#endif
+
+// GCC contracts a * b + c into an FMA wherever the target has one (-ffp-contract=fast, its default
+// in GNU mode); clang's default contracts within one expression only, and under zig's driver the
+// copies below were not fused at all. Under this pragma clang fuses as GCC does: a wheel built by
+// clang or zig gives the numbers of a GCC build on the same CPU.
+#if defined(__clang__)
+#define RAPIDSCORE_FP_CONTRACT_FAST _Pragma("clang fp contract(fast)")
+#else
+#define RAPIDSCORE_FP_CONTRACT_FAST
 #endif
 
 namespace rapidscore {
@@ -92,6 +105,7 @@ RAPIDSCORE_ALWAYS_INLINE void load8(vec8& v, const float* p) { __builtin_memcpy(
 template <int MR, int NR>
 RAPIDSCORE_ALWAYS_INLINE void micro_tile(const float* const* a, const float* panel, int64_t dim,
                                          float (&acc)[kMR][kNRWide]) {
+    RAPIDSCORE_FP_CONTRACT_FAST
     constexpr int NV = NR / 8;
     vec8 sum[MR][NV];
     for (int r = 0; r < MR; ++r)
@@ -166,11 +180,11 @@ RAPIDSCORE_ALWAYS_INLINE void rows_against_reference(const float* const* a, cons
 // Weighted precision and recall sums of one pair. col_max must hold n_ref floats.
 // Returns sum_i w_i p_i in *p_sum and sum_j w_j r_j in *r_sum. floor_p / floor_r start the
 // row / column maxima at 0 instead of -inf (emulates bert-score's zero-similarity padding).
-RAPIDSCORE_TARGET_CLONES
-static void match_pair_sums(const float* cand, int64_t n_cand, const float* cand_w,
-                            const float* packed_ref, int64_t n_ref, const float* ref_w,
-                            int64_t dim, bool floor_p, bool floor_r, float* col_max,
-                            double* p_sum, double* r_sum) {
+RAPIDSCORE_ALWAYS_INLINE void match_pair_sums_body(const float* cand, int64_t n_cand, const float* cand_w,
+                                                 const float* packed_ref, int64_t n_ref, const float* ref_w,
+                                                 int64_t dim, bool floor_p, bool floor_r, float* col_max,
+                                                 double* p_sum, double* r_sum) {
+    RAPIDSCORE_FP_CONTRACT_FAST
     const float row_start = floor_p ? 0.0f : -std::numeric_limits<float>::infinity();
     const float col_start = floor_r ? 0.0f : -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n_ref; ++j) col_max[j] = col_start;
@@ -201,7 +215,82 @@ static void match_pair_sums(const float* cand, int64_t n_cand, const float* cand
     *r_sum = rs;
 }
 
+using MatchPairSums = void (*)(const float*, int64_t, const float*, const float*, int64_t, const float*,
+                               int64_t, bool, bool, float*, double*, double*);
+
+#define RAPIDSCORE_MATCH_PAIR_SUMS_COPY(NAME, ATTRIBUTES)                                                  \
+    ATTRIBUTES static void NAME(const float* cand, int64_t n_cand, const float* cand_w,                   \
+                                const float* packed_ref, int64_t n_ref, const float* ref_w, int64_t dim, \
+                                bool floor_p, bool floor_r, float* col_max, double* p_sum,               \
+                                double* r_sum) {                                                         \
+        match_pair_sums_body(cand, n_cand, cand_w, packed_ref, n_ref, ref_w, dim, floor_p, floor_r,      \
+                             col_max, p_sum, r_sum);                                                     \
+    }
+
+RAPIDSCORE_MATCH_PAIR_SUMS_COPY(match_pair_sums_baseline, )
+#if RAPIDSCORE_ISA_DISPATCH
+#if defined(__clang__)
+// The levels' features by name: zig's clang ignores target("arch=x86-64-vN") (its copies stayed SSE2).
+#define RAPIDSCORE_TARGET_V3 "avx,avx2,bmi,bmi2,f16c,fma,lzcnt,movbe,popcnt,sse4.1,sse4.2,ssse3,xsave"
+#define RAPIDSCORE_TARGET_V4 RAPIDSCORE_TARGET_V3 ",avx512f,avx512bw,avx512cd,avx512dq,avx512vl"
+#else
+#define RAPIDSCORE_TARGET_V3 "arch=x86-64-v3"
+#define RAPIDSCORE_TARGET_V4 "arch=x86-64-v4"
+#endif
+RAPIDSCORE_MATCH_PAIR_SUMS_COPY(match_pair_sums_v3, __attribute__((target(RAPIDSCORE_TARGET_V3))))
+RAPIDSCORE_MATCH_PAIR_SUMS_COPY(match_pair_sums_v4, __attribute__((target(RAPIDSCORE_TARGET_V4))))
+#endif
+
+struct MatchingIsa {
+    MatchPairSums function;
+    const char* name;
+};
+
+#if RAPIDSCORE_ISA_DISPATCH
+// Whether the OS saves the given XCR0 register states (SSE/AVX 0x6; with AVX-512 0xE6).
+inline bool os_saves_state(uint64_t mask) {
+    uint32_t lo = 0, hi = 0;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((static_cast<uint64_t>(hi) << 32 | lo) & mask) == mask;
+}
+#endif
+
+// The copy for this CPU: every feature of the level's instruction set (the compiler may use any).
+inline MatchingIsa select_matching_isa() {
+#if RAPIDSCORE_ISA_DISPATCH
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return {match_pair_sums_baseline, "baseline"};
+    const bool level2 = (c & (1u << 20)) && (c & (1u << 23)) && (c & (1u << 9)) && (c & (1u << 19));
+    const bool avx_fma = (c & (1u << 28)) && (c & (1u << 12)) && (c & (1u << 22)) && (c & (1u << 29)) &&
+                         os_saves_state(0x6);
+    unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+    const bool lzcnt = __get_cpuid(0x80000001u, &a1, &b1, &c1, &d1) && (c1 & (1u << 5));
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return {match_pair_sums_baseline, "baseline"};
+    const bool v3 = level2 && avx_fma && lzcnt && (b & (1u << 5)) && (b & (1u << 3)) && (b & (1u << 8));
+    const bool v4 = v3 && os_saves_state(0xE6) && (b & (1u << 16)) && (b & (1u << 17)) && (b & (1u << 28)) &&
+                    (b & (1u << 30)) && (b & (1u << 31));
+    if (v4) return {match_pair_sums_v4, "x86-64-v4"};
+    if (v3) return {match_pair_sums_v3, "x86-64-v3"};
+#endif
+    return {match_pair_sums_baseline, "baseline"};
+}
+
+inline const MatchingIsa& matching_isa() {
+    static const MatchingIsa chosen = select_matching_isa();
+    return chosen;
+}
+
+inline void match_pair_sums(const float* cand, int64_t n_cand, const float* cand_w, const float* packed_ref,
+                            int64_t n_ref, const float* ref_w, int64_t dim, bool floor_p, bool floor_r,
+                            float* col_max, double* p_sum, double* r_sum) {
+    matching_isa().function(cand, n_cand, cand_w, packed_ref, n_ref, ref_w, dim, floor_p, floor_r, col_max,
+                            p_sum, r_sum);
+}
+
 }  // namespace greedy_detail
+
+// The instruction set the matching kernel runs on this CPU: "x86-64-v4", "x86-64-v3" or "baseline".
+inline const char* matching_isa_name() { return greedy_detail::matching_isa().name; }
 
 // Per-sentence weight sums and the scoring of one pair against a packed reference.
 class GreedyMatcher {
