@@ -6,17 +6,21 @@ what bert_score.utils.bert_cos_score_idf does after encoding: for each batch of 
 pad_batch_stats (pad_sequence with 2.0, length mask) then greedy_cos_idf. Encoding is excluded
 from both sides. Repetitions are interleaved; medians and their ratio are reported.
 
-    python bench/bench_matching.py [--reps 5] [--quick]
+    python bench/bench_matching.py [--reps 5] [--quick] [--core PATH --label NAME]
 
-Writes bench/results/matching.md and bench/results/matching.json.
+Writes bench/results/matching.md and bench/results/matching.json (matching-NAME.* with --label).
+--core PATH runs the kernels of another build of the extension (a rapidscore._core file), to
+compare builds (the run-time ISA dispatch against a baseline-only build: bench/RESULTS.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -141,7 +145,16 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="100 x 100 pairwise instead of 500 x 500")
+    parser.add_argument("--core", type=Path,
+                        help="a rapidscore._core extension file to run instead of the installed one")
+    parser.add_argument("--label", default="", help="suffix of the result files (matching-LABEL.md)")
     args = parser.parse_args(argv)
+    if args.core is not None:
+        # Registered before rapidscore's loader imports the extension: every kernel call uses this build.
+        spec = importlib.util.spec_from_file_location("rapidscore._core", args.core)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["rapidscore._core"] = module
 
     import torch
     from bert_score.utils import greedy_cos_idf
@@ -174,7 +187,10 @@ def main(argv=None):
 
     info["load_average_at_end"] = os.getloadavg()
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "matching.json").write_text(json.dumps({"machine": info, "results": results}, indent=2) + "\n")
+    stem = f"matching-{args.label}" if args.label else "matching"
+    if args.core is not None:
+        info["core"] = str(args.core)
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"machine": info, "results": results}, indent=2) + "\n")
     mib = lambda b: "n/a" if b is None else f"{b / 2**20:.1f}"
     lines = [
         "## BERTScore greedy matching kernel",
@@ -198,8 +214,8 @@ def main(argv=None):
             f"{r['max_abs_dF']:.2e} | {mib(r['reference_peak_rss_delta_bytes'])} / {mib(r['ours_peak_rss_delta_bytes'])} | "
             f"{mib(r['reference_live_tensor_bytes_per_batch'])} |"
         )
-    lines += ["", "Command: `python bench/bench_matching.py`", ""]
-    (RESULTS / "matching.md").write_text("\n".join(lines))
+    lines += ["", f"Command: `python bench/bench_matching.py {' '.join(argv if argv is not None else sys.argv[1:])}`", ""]
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
 
