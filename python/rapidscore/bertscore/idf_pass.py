@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rapidscore.bertscore.idf import DocumentFrequencies
 from rapidscore.bertscore.idf_source import IdfSource, resolve_idf_source
 from rapidscore.common.stream import MAX_CHUNK_CHARS, chunks, is_one_shot, item_chars, iter_pairs
 from rapidscore.errors import check_positive_int
 
-# The scorer is passed in, not imported: scorer.py imports the streaming module, which imports this.
-BERTScore = Any
+if TYPE_CHECKING:
+    from rapidscore.bertscore.scorer import BERTScore
 
 __all__ = ["document_frequencies", "resolve_idf"]
 

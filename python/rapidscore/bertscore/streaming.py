@@ -21,7 +21,7 @@ import itertools
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -31,8 +31,8 @@ from rapidscore.common.stream import MAX_CHUNK_CHARS, BoundedCache, held_items, 
 from rapidscore.encoder.store import TokenStore, row_ranges
 from rapidscore.errors import TruncationWarning, check_positive_int
 
-# The scorer is passed in, not imported: scorer.py imports this module (no import cycle).
-BERTScore = Any
+if TYPE_CHECKING:
+    from rapidscore.bertscore.scorer import BERTScore
 
 __all__ = ["PairScore", "DEFAULT_MEMORY_BUDGET", "chunk_results", "document_frequencies", "resolve_idf",
            "tokens_for_budget", "PairsBefore", "ReadCounter", "read_ahead_limit", "ChunkProgress", "pair_scores"]
