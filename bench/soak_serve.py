@@ -145,21 +145,27 @@ def wait_healthy(port: int, process: subprocess.Popen, timeout: float = 600) -> 
 
 
 def summarize(samples: list[dict], band_minutes: float, band: float) -> dict:
-    """Start, peak and the last ``band_minutes``' band: max/min of those samples, and max/min of
-    each minute's highest sample (the working set of the requests in flight comes and goes
-    between samples; a leak raises the peaks minute after minute)."""
+    """Start, peak and the last ``band_minutes``' band: max/min of those samples, of each
+    minute's highest sample and of each minute's mean. The working set of the batches in flight
+    (two workers' attention tensors, tens of MiB each, returned when a batch ends) comes and goes
+    between samples; a leak or a growing cache raises the minutes' means and peaks minute after
+    minute."""
     end = samples[-1]["seconds"]
     last = [s for s in samples if s["seconds"] >= end - band_minutes * 60]
     low, high = min(s["rss"] for s in last), max(s["rss"] for s in last)
-    minutes: dict[int, int] = {}
+    minutes: dict[int, list[int]] = {}
     for s in last:
         minute = int((end - s["seconds"]) // 60)  # counted back from the end: every minute whole
-        minutes[minute] = max(minutes.get(minute, 0), s["rss"])
-    peaks = [minutes[m] for m in sorted(minutes, reverse=True) if m < band_minutes]
+        minutes.setdefault(minute, []).append(s["rss"])
+    whole = [minutes[m] for m in sorted(minutes, reverse=True) if m < band_minutes]
+    peaks = [max(rss) for rss in whole]
+    means = [sum(rss) / len(rss) for rss in whole]
     return {"start_rss": samples[0]["rss"], "peak_rss": max(s["rss"] for s in samples), "end_rss": samples[-1]["rss"],
             "band_minutes": band_minutes, "band_min_rss": low, "band_max_rss": high, "band_ratio": high / low,
             "flat": high <= (1 + band) * low, "minute_peaks": peaks,
-            "minute_peak_ratio": max(peaks) / min(peaks), "minute_peaks_flat": max(peaks) <= (1 + band) * min(peaks)}
+            "minute_peak_ratio": max(peaks) / min(peaks), "minute_peaks_flat": max(peaks) <= (1 + band) * min(peaks),
+            "minute_means": means, "minute_mean_ratio": max(means) / min(means),
+            "minute_means_flat": max(means) <= (1 + band) * min(means)}
 
 
 def main() -> None:
@@ -228,6 +234,9 @@ def main() -> None:
     print(f"per-minute peaks of the last {summary['band_minutes']:g} min: {min(summary['minute_peaks']) / gib:.3f}-"
           f"{max(summary['minute_peaks']) / gib:.3f} GiB (max/min {summary['minute_peak_ratio']:.3f}): "
           f"{'flat' if summary['minute_peaks_flat'] else 'NOT flat'} within {args.band:.0%}")
+    print(f"per-minute means of the last {summary['band_minutes']:g} min: {min(summary['minute_means']) / gib:.3f}-"
+          f"{max(summary['minute_means']) / gib:.3f} GiB (max/min {summary['minute_mean_ratio']:.3f}): "
+          f"{'flat' if summary['minute_means_flat'] else 'NOT flat'} within {args.band:.0%}")
     print(f"requests served {load.served}, errors {sum(load.errors.values())} {load.errors or ''}")
     print(f"series: {args.out}")
 

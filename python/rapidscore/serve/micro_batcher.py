@@ -55,6 +55,9 @@ class Job:
     units: np.ndarray | None = None
     done: int = 0
     partials: list = field(default_factory=list)
+    #: tokens this job reserves of the batcher's ``held_tokens`` while in pieces (all of its
+    #: tokens: what its partial results hold once its last piece is in)
+    held: int = 0
     piece: tuple[int, int] | None = None
 
     @property
@@ -99,6 +102,12 @@ class MicroBatcher:
     another one runs: more throughput where one encoder call does not fill the cores (small
     batches on CPUs), at the cost of smaller batches. While other workers are busy, a worker
     takes a fair share of the queued and running requests (alike batch sizes, a shorter tail).
+    ``held_tokens``: the most tokens of partial results that requests in pieces may hold at once
+    (default four batches): a request starting in pieces reserves all its tokens, and one that
+    would go over the budget waits (requests that run whole, and the next pieces of started ones,
+    still run; a request larger than the budget runs when no other is in pieces). So partial
+    results hold at most max(``held_tokens``, one request's tokens), however many large requests
+    are queued.
     ``on_batch(n_requests, n_tokens, seconds)``: called by the worker after each batch (metrics).
 
     Thread-safe: any number of threads and event loops may submit at once. ``close`` drains the
@@ -107,13 +116,16 @@ class MicroBatcher:
 
     def __init__(self, *, batch_tokens: int = 8192, max_batch_requests: int = 256, max_queue: int = 1024,
                  workers: int = 1, on_batch: Callable[[int, int, float], None] | None = None,
-                 piece_tokens: int | None = None, name: str = "rapidscore-batcher"):
+                 piece_tokens: int | None = None, held_tokens: int | None = None, name: str = "rapidscore-batcher"):
         self.batch_tokens = check_positive_int(batch_tokens, "batch_tokens")
         # A quarter of a batch per piece: a batch that holds a piece has room for other requests,
         # and a request that arrives during a piece waits for a quarter of a full batch's time.
         self.piece_tokens = max(1, self.batch_tokens // 4) if piece_tokens is None else \
             check_positive_int(piece_tokens, "piece_tokens")
         self.max_batch_requests = check_positive_int(max_batch_requests, "max_batch_requests")
+        self.held_tokens = 4 * self.batch_tokens if held_tokens is None else \
+            check_positive_int(held_tokens, "held_tokens")
+        self._held = 0  # tokens reserved by requests in pieces (``Job.held``)
         self.max_queue = check_positive_int(max_queue, "max_queue")
         self.on_batch = on_batch
         self._queue: deque[Job] = deque()
@@ -182,6 +194,7 @@ class MicroBatcher:
                     # a job between its pieces is running already
                     if job.done or job.future.set_running_or_notify_cancel():
                         job.future.set_exception(OverloadedError("the scorer shut down before this request ran"))
+                    self._release(job)
                 self._queued_tokens = 0
             self._cond.notify_all()
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -203,56 +216,82 @@ class MicroBatcher:
         does not fit what is left of the budget gets a piece that does (``job.piece``; at least
         one text when the batch is empty)."""
         with self._cond:
-            while not self._queue:
-                if self._closing:
-                    return None
+            while True:
+                while not self._queue:
+                    if self._closing:
+                        return None
+                    self._cond.wait()
+                taken = self._take_locked()
+                if taken[0] or self._closing:
+                    return taken
+                # every queued job waits for held partial results to be released (a running
+                # batch finishes its pieces and notifies)
                 self._cond.wait()
-            batch: list[Job] = []
-            tokens = 0
-            limit = self.max_batch_requests
-            if self._running:
-                # Other workers are busy: take a fair share of what is queued and running, so that
-                # batches stay alike in size. Taking everything let one worker's batch grow while
-                # the other's shrank (32 clients on 2 workers: 4 to 24 requests, p99 171 ms).
-                limit = min(limit, -(-(len(self._queue) + self._running_requests) // self.workers))
-            while self._queue and len(batch) < limit:
-                job = self._queue[0]
-                need = job.remaining_tokens
-                piece = None
-                if job.units is not None and (job.done or tokens + need > self.batch_tokens):
-                    # in pieces: the texts that fit what is left of the budget
-                    room = min(self.batch_tokens - tokens, self.piece_tokens)
-                    stop = job.done + int(np.searchsorted(np.cumsum(job.units[job.done:]), room, side="right"))
-                    if stop == job.done:
-                        if batch:
-                            break
-                        stop = job.done + 1
-                    piece = (job.done, stop)
-                    size = int(job.units[job.done:stop].sum())
-                elif batch and tokens + need > self.batch_tokens:
-                    break
-                else:
-                    size = need
-                self._queue.popleft()
-                self._queued_tokens -= need
-                if job.done == 0:
-                    if not job.future.set_running_or_notify_cancel():
-                        self._stats.dropped += 1
-                        continue  # its caller cancelled it while it waited
-                elif job.abandoned:  # its caller went away between two pieces
-                    self._stats.dropped += 1
-                    job.partials.clear()
-                    job.future.set_exception(CancelledError())
+
+    def _take_locked(self) -> tuple[list[Job], bool]:
+        """One batch under the lock; empty when every queued job would start in pieces while
+        the held budget is spent."""
+        batch: list[Job] = []
+        tokens = 0
+        limit = self.max_batch_requests
+        if self._running:
+            # Other workers are busy: take a fair share of what is queued and running, so that
+            # batches stay alike in size. Taking everything let one worker's batch grow while
+            # the other's shrank (32 clients on 2 workers: 4 to 24 requests, p99 171 ms).
+            limit = min(limit, -(-(len(self._queue) + self._running_requests) // self.workers))
+        starting = 0  # tokens of the requests this batch starts in pieces
+        waiting = False  # a request waits for the held budget: none queued behind it starts in pieces
+        position = 0
+        while position < len(self._queue) and len(batch) < limit:
+            job = self._queue[position]
+            need = job.remaining_tokens
+            piece = None
+            if job.units is not None and (job.done or tokens + need > self.batch_tokens):
+                if not job.done and not self._closing and (waiting or (
+                        self._held + starting > 0 and self._held + starting + job.tokens > self.held_tokens)):
+                    # its partial results would go over the budget: it waits, and so does every
+                    # request behind it that would start in pieces (the oldest starts first)
+                    waiting = True
+                    position += 1
                     continue
-                job.piece = piece
-                batch.append(job)
-                tokens += size
-            if batch:
-                self._running += 1
-                self._running_requests += len(batch)
-            if self._queue:
-                self._cond.notify()  # what this batch left is for another idle worker
-            return batch, self._running == 1
+                # in pieces: the texts that fit what is left of the budget
+                room = min(self.batch_tokens - tokens, self.piece_tokens)
+                stop = job.done + int(np.searchsorted(np.cumsum(job.units[job.done:]), room, side="right"))
+                if stop == job.done:
+                    if batch:
+                        break
+                    stop = job.done + 1
+                piece = (job.done, stop)
+                size = int(job.units[job.done:stop].sum())
+                if not job.done:
+                    starting += job.tokens
+            elif batch and tokens + need > self.batch_tokens:
+                break
+            else:
+                size = need
+            del self._queue[position]
+            self._queued_tokens -= need
+            if job.done == 0:
+                if not job.future.set_running_or_notify_cancel():
+                    self._stats.dropped += 1
+                    continue  # its caller cancelled it while it waited
+            elif job.abandoned:  # its caller went away between two pieces
+                self._stats.dropped += 1
+                self._release(job)
+                job.future.set_exception(CancelledError())
+                continue
+            if piece is not None and not job.done:  # starts in pieces: reserves its tokens
+                job.held = job.tokens
+                self._held += job.held
+            job.piece = piece
+            batch.append(job)
+            tokens += size
+        if batch:
+            self._running += 1
+            self._running_requests += len(batch)
+        if self._queue:
+            self._cond.notify()  # what this batch left is for another idle worker
+        return batch, self._running == 1
 
     def _run(self) -> None:
         while True:
@@ -319,10 +358,20 @@ class MicroBatcher:
                 self._tokens_per_second = rate if self._tokens_per_second == 0 else \
                     0.8 * self._tokens_per_second + 0.2 * rate
 
-    @staticmethod
-    def _answer(outcomes: list) -> None:
+    def _release(self, job: Job) -> None:
+        """Drop the partial results ``job`` holds (under the lock); waiting workers may start
+        other requests in pieces again."""
+        job.partials.clear()
+        if job.held:
+            self._held -= job.held
+            job.held = 0
+            self._cond.notify_all()
+
+    def _answer(self, outcomes: list) -> None:
+        with self._cond:
+            for job, _, _ in outcomes:
+                self._release(job)
         for job, failed, value in outcomes:
-            job.partials.clear()
             if failed:
                 job.future.set_exception(value)
             else:
