@@ -44,7 +44,7 @@ def implementation() -> str:
     return chosen
 
 
-def test_the_kernels_run_the_expected_implementation(implementation):
+def test_the_kernels_run_the_expected_implementation(implementation) -> None:
     assert implementation == EXPECTED
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -53,14 +53,14 @@ def test_the_kernels_run_the_expected_implementation(implementation):
 
 @pytest.mark.skipif(not INSTALLED, reason="the editable install is a source tree (RAPIDSCORE_TEST_INSTALLED=1 "
                                           "is set where a wheel is tested)")
-def test_rapidscore_is_the_installed_package():
+def test_rapidscore_is_the_installed_package() -> None:
     location = Path(rapidscore.__file__).resolve()
     assert "site-packages" in location.parts, location
     assert not (location.parent.parent / "csrc").exists(), f"{location} is a source tree"
 
 
 @pytest.mark.skipif(EXPECTED != "native", reason="a fallback install has no extension")
-def test_the_extension_is_a_release_build_of_this_version():
+def test_the_extension_is_a_release_build_of_this_version() -> None:
     info = _native.core().build_info
     assert info.version == rapidscore.__version__
     assert info.debug is False
@@ -73,7 +73,7 @@ def _store(rng, lengths, dim):
     return flatten_sentences([r / np.linalg.norm(r, axis=1, keepdims=True) for r in rows])
 
 
-def test_greedy_matching_agrees_with_the_numpy_specification():
+def test_greedy_matching_agrees_with_the_numpy_specification() -> None:
     rng = np.random.default_rng(7)
     E, offsets, weights = _store(rng, [1, 7, 0, 23, 40, 16, 9, 33], 384)
     pairs = rng.integers(0, 8, size=(64, 2)).astype(np.int64)
@@ -84,7 +84,7 @@ def test_greedy_matching_agrees_with_the_numpy_specification():
     assert np.all(np.stack(got)[:, 2] == 0) is np.False_  # real scores, not a zero-filled result
 
 
-def test_pairwise_matching_agrees_with_pair_matching():
+def test_pairwise_matching_agrees_with_pair_matching() -> None:
     rng = np.random.default_rng(8)
     E, offsets, weights = _store(rng, [5, 12, 3, 30, 17], 64)
     candidates, references = np.array([0, 1, 4]), np.array([2, 3])
@@ -95,12 +95,12 @@ def test_pairwise_matching_agrees_with_pair_matching():
         np.testing.assert_array_equal(np.asarray(g).reshape(-1), f)
 
 
-def test_span_alignment_pairs_overlapping_spans():
+def test_span_alignment_pairs_overlapping_spans() -> None:
     assert align_spans([(0, 4), (10, 20), (30, 35)], [(0, 4), (12, 20), (29, 36), (31, 33)]) == [
         (0, 0, 1.0), (1, 1, 0.8), (2, 2, pytest.approx(5 / 7))]
 
 
-def test_the_command_line_runs():
+def test_the_command_line_runs() -> None:
     done = subprocess.run([sys.executable, "-m", "rapidscore", "--version"], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
