@@ -110,6 +110,15 @@ def _report(tmp: Path, model: str):
     return [str(results), "-q"], {"--out": tmp / "report.html"}
 
 
+def _compare(tmp: Path, model: str):
+    systems = []
+    for name, f1 in (("first", [0.85, 0.55, 0.7]), ("second", [0.8, 0.6, 0.65])):
+        path = tmp / f"{name}.json"
+        path.write_text(json.dumps({"precision": f1, "recall": f1, "f1": f1, "signature": "model:x|rapidscore"}))
+        systems.append(str(path))
+    return [*systems, "--paired-bs-n", "50", "--paired-ar-n", "50"], {"--output": tmp / "comparison.txt"}
+
+
 # runnable examples of the commands that have their own module: each returns (argv without its
 # outputs, {output option: where it writes}); together they name every output option
 EXAMPLES = {
@@ -119,6 +128,7 @@ EXAMPLES = {
     "export": [_export],
     "ner": [_ner_plots],
     "report": [_report],
+    "compare": [_compare],
 }
 
 

@@ -148,7 +148,7 @@ class BERTScore:
         resolving nothing again. ``encoder``: the one to score with (default: the process's shared
         encoder of ``settings.encoder``)."""
         scorer = cls.__new__(cls)
-        scorer._setup(settings, encoder)
+        cls._setup(scorer, settings, encoder)
         return scorer
 
     def _setup(self, settings: BERTScoreSettings, encoder: Encoder | None) -> None:

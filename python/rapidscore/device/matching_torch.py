@@ -22,8 +22,8 @@ import numpy as np
 
 from rapidscore.common.arrays import host_array
 from rapidscore.errors import check_positive_int
-from rapidscore.kernels import _checks
-from rapidscore.kernels._checks import Scores
+from rapidscore.kernels import input_checks
+from rapidscore.kernels.input_checks import Scores
 from rapidscore.kernels.padding import padding_floors
 
 __all__ = ["greedy_match", "pairwise_match", "match_rows", "DEFAULT_BLOCK_ELEMENTS"]
@@ -51,14 +51,14 @@ def _embedding_layers(embeddings):
         raise ValueError(f"embeddings contains a non-finite value (NaN or inf) at flat index {int(first[1])}")
     # finite rows whose dot products overflow float32 (P = inf, F = NaN): refused as natively
     largest = float(layers.abs().amax()) if layers.numel() else 0.0
-    if layers.shape[2] * largest * largest > _checks.MAX_ROW_SQUARED_NORM:
+    if layers.shape[2] * largest * largest > input_checks.MAX_ROW_SQUARED_NORM:
         squared = layers.double().square().sum(-1)  # (L, T)
         for layer_squared in squared:
-            bad = (layer_squared > _checks.MAX_ROW_SQUARED_NORM).nonzero()
+            bad = (layer_squared > input_checks.MAX_ROW_SQUARED_NORM).nonzero()
             if len(bad):
                 row = int(bad[0, 0])
-                raise _checks.oversized_row_error(row, float(layer_squared[row]))
-    _checks.check_embedding_columns(layers.shape[2])
+                raise input_checks.oversized_row_error(row, float(layer_squared[row]))
+    input_checks.check_embedding_columns(layers.shape[2])
     return layers, layered
 
 
@@ -191,11 +191,11 @@ def greedy_match(embeddings, offsets, weights, pairs, bert_score_batch_size: int
     """P, R, F of (candidate, reference) pairs: float64 numpy arrays (m,), or (L, m) for (L, T, D)
     embeddings. Arguments as in :func:`rapidscore.kernels.matching.greedy_match`."""
     layers, layered = _embedding_layers(embeddings)
-    offsets, weights, pairs = _checks.pair_inputs(
-        host_array(offsets), host_array(weights), _checks.as_pairs(host_array(pairs)), layers.shape[1]
+    offsets, weights, pairs = input_checks.pair_inputs(
+        host_array(offsets), host_array(weights), input_checks.as_pairs(host_array(pairs)), layers.shape[1]
     )
     if floors is not None:
-        floors = _checks.floors_array(host_array(floors), len(pairs))
+        floors = input_checks.floors_array(host_array(floors), len(pairs))
     elif bert_score_batch_size is not None:
         floors = padding_floors(offsets, pairs, check_positive_int(bert_score_batch_size, "bert_score_batch_size"))
     P, R, F = match_rows(layers, offsets, weights, pairs[:, 0], pairs[:, 1], floors)
@@ -206,9 +206,9 @@ def pairwise_match(embeddings, offsets, weights, candidates, references) -> Scor
     """P, R, F of every candidate against every reference: (nc, nr), or (L, nc, nr).
     Arguments as in :func:`rapidscore.kernels.matching.pairwise_match`."""
     layers, layered = _embedding_layers(embeddings)
-    offsets, weights, candidates, references = _checks.pairwise_inputs(
-        host_array(offsets), host_array(weights), _checks.as_indices(host_array(candidates)),
-        _checks.as_indices(host_array(references)), layers.shape[1],
+    offsets, weights, candidates, references = input_checks.pairwise_inputs(
+        host_array(offsets), host_array(weights), input_checks.as_indices(host_array(candidates)),
+        input_checks.as_indices(host_array(references)), layers.shape[1],
     )
     grid_cands = np.repeat(candidates, len(references))
     grid_refs = np.tile(references, len(candidates))

@@ -76,7 +76,7 @@ class Encoder:
     def from_settings(cls, settings: EncoderSettings, *, progress: bool = False) -> Encoder:
         """The encoder of resolved ``settings`` (``resolve_encoder_settings``), resolving nothing again."""
         encoder = cls.__new__(cls)
-        encoder._setup(settings, progress)
+        cls._setup(encoder, settings, progress)
         return encoder
 
     def _setup(self, settings: EncoderSettings, progress: bool) -> None:

@@ -42,8 +42,8 @@ import numpy as np
 
 from rapidscore.common.arrays import host_array, is_torch_tensor
 from rapidscore.errors import check_positive_int
-from rapidscore.kernels import _checks, _native
-from rapidscore.kernels._checks import Scores
+from rapidscore.kernels import _native, input_checks
+from rapidscore.kernels.input_checks import Scores
 from rapidscore.kernels.padding import padding_floors
 from rapidscore.threads import check_num_threads, lease
 
@@ -142,16 +142,16 @@ def greedy_match(
         return matching_torch.greedy_match(embeddings, offsets, weights, pairs, bert_score_batch_size,
                                            floors=floors)
     array, layered = _layers(embeddings)
-    pairs = _checks.as_pairs(host_array(pairs))
+    pairs = input_checks.as_pairs(host_array(pairs))
     offsets = host_array(offsets)
     weights = host_array(weights)
     if chosen == "reference":
         from rapidscore.kernels import matching_ref
 
-        layers = _checks.embeddings(array)
-        offsets, weights, pairs = _checks.pair_inputs(offsets, weights, pairs, layers.shape[1])
+        layers = input_checks.embeddings(array)
+        offsets, weights, pairs = input_checks.pair_inputs(offsets, weights, pairs, layers.shape[1])
         if floors is not None:
-            floors = _checks.floors_array(floors, len(pairs))
+            floors = input_checks.floors_array(floors, len(pairs))
         if bert_score_batch_size is not None:
             bert_score_batch_size = check_positive_int(bert_score_batch_size, "bert_score_batch_size")
         return matching_ref.greedy_match(layers if layered else layers[0], offsets, weights, pairs,
@@ -195,15 +195,15 @@ def pairwise_match(
 
         return matching_torch.pairwise_match(embeddings, offsets, weights, candidates, references)
     array, layered = _layers(embeddings)
-    candidates = _checks.as_indices(host_array(candidates))
-    references = _checks.as_indices(host_array(references))
+    candidates = input_checks.as_indices(host_array(candidates))
+    references = input_checks.as_indices(host_array(references))
     offsets = host_array(offsets)
     weights = host_array(weights)
     if chosen == "reference":
         from rapidscore.kernels import matching_ref
 
-        layers = _checks.embeddings(array)
-        offsets, weights, candidates, references = _checks.pairwise_inputs(
+        layers = input_checks.embeddings(array)
+        offsets, weights, candidates, references = input_checks.pairwise_inputs(
             offsets, weights, candidates, references, layers.shape[1]
         )
         return matching_ref.pairwise_match(layers if layered else layers[0], offsets, weights, candidates,

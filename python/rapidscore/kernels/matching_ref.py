@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rapidscore.kernels._checks import Scores
+from rapidscore.kernels.input_checks import Scores
 
 __all__ = ["greedy_match", "pairwise_match"]
 

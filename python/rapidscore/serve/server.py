@@ -3,7 +3,6 @@ time limits for slow clients, a cap on open connections, and an exit when the mo
 
 from __future__ import annotations
 
-import gc
 import re
 import socket
 import sys
@@ -13,6 +12,7 @@ from typing import Any, cast
 
 from rapidscore.serve.config import ServeConfig, is_loopback
 from rapidscore.serve.disconnects import BODY_TIMED_OUT
+from rapidscore.serve.process_tuning import tune_process
 
 __all__ = ["serve", "make_server", "HEALTH_RESERVE"]
 
@@ -408,7 +408,7 @@ def serve(config: ServeConfig, announce: str = "text") -> None:
               "can reach this port can use it", file=sys.stderr, flush=True)
     server = make_server(config, max_connections=_connections_within_file_limit(config.max_connections))
     service = server.config.app.state.service
-    _tune_process(service)
+    tune_process(service)
     sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -462,53 +462,3 @@ def _connections_within_file_limit(wanted: int) -> int:
               f"is {soft} (ulimit -n): capping connections at {fitting}", file=sys.stderr, flush=True)
         return fitting
     return wanted
-
-
-def _tune_process(service: Any) -> None:
-    """Process-wide settings for a process that only serves (never done for an embedded scorer).
-
-    On 2 cores at 32 clients, p99 went from 166 ms to 120 ms with both: a 1 ms GIL switch interval
-    (the event loop waits less behind a worker's Python between runtime calls) and, once the
-    models are loaded, ``gc.freeze()`` (collections stop rescanning the models' objects). And
-    glibc's allocator is kept from holding freed memory (:func:`_bound_allocator`)."""
-    sys.setswitchinterval(0.001)
-    _bound_allocator()
-
-    def freeze_when_ready() -> None:
-        service.ready.wait()
-        gc.freeze()
-
-    threading.Thread(target=freeze_when_ready, name="rapidscore-gc-freeze", daemon=True).start()
-
-
-# glibc mallopt parameters (malloc.h)
-_M_MMAP_THRESHOLD = -3
-_M_ARENA_MAX = -8
-# Blocks from this size on are mapped and unmapped with each request: by default glibc raises the
-# threshold up to 32 MiB as large blocks are freed, and freed blocks below it stay in the process.
-_MMAP_THRESHOLD = 128 * 1024
-# Arenas (per-thread heaps): by default 8 per core, each keeping its own freed memory; the worker,
-# runtime and event-loop threads then hold memory in as many heaps as they happen to touch.
-_ARENA_MAX = 2
-
-
-def _bound_allocator() -> None:
-    """Cap glibc's arenas and fix its mmap threshold, so that the server's memory follows what its
-    requests hold (bench/soak_serve.py: a 30-minute soak under mixed window traffic, recorded in
-    bench/RESULTS.md). Settings the operator gave in the environment (MALLOC_ARENA_MAX,
-    MALLOC_MMAP_THRESHOLD_) are left alone; nothing is done outside glibc."""
-    import ctypes
-    import os
-    import platform
-
-    if platform.libc_ver()[0] != "glibc":
-        return
-    try:
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return
-    if "MALLOC_ARENA_MAX" not in os.environ:
-        mallopt(_M_ARENA_MAX, _ARENA_MAX)
-    if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
-        mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)

@@ -172,7 +172,7 @@ def pair_inputs(offsets, weights, pairs, n_tokens: int) -> tuple[np.ndarray, np.
     return offsets, weights, pairs
 
 
-def pairwise_inputs(offsets, weights, candidates, references, n_tokens: int):
+def pairwise_inputs(offsets, weights, candidates, references, n_tokens: int) -> tuple:
     """Checked (offsets, weights, candidates, references) of ``pairwise_match``."""
     offsets, weights = store(offsets, weights, n_tokens)
     candidates = index_array(candidates, "candidates", 1)
