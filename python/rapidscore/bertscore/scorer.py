@@ -249,7 +249,8 @@ class BERTScore:
         back to uniform weights (the idf field then ends in ``+uniform``)."""
         idf_field = idf_source.signature_value + ("+uniform" if uniform else "")
         return build_bertscore_signature(self.settings, idf_field, max_length=self.encoder.max_length,
-                                         precision=self.encoder.precision)
+                                         precision=self.encoder.precision, backend=self.encoder.backend,
+                                         device=self.encoder.device)
 
     @property
     def hash(self) -> str:

@@ -182,20 +182,20 @@ def resolve_settings(model: str | os.PathLike | None = None, layer: int | None =
 
 
 def build_bertscore_signature(settings: BERTScoreSettings, idf_field: str, *, max_length: int,
-                              precision: str) -> str:
-    """The signature of a call under ``settings``: its every field from them, but for the two the
-    loaded model fixes, ``max_length`` (the tokenizer's) and ``precision``, the mode that ran (the
-    settings' mode, or fp32 where ``"fast"`` chose int8 and the model refused it: known once
-    loaded). ``idf_field``: the source's field (``IdfSource.signature_value``; a stream's own),
+                              precision: str, backend: str, device: str) -> str:
+    """The signature of a call under ``settings``: its every field from them, but for those the
+    loaded model fixes: ``max_length`` (the tokenizer's), ``precision``, the mode that ran (the
+    settings' mode, or fp32 where ``"fast"`` chose int8 and the model refused it), and
+    ``backend`` / ``device``, where it ran (torch for a model without a matching ONNX graph):
+    known once loaded. ``idf_field``: the source's field (``IdfSource.signature_value``; a stream's own),
     with ``+uniform`` where sentences fell back to uniform weights."""
     from rapidscore.common.signature import build_signature, version_fields
 
-    encoder = settings.encoder
     return build_signature([
         ("model", settings.model), ("layer", "all" if settings.all_layers else settings.layer),
         ("idf", idf_field), ("rescaled", settings.rescaled_field),
         ("tok", f"fast-maxlen{max_length}"),
         *([("long_texts", "window")] if settings.long_texts == "window" else []),
-        ("precision", precision), ("backend", f"{encoder.backend}-{encoder.device}"),
+        ("precision", precision), ("backend", f"{backend}-{device}"),
         *version_fields("onnxruntime"),
     ])
