@@ -35,6 +35,10 @@ class _BuildInfo(ModuleType):
     def hardware_threads() -> int:
         """Threads the kernels start for a thread count of 0 (at least 1)."""
     @staticmethod
+    def matching_isa() -> str:
+        """The instruction set the matching kernel runs on this CPU, chosen at run time:
+        ``"x86-64-v4"`` (AVX-512), ``"x86-64-v3"`` (AVX2 + FMA) or ``"baseline"``."""
+    @staticmethod
     def _throw_for_test(kind: str) -> None:
         """Test hook: throw the C++ exception ``kind`` (invalid_argument, out_of_range, length_error,
         bad_alloc, system_error, overflow_error, runtime_error) to check how it maps to Python."""
