@@ -324,7 +324,7 @@ def _host(array):
 
 def engine_batches(scorer, cands: list[str], refs: list[str]) -> tuple[list[tuple], str]:
     """The (input_ids, attention_mask) batches rapidscore's model runs for these pairs: recorded
-    from one untimed ``score`` call; planned with rapidscore.encoder.batching if the engine never
+    from one untimed ``score`` call; planned with rapidscore.encoder.tokens.batching if the engine never
     called its runner."""
     encoder = scorer.encoder
     original = encoder.runner
@@ -338,14 +338,14 @@ def engine_batches(scorer, cands: list[str], refs: list[str]) -> tuple[list[tupl
         return recorder.batches, "recorded from rapidscore's runner during one score call"
     import numpy as np
 
-    from rapidscore.encoder.batching import pad_batch, plan_batches
+    from rapidscore.encoder.tokens.batching import pad_batch, plan_batches
 
     texts = list(dict.fromkeys(t.strip() for t in cands + refs))
     ids, _ = encoder.tokenizer.encode(texts)
     lengths = np.array([len(i) for i in ids])
     plan = plan_batches(lengths, encoder.batch_tokens, encoder.max_batch_size)
     return ([pad_batch([ids[k] for k in batch], encoder.spec.pad_id) for batch in plan],
-            "planned with rapidscore.encoder.batching (the engine did not call its runner)")
+            "planned with rapidscore.encoder.tokens.batching (the engine did not call its runner)")
 
 
 @contextlib.contextmanager

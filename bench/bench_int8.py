@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 import common
 
-from rapidscore.encoder.int8 import gptq_int8
+from rapidscore.encoder.export.int8 import gptq_int8
 from rapidscore.testing import corpora
 from rapidscore.testing.bench_models import roberta_large_17_dir
 
@@ -101,7 +101,7 @@ OPENVINO_SCHEMES = ("openvino-fp32", "openvino-int8-weights", "openvino-int8-dyn
 SIMULATED_SCHEMES = ("simulated-int8-weights-group-32", "simulated-int8-weights-group-16")
 CALIBRATED_SCHEMES = ("smoothquant-0.65-dynamic-per-channel", "per-token-gptq", "per-token-2pass-gptq",
                       "dynamic-2pass-gptq")
-# rapidscore's own mode: BERTScore(precision="int8") (rapidscore.encoder.int8: two 8-bit passes (7 without VNNI),
+# rapidscore's own mode: BERTScore(precision="int8") (rapidscore.encoder.export.int8: two 8-bit passes (7 without VNNI),
 # asymmetric GPTQ weights with equalised rows, calibrated on the shipped corpus, not on these texts)
 PRODUCTION_SCHEMES = ("rapidscore-int8",)
 SCHEMES = ORT_SCHEMES + OPENVINO_SCHEMES + SIMULATED_SCHEMES + CALIBRATED_SCHEMES + PRODUCTION_SCHEMES

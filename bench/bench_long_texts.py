@@ -47,7 +47,7 @@ def run(args) -> dict:
 
     from rapidscore.bertscore import BERTScore
     from rapidscore.encoder.model_source import embedded_model_dir
-    from rapidscore.encoder.windows import count_windows
+    from rapidscore.encoder.tokens.windows import count_windows
 
     warnings.filterwarnings("ignore")  # the reference's and rapidscore's truncation warnings, every call
     transformers.logging.set_verbosity_error()

@@ -59,7 +59,7 @@ def main(argv=None) -> int:
 
     from rapidscore.bertscore import BERTScore
     from rapidscore.device.engine import score_on_device
-    from rapidscore.encoder.batching import GPU_BATCH_TOKENS
+    from rapidscore.encoder.tokens.batching import GPU_BATCH_TOKENS
     from rapidscore.encoder.model_source import read_config
     from rapidscore.testing.simulated_device import SimulatedDevice
 

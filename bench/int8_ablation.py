@@ -8,7 +8,7 @@ seed 7), unrelated real questions (the SELECT sample in ../shared/data, all orde
 shuffled with seed 0) and the sentence cosines of unrelated sentences (english_sentences seed 5,
 first half against second half, as bench_sentence.py). Variants:
 
-* ``shipped``: ``rapidscore.encoder.int8`` as it is (the activation passes this CPU gets).
+* ``shipped``: ``rapidscore.encoder.export.int8`` as it is (the activation passes this CPU gets).
 * ``7-bit`` / ``8-bit``: the shipped graph with 7- or 8-bit activation passes (8 bits only where
   the CPU has VNNI or is not x86: elsewhere its integer products saturate).
 * ``weights-only``: the shipped int8 weights (GPTQ, equalised) dequantised back into the fp32
@@ -62,10 +62,10 @@ def symmetric_gptq(gptq, w: np.ndarray, hessian: np.ndarray) -> tuple[np.ndarray
 
 @contextmanager
 def variant(name: str) -> Iterator[None]:
-    """Patch rapidscore.encoder.int8 for ``name`` while the graph is built."""
+    """Patch rapidscore.encoder.export.int8 for ``name`` while the graph is built."""
     from onnx import numpy_helper
 
-    from rapidscore.encoder import int8
+    from rapidscore.encoder.export import int8
 
     saved = {k: getattr(int8, k) for k in ("activation_bits", "gptq_int8", "quantize_graph", "VALIDATION_BOUND")}
     try:
@@ -154,7 +154,8 @@ def main(argv=None) -> int:
     started = time.perf_counter()
 
     from rapidscore.bertscore import BERTScore
-    from rapidscore.encoder import Encoder, int8
+    from rapidscore.encoder import Encoder
+    from rapidscore.encoder.export import int8
     from rapidscore.encoder.model_source import embedded_model_dir
 
     model_dir = str(embedded_model_dir())

@@ -60,6 +60,7 @@ def export_model(model: str | os.PathLike, layers: list[int | str] | None = None
     "exported"}]}``. Needs the [export] extra for every entry not yet in the cache.
     """
     from rapidscore.bertscore.model_table import tuned_layer
+    from rapidscore.encoder.export.onnx_export import cached_export
     from rapidscore.encoder.model_source import (
         cache_base,
         canonical_name,
@@ -71,7 +72,6 @@ def export_model(model: str | os.PathLike, layers: list[int | str] | None = None
         unpadded_supported,
         weightless_record,
     )
-    from rapidscore.encoder.onnx_export import cached_export
 
     base = Path(cache).expanduser() if cache is not None else cache_base()
     if name is not None:

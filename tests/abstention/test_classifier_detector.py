@@ -126,7 +126,7 @@ def test_long_texts_window_takes_the_maximum_over_windows(classifier_path):
     import transformers
 
     from rapidscore.abstention.classifier import ClassifierDetector
-    from rapidscore.encoder.windows import split_windows
+    from rapidscore.encoder.tokens.windows import split_windows
 
     model = classifier_path("roberta", 2)
     detector = ClassifierDetector(model, long_texts="window")
@@ -163,7 +163,7 @@ def test_one_detector_from_eight_threads_equals_sequential(classifier_path):
 
 
 def test_the_export_is_cached_and_a_damaged_entry_exported_again(classifier_path, tmp_path):
-    from rapidscore.encoder.classifier_export import cached_classifier_export
+    from rapidscore.encoder.export.classifier_export import cached_classifier_export
 
     model = classifier_path("bert", 1)
     entry, exported = cached_classifier_export(model, cache_dir=tmp_path)

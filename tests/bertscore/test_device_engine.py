@@ -410,7 +410,7 @@ def test_minilm_under_sdpa_matches_eager(minilm_path):
 
 
 def _padded(encoder, texts):
-    from rapidscore.encoder.batching import pad_batch
+    from rapidscore.encoder.tokens.batching import pad_batch
 
     return pad_batch(encoder.tokenize(texts), encoder.spec.pad_id)
 

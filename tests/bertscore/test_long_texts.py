@@ -30,7 +30,7 @@ import pytest
 from rapidscore.bertscore import BERTScore
 from rapidscore.encoder import Encoder
 from rapidscore.encoder.runtime import RunnerBase
-from rapidscore.encoder.windows import choose_windows, count_windows, split_windows
+from rapidscore.encoder.tokens.windows import choose_windows, count_windows, split_windows
 from rapidscore.errors import TruncationWarning
 from rapidscore.testing.tiny_models import FAMILIES, MAX_LENGTH
 

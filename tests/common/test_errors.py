@@ -46,14 +46,14 @@ BUILTIN_OF = {
 RAISED_IN = {
     "ColumnError": "rapidscore.common.metric", "TableError": "rapidscore.common.tables",
     "ResumeError": "rapidscore.common.stream_io", "RecordTooLongError": "rapidscore.common.read_bounds",
-    "OutputError": "rapidscore.common.output_checks", "DamagedCacheError": "rapidscore.encoder.onnx_export",
-    "ExportMismatchError": "rapidscore.encoder.onnx_export", "ResultsError": "rapidscore.abstention.results",
+    "OutputError": "rapidscore.common.output_checks", "DamagedCacheError": "rapidscore.encoder.export.onnx_export",
+    "ExportMismatchError": "rapidscore.encoder.export.onnx_export", "ResultsError": "rapidscore.abstention.results",
     "TaxonomyError": "rapidscore.abstention.taxonomy", "RequestTooLargeError": "rapidscore.serve.batching",
     "BatchError": "rapidscore.integrations.ray", "TagError": "rapidscore.ner.tags",
     "FlagError": "rapidscore.abstention.rgb", "SemevalOptionError": "rapidscore.ner.semeval",
-    "Int8Error": "rapidscore.encoder.int8", "UnsafeWeightsError": "rapidscore.encoder.model_source",
+    "Int8Error": "rapidscore.encoder.export.int8", "UnsafeWeightsError": "rapidscore.encoder.model_source",
     "FiguresUnavailable": "rapidscore.report.figures", "ClassifierLabelError": "rapidscore.abstention.classifier",
-    "NotAClassifierError": "rapidscore.encoder.classifier_export",
+    "NotAClassifierError": "rapidscore.encoder.export.classifier_export",
 }
 # The error and warning classes the top level names (rapidscore/__init__.py says why these).
 TOP_LEVEL = {"RapidscoreError", "RapidscoreWarning", "ModelNotFoundError", "OverloadedError", "TruncationWarning"}

@@ -93,7 +93,7 @@ def test_meta_records_size_and_hash_of_every_file(exported) -> None:
 
 # issue 29 item 13
 def test_damaged_entry_without_torch_is_a_clear_error(exported, monkeypatch) -> None:
-    from rapidscore.encoder.onnx_export import DamagedCacheError
+    from rapidscore.encoder.export.onnx_export import DamagedCacheError
 
     model, cache, entry, _ = exported
     _damage(entry / "model.onnx", "truncated")
@@ -216,7 +216,7 @@ def test_an_entry_whose_meta_lacks_a_record_is_exported_again(exported, name) ->
 
 # issue 36 row 9: the same rule without torch: a clear DamagedCacheError naming the file
 def test_an_unrecorded_file_without_torch_is_a_clear_error(exported, monkeypatch) -> None:
-    from rapidscore.encoder.onnx_export import DamagedCacheError
+    from rapidscore.encoder.export.onnx_export import DamagedCacheError
 
     model, cache, entry, _ = exported
     meta = _meta(entry)
@@ -231,13 +231,13 @@ def test_an_unrecorded_file_without_torch_is_a_clear_error(exported, monkeypatch
 def stamp_at_once(monkeypatch) -> None:
     """Entries are stamped as verified however young their files (the default waits a few
     seconds after the last write, so that a write in the same clock tick cannot go unseen)."""
-    from rapidscore.encoder import disk_cache
+    from rapidscore.encoder.export import disk_cache
 
     monkeypatch.setattr(disk_cache, "STAMP_MIN_AGE_SECONDS", 0.0)
 
 
 def _count_hashing(monkeypatch) -> list:
-    from rapidscore.encoder import disk_cache
+    from rapidscore.encoder.export import disk_cache
 
     hashed: list = []
     real = disk_cache.file_record
@@ -254,7 +254,7 @@ def _count_hashing(monkeypatch) -> list:
 def test_a_verified_entry_is_not_hashed_again_until_a_file_changes(exported, stamp_at_once, monkeypatch) -> None:
     import os
 
-    from rapidscore.encoder.disk_cache import verified_stamp
+    from rapidscore.encoder.export.disk_cache import verified_stamp
 
     model, cache, entry, _ = exported
     hashed = _count_hashing(monkeypatch)
@@ -294,7 +294,7 @@ def test_a_same_size_edit_with_its_mtime_put_back_is_found_after_a_verified_load
 # issue 36 row 9: files written moments ago are not stamped (a write in the same clock tick as the
 # stamp would keep its times); the entry is verified in full until they are older
 def test_a_fresh_entry_is_verified_in_full_and_not_stamped(exported, monkeypatch) -> None:
-    from rapidscore.encoder.disk_cache import verified_stamp
+    from rapidscore.encoder.export.disk_cache import verified_stamp
 
     model, cache, entry, _ = exported
     hashed = _count_hashing(monkeypatch)
@@ -304,7 +304,7 @@ def test_a_fresh_entry_is_verified_in_full_and_not_stamped(exported, monkeypatch
 
 # issue 36 row 9: a rebuilt entry drops the stamp of the one it replaced
 def test_rebuilding_an_entry_removes_its_stamp(exported, stamp_at_once) -> None:
-    from rapidscore.encoder.disk_cache import verified_stamp
+    from rapidscore.encoder.export.disk_cache import verified_stamp
 
     model, cache, entry, _ = exported
     Encoder(str(model), layer=1, cache_dir=cache)
@@ -319,8 +319,8 @@ def test_rebuilding_an_entry_removes_its_stamp(exported, stamp_at_once) -> None:
 # issue 36 row 9: the int8 graph's entry follows the same rule
 @pytest.mark.slow
 def test_a_file_the_int8_meta_does_not_record_is_damage(tiny_model_path, tmp_path) -> None:
-    from rapidscore.encoder.disk_cache import entry_damage
-    from rapidscore.encoder.int8 import cached_int8
+    from rapidscore.encoder.export.disk_cache import entry_damage
+    from rapidscore.encoder.export.int8 import cached_int8
 
     encoder = Encoder(str(tiny_model_path("bert")), layer=1, precision="int8", cache_dir=tmp_path)
     int8_entry, built = cached_int8(encoder.cache_entry, encoder.tokenizer, encoder.spec.pad_id)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from rapidscore import TruncationWarning
 from rapidscore.encoder import Encoder
-from rapidscore.encoder.batching import (
+from rapidscore.encoder.tokens.batching import (
     EXACT_PLAN_MAX_SEQUENCES,
     MIN_FILL,
     cheapest_cuts,
@@ -170,7 +170,7 @@ def test_two_processes_exporting_at_once_produce_one_entry(tiny_model_path, tmp_
 
 
 def test_failed_export_leaves_no_entry(tmp_path, monkeypatch, minilm_path):
-    from rapidscore.encoder import onnx_export
+    from rapidscore.encoder.export import onnx_export
 
     def broken(*args, **kwargs):
         (args[0] / "model.onnx").write_bytes(b"partial")

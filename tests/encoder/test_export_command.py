@@ -60,7 +60,7 @@ def test_the_cache_alone_resolves_the_name_and_gives_the_same_vectors(tiny_model
 
 # issue 29 item 18
 def test_default_layers_are_bertscore_s_and_the_last(minilm_path, tmp_path, capsys, monkeypatch) -> None:
-    from rapidscore.encoder import onnx_export
+    from rapidscore.encoder.export import onnx_export
 
     calls = []
 
@@ -109,7 +109,7 @@ def test_export_help_loads_no_encoder() -> None:
 # issue 29 items 13 and 18
 def test_a_damaged_entry_of_a_weightless_copy_says_what_to_export(tiny_model_path, tmp_path, capsys,
                                                                   monkeypatch) -> None:
-    from rapidscore.encoder.onnx_export import DamagedCacheError
+    from rapidscore.encoder.export.onnx_export import DamagedCacheError
 
     result = _export(capsys, str(tiny_model_path("bert")), "--layer", "2", "--cache", str(tmp_path),
                      "--name", "tiny/bert")

@@ -1,4 +1,4 @@
-"""``precision="int8"`` (``rapidscore.encoder.int8``): GPTQ weights (asymmetric per column), the two
+"""``precision="int8"`` (``rapidscore.encoder.export.int8``): GPTQ weights (asymmetric per column), the two
 7- or 8-bit activation passes against a numpy model of the same arithmetic, accuracy on the real
 MiniLM, the cache entry, and what every tiny family does with it."""
 
@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 from rapidscore.bertscore import BERTScore
-from rapidscore.encoder import Encoder, int8
+from rapidscore.encoder import Encoder
 from rapidscore.encoder import cache as cache_module
 from rapidscore.encoder.cache import KeyedCache
-from rapidscore.encoder.int8 import Int8Error, cached_int8, gptq_int8, quantize_graph
-from rapidscore.encoder.disk_cache import entry_damage
+from rapidscore.encoder.export import int8
+from rapidscore.encoder.export.disk_cache import entry_damage
+from rapidscore.encoder.export.int8 import Int8Error, cached_int8, gptq_int8, quantize_graph
 from rapidscore.nrr import SentenceSimilarity
 from rapidscore.testing import tiny_models
 from rapidscore.testing.approximation import kendall_tau, word_salad

@@ -28,7 +28,7 @@ def _runners(encoder: Encoder) -> tuple[OnnxRunner, OnnxRunner]:
 
 def _batches(encoder: Encoder):
     """Padded id batches of several shapes (one sequence, many, long and short)."""
-    from rapidscore.encoder.batching import pad_batch
+    from rapidscore.encoder.tokens.batching import pad_batch
 
     ids = encoder.tokenize(TEXTS)
     for group in ([ids[0]], ids[:3], ids, ids[::-1], [ids[-1], ids[1]]):

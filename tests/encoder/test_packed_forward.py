@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from rapidscore.device.tf32 import exact_fp32
-from rapidscore.encoder.batching import unpadded_inputs
+from rapidscore.encoder.tokens.batching import unpadded_inputs
 from rapidscore.encoder.model_source import UNPADDED_FAMILIES
 from rapidscore.device.packed import ATTENTIONS, check_packed, default_attention, packed_feed, packed_hidden
 from rapidscore.encoder.runtime.torch import TorchRunner, bf16_supported

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from rapidscore.encoder import Encoder, check_texts, sentence, sentence_pipeline, tokenization
+from rapidscore.encoder import Encoder, check_texts, sentence, sentence_pipeline
+from rapidscore.encoder.tokens import tokenization
 from rapidscore.encoder import forward as forward_module
 from rapidscore.encoder.sentence import POOLING_MODES, Dense, Normalize, Pooling, SentenceEncoder
 

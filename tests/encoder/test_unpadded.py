@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rapidscore.encoder import Encoder
-from rapidscore.encoder.batching import unpadded_inputs
+from rapidscore.encoder.tokens.batching import unpadded_inputs
 from rapidscore.encoder.model_source import UNPADDED_FAMILIES
 from rapidscore.encoder.runtime import RunnerBase
 from rapidscore.testing import tiny_models
@@ -186,7 +186,7 @@ def test_assigning_a_substitute_runner_makes_no_padded_session(tiny_model_path, 
     def substitute(input_ids, attention_mask):  # the unpadded graph's session behind the padded contract
         calls.append(input_ids.shape)
         flat = [row[mask.astype(bool)] for row, mask in zip(input_ids, attention_mask)]
-        from rapidscore.encoder.batching import unpadded_inputs
+        from rapidscore.encoder.tokens.batching import unpadded_inputs
 
         packed = unpadded_runner.run_feed(unpadded_inputs(flat, encoder.spec.pad_id, False))
         out = np.zeros((*input_ids.shape, packed.shape[-1]), dtype=np.float32)

@@ -1,5 +1,5 @@
 """Bounded work per item in tokenisation (issue 36, row 5): a long text is tokenised in pieces
-that stop past the truncation point (``rapidscore.encoder.bounded``), with the whole text's ids
+that stop past the truncation point (``rapidscore.encoder.tokens.bounded``), with the whole text's ids
 and truncation count; a 100 MB text costs memory in proportion to max_length.
 
 The references tokenise the whole text with the tokenizer itself (``tokenizers`` from
@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rapidscore.encoder.bounded import LAST_PIECE_FACTOR, MAX_UNCUT_CHARS
-from rapidscore.encoder.python_tokenizer import PythonTokenizer
-from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
-from rapidscore.encoder.windows import MAX_WINDOW_TEXT_CHARS
+from rapidscore.encoder.tokens.bounded import LAST_PIECE_FACTOR, MAX_UNCUT_CHARS
+from rapidscore.encoder.tokens.python_tokenizer import PythonTokenizer
+from rapidscore.encoder.tokens.tokenization import BatchTokenizer, TokenizerSpec
+from rapidscore.encoder.tokens.windows import MAX_WINDOW_TEXT_CHARS
 from rapidscore.testing.tiny_models import ALL_FAMILIES, PYTHON_TOKENIZER_FAMILIES
 
 # Families whose tokenizer cannot be cut (transformers' XLM: Moses rules read the next word).
@@ -452,7 +452,7 @@ def write_big_row(path: Path, characters: int) -> Path:
 _TOKENISE_BIG = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
+    from rapidscore.encoder.tokens.tokenization import BatchTokenizer, TokenizerSpec
     spec = TokenizerSpec(max_length=128, pad_id=0, special_ids=(), cls_id=None, sep_id=None)
     tokenizer = BatchTokenizer(Path(sys.argv[1]), spec)
     text = "the quick brown fox jumps over the lazy dog " * (30_000_000 // 44)

@@ -8,7 +8,7 @@ import sys
 import time
 
 from rapidscore.common.outputs import process_owner
-from rapidscore.encoder.staging import remove_stale_staging
+from rapidscore.encoder.export.staging import remove_stale_staging
 
 
 def test_stale_staging_directories_are_removed_by_owner_and_age(tmp_path):

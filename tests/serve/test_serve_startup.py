@@ -67,7 +67,7 @@ def test_the_documented_install_line_brings_what_a_first_start_needs(document) -
     # issue 29 item 12: `pip install "rapidscore[cpu,serve]"` lacked the [export] extra, so the
     # default model could never be exported and the server never became ready
     tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11+")
-    from rapidscore.encoder.onnx_export import EXPORT_MODULES
+    from rapidscore.encoder.export.onnx_export import EXPORT_MODULES
 
     with open(ROOT / "pyproject.toml", "rb") as handle:
         extras = tomllib.load(handle)["project"]["optional-dependencies"]

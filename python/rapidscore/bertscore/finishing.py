@@ -233,7 +233,7 @@ def _window_counts(lengths: np.ndarray, options: FinishingOptions) -> tuple[int,
     """Texts longer than the maximum length (embedded in windows) and their windows."""
     if options.window_length is None:
         return 0, 0
-    from rapidscore.encoder.windows import count_windows
+    from rapidscore.encoder.tokens.windows import count_windows
 
     long = np.asarray(lengths)[np.asarray(lengths) > options.window_length]
     if not len(long):

@@ -109,13 +109,13 @@ class BERTScore:
     ``long_texts``: "truncate" (the default, as bert-score: texts beyond the model's maximum
     length are cut there, counted in ``details["truncated"]`` with a TruncationWarning) or
     "window": such texts are embedded whole, in overlapping windows of the maximum length, each
-    token from the window where it sits furthest from a cut (``rapidscore.encoder.windows``;
+    token from the window where it sits furthest from a cut (``rapidscore.encoder.tokens.windows``;
     docs/bertscore.md, "Long texts"), then matched over all their tokens. Texts within the
     maximum length score exactly as with "truncate". ``details["windowed"]`` and
     ``details["windows"]`` count the windowed texts and their windows; the signature records
     ``long_texts:window``. None: the given ``encoder``'s setting, else "truncate". Memory:
     truncation keeps a text's tokenisation in proportion to the maximum length, whatever its
-    size (``rapidscore.encoder.bounded``); a windowed text keeps every token, so "window" refuses
+    size (``rapidscore.encoder.tokens.bounded``); a windowed text keeps every token, so "window" refuses
     texts over ``windows.MAX_WINDOW_TEXT_CHARS`` (1,048,576) characters with a ValueError naming
     them (``cands[i]``, ``refs[i][j]``).
 
@@ -347,7 +347,7 @@ class BERTScore:
         """Phase 1: validate (once), strip, deduplicate (once); no model runs."""
         cands, groups = normalize_inputs(cands, refs)
         if self.long_texts == "window":  # named by the caller's index, before anything is tokenised
-            from rapidscore.encoder.windows import check_window_texts
+            from rapidscore.encoder.tokens.windows import check_window_texts
 
             check_window_texts(cands, "cands", stripped=True)
             for i, group in enumerate(groups):

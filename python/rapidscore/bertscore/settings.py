@@ -120,7 +120,7 @@ def resolve_settings(model: str | os.PathLike | None = None, layer: int | None =
     first value that is not valid; an idf file is read and checked now, before any model loads."""
     from rapidscore.bertscore.baselines import default_baseline_path
     from rapidscore.encoder.model_source import is_embedded_model
-    from rapidscore.encoder.windows import check_long_texts
+    from rapidscore.encoder.tokens.windows import check_long_texts
 
     _check_model(model)
     _check_layer(layer)

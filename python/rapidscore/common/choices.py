@@ -12,7 +12,7 @@ DEVICES = ("cpu", "cuda")
 # "fast": the machine's fastest mode within the fast-mode bound (encoder/precision.py)
 PRECISIONS = ("fp32", "bf16", "fp16", "int8", "fast")
 POOLINGS = ("mean", "cls")
-# What BERTScore does with texts longer than the model's maximum length (encoder/windows.py).
+# What BERTScore does with texts longer than the model's maximum length (encoder/tokens/windows.py).
 LONG_TEXTS = ("truncate", "window")
 # The service's log levels (uvicorn's).
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")

@@ -1,7 +1,7 @@
 """This process and others of its host, as the files they write are named: ``host~pid``.
 
 Temporary outputs (``common/outputs.py``) and the encoder's staging directories
-(``encoder/staging.py``) are named by their writer, so a later writer can tell a dead writer's
+(``encoder/export/staging.py``) are named by their writer, so a later writer can tell a dead writer's
 leftovers from a live one's. Imports only the standard library.
 """
 

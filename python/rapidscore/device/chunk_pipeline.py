@@ -42,9 +42,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rapidscore.encoder.batching import pad_batch
 from rapidscore.encoder.forward import Placement, empty_rows, place_batch, place_tokens, put_rows
 from rapidscore.encoder.store import TokenStore
+from rapidscore.encoder.tokens.batching import pad_batch
 
 __all__ = ["FINISH_BEHIND", "FINISH_WAITING", "PREPARED_AHEAD", "PaddedBatch", "embed_chunks", "run_overlapped"]
 

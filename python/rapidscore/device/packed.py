@@ -93,8 +93,8 @@ def packed_feed(model, ids: list[np.ndarray]) -> dict[str, np.ndarray]:
     """``batching.unpadded_inputs`` of the non-empty token id sequences ``ids`` for ``model``:
     RoBERTa-style positions (``model_source.ROBERTA_LIKE``) numbered from the model's
     ``pad_token_id``, as its padded forward numbers them."""
-    from rapidscore.encoder.batching import unpadded_inputs
     from rapidscore.encoder.model_source import ROBERTA_LIKE
+    from rapidscore.encoder.tokens.batching import unpadded_inputs
 
     config = model.config
     pad_id = config.pad_token_id if config.pad_token_id is not None else 0

@@ -1,5 +1,5 @@
 """The in-memory cache of loaded models: one per process, with a concurrency contract. (The graphs
-exported to disk, and their int8 copies, are the disk cache: ``encoder/disk_cache.py``.)
+exported to disk, and their int8 copies, are the disk cache: ``encoder/export/disk_cache.py``.)
 
 Two levels:
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from rapidscore.encoder.precision import FAST
 from rapidscore.encoder.runtime import Runner, capabilities, check_unpadded, hf_backend, make_runner
-from rapidscore.encoder.tokenization import TokenizerSpec, load_spec
+from rapidscore.encoder.tokens.tokenization import TokenizerSpec, load_spec
 from rapidscore.errors import RapidscoreWarning
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def load_settings(settings: EncoderSettings) -> tuple[LoadedModel, bool, Encoder
     """``(loaded model, whether this call loaded it, the settings that run, load_model's arguments)``
     of an encoder's resolved ``settings``: "fast" that became int8 runs in exact fp32 where the
     model refuses int8 (a warning; explicit "int8" raises)."""
-    from rapidscore.encoder.int8 import Int8Error
+    from rapidscore.encoder.export.int8 import Int8Error
 
     cache_dir = settings.option("cache_dir")
     load_args: LoadArgs = (settings.model_dir, settings.layer, settings.backend, settings.device, settings.precision,
@@ -192,7 +192,7 @@ def load_model(model_dir: Path, layer: int | str, backend: str, device: str, pre
 def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, add_prefix_space,
           unpadded) -> LoadedModel:
     if capabilities(backend).onnx_graph:
-        from rapidscore.encoder.onnx_export import ExportMismatchError, cached_export
+        from rapidscore.encoder.export.onnx_export import ExportMismatchError, cached_export
 
         # One fp32 graph serves every precision: the runtime decides how to execute it.
         try:
@@ -202,7 +202,7 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
             if unpadded:
                 raise
             if precision == "int8":  # int8 is an ONNX Runtime graph: no torch fallback for it
-                from rapidscore.encoder.int8 import Int8Error
+                from rapidscore.encoder.export.int8 import Int8Error
 
                 raise Int8Error(f"precision='int8' runs the ONNX export of {model_dir}, which does not reproduce "
                                 f"the model ({exc}); use precision='fp32' (it runs in torch)") from exc
@@ -216,8 +216,8 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
         spec = load_spec(entry / "tokenizer_spec.json")
         graph = entry / "model.onnx"
         if precision == "int8":  # the int8 graph of this export, built on first use (errors belong here)
-            from rapidscore.encoder.int8 import cached_int8
-            from rapidscore.encoder.tokenization import BatchTokenizer
+            from rapidscore.encoder.export.int8 import cached_int8
+            from rapidscore.encoder.tokens.tokenization import BatchTokenizer
 
             int8_entry, _ = cached_int8(entry, BatchTokenizer(_tokenizer_file(entry), spec), spec.pad_id, num_threads)
             graph = int8_entry / "model.onnx"
@@ -251,7 +251,7 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
 
 def _tokenizer_file(entry: Path) -> Path:
     """tokenizer.json of a cache entry, or the folder of a Python tokenizer (XLM, ProphetNet)."""
-    from rapidscore.encoder.python_tokenizer import SAVED_DIRECTORY
+    from rapidscore.encoder.tokens.python_tokenizer import SAVED_DIRECTORY
 
     file = entry / "tokenizer.json"
     return file if file.is_file() or not (entry / SAVED_DIRECTORY).is_dir() else entry / SAVED_DIRECTORY

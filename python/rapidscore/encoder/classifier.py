@@ -1,6 +1,6 @@
 """Sequence classifiers run like the encoders: a model with its classification head (exported
-once to ONNX with it, ``encoder/classifier_export.py``, or the torch model), tokenised by the
-encoder's :class:`~rapidscore.encoder.tokenization.BatchTokenizer`, batched under the same token
+once to ONNX with it, ``encoder/export/classifier_export.py``, or the torch model), tokenised by the
+encoder's :class:`~rapidscore.encoder.tokens.tokenization.BatchTokenizer`, batched under the same token
 budget (``plan_batches`` / ``pad_batch``), on the same runtimes.
 
 Where each precision holds (:data:`CLASSIFIER_PRECISIONS`): ``fp32`` is exact on every backend
@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 
 from rapidscore.common.inputs import as_texts
-from rapidscore.encoder.batching import default_batch_tokens, pad_batch, plan_batches
 from rapidscore.encoder.cache import KeyedCache
-from rapidscore.encoder.classifier_export import (
+from rapidscore.encoder.export.classifier_export import (
     NotAClassifierError,
     cached_classifier_export,
     classifier_head,
@@ -41,8 +40,9 @@ from rapidscore.encoder.runtime import (
     hf_backend,
     make_runner,
 )
-from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec, load_spec
-from rapidscore.encoder.windows import check_long_texts, check_window_texts, count_windows, split_windows
+from rapidscore.encoder.tokens.batching import default_batch_tokens, pad_batch, plan_batches
+from rapidscore.encoder.tokens.tokenization import BatchTokenizer, TokenizerSpec, load_spec
+from rapidscore.encoder.tokens.windows import check_long_texts, check_window_texts, count_windows, split_windows
 from rapidscore.errors import RapidscoreWarning, TruncationWarning, check_positive_int
 from rapidscore.threads import check_num_threads
 
@@ -111,7 +111,7 @@ class _Loaded:
 
 def _load(model_dir: Path, backend: str, device: str, precision: str, num_threads: int | None,
           cache_dir: Path | None) -> _Loaded:
-    from rapidscore.encoder.onnx_export import ExportMismatchError
+    from rapidscore.encoder.export.onnx_export import ExportMismatchError
 
     head = classifier_head(model_dir)  # no torch: a model without a head fails before any work
     if capabilities(backend).onnx_graph:
@@ -222,7 +222,7 @@ class SequenceClassifier:
                       stacklevel: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """(logits (m, num_labels), owner (m,)): one row per model input, ``owner[j]`` the text it
         belongs to. With ``long_texts="window"`` a text longer than ``max_length`` tokens gives one
-        row per window (``encoder/windows.py``: windows of ``max_length`` tokens, framed by the
+        row per window (``encoder/tokens/windows.py``: windows of ``max_length`` tokens, framed by the
         special tokens, half overlapping); every other text one row."""
         texts = as_texts(texts, "texts")
         if self.long_texts == "window":

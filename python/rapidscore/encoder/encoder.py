@@ -1,7 +1,7 @@
 """The shared encoder: contextual token embeddings (and, through ``Encoder.sentence``, sentence
 embeddings) of BERT-family models. ``Encoder`` is a facade over collaborators, one job each:
 ``settings`` (``encoder/settings.py``: every setting resolved and checked once), ``tokenizer``
-(``encoder/tokenization.py``: token ids, windows of long texts), ``runtime``
+(``encoder/tokens/tokenization.py``: token ids, windows of long texts), ``runtime``
 (``encoder/model_runtime.py``: the runner, batch planning, the model run over batches in
 ``encoder/forward.py``) and ``sentence`` (``encoder/sentence``: sentence vectors).
 
@@ -21,7 +21,6 @@ import numpy as np
 
 from rapidscore.common.inputs import as_texts
 from rapidscore.encoder.aliases import moved_attribute
-from rapidscore.encoder.batching import default_batch_tokens
 from rapidscore.encoder.cache import load_settings
 from rapidscore.encoder.loaded import record_model
 from rapidscore.encoder.model_runtime import ModelRuntime
@@ -30,8 +29,9 @@ from rapidscore.encoder.runtime import Runner
 from rapidscore.encoder.sentence import SentenceEncoder
 from rapidscore.encoder.settings import EncoderSettings, default_backend, resolve_encoder_settings, usable_positions
 from rapidscore.encoder.store import TokenStore
-from rapidscore.encoder.tokenization import BatchTokenizer, TokenizerSpec
-from rapidscore.encoder.windows import check_window_texts
+from rapidscore.encoder.tokens.batching import default_batch_tokens
+from rapidscore.encoder.tokens.tokenization import BatchTokenizer, TokenizerSpec
+from rapidscore.encoder.tokens.windows import check_window_texts
 from rapidscore.errors import TruncationWarning
 
 __all__ = ["Encoder", "TokenStore", "DEFAULT_MODEL", "check_texts", "default_backend"]
@@ -194,7 +194,7 @@ class Encoder:
         None: the encoder's ``unpadded`` setting.
 
         With ``long_texts="window"``, sequences longer than ``max_length`` (tokenised whole) run
-        as windows (``rapidscore.encoder.windows``), batched with the other inputs under the
+        as windows (``rapidscore.encoder.tokens.windows``), batched with the other inputs under the
         token budget; each batch's kept rows are scattered into the texts' rows as it comes out.
         """
         if unpadded is None:

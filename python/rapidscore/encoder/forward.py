@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from rapidscore.encoder.batching import unpadded_inputs
 from rapidscore.encoder.store import row_ranges
+from rapidscore.encoder.tokens.batching import unpadded_inputs
 
 if TYPE_CHECKING:
     from rapidscore.encoder.model_runtime import ModelRuntime

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.encoder.batching import equal_length_batches, pad_batch, plan_batches
 from rapidscore.encoder.cache import LoadArgs, LoadedModel, load_model
 from rapidscore.encoder.forward import lock_of, run_batches, run_unpadded
 from rapidscore.encoder.model_source import unpadded_supported
 from rapidscore.encoder.runtime import capabilities
 from rapidscore.encoder.runtime.capabilities import RUNNER_MEMBERS, Runner
+from rapidscore.encoder.tokens.batching import equal_length_batches, pad_batch, plan_batches
 
 __all__ = ["ModelRuntime"]
 

@@ -347,7 +347,7 @@ def save_weightless_copy(model_dir: Path, name: str, base: Path | None = None) -
     target.parent.mkdir(parents=True, exist_ok=True)
     # named as the cache's entries are staged, so that a copy killed midway is removed by the next one
     from rapidscore.common.processes import process_owner
-    from rapidscore.encoder.staging import remove_stale_staging
+    from rapidscore.encoder.export.staging import remove_stale_staging
 
     remove_stale_staging(target.parent)
     owner = process_owner()

@@ -9,7 +9,7 @@ becomes, in order:
 - CPU with bf16 instructions (AVX512_BF16 or AMX): bf16 on OpenVINO (mean |dF| about 1e-4, about
   2x fp32; bench/RESULTS.md), or on torch where ``backend="torch"`` is asked for.
 - x86 CPU with VNNI (AVX512_VNNI or AVX-VNNI) but no bf16, and ``backend`` ONNX Runtime or unnamed:
-  int8 (``rapidscore.encoder.int8``: mean |dF| 3.2e-4, tau 0.998 on W1's pairs, sentence cosines
+  int8 (``rapidscore.encoder.export.int8``: mean |dF| 3.2e-4, tau 0.998 on W1's pairs, sentence cosines
   of unrelated sentences 9.3e-4 to 1.0e-3, at the bound; 1.3-1.4x fp32, bench/RESULTS.md). A model
   int8 refuses (``Int8Error``) runs in exact fp32 instead, with a warning, and its signature says
   fp32.

@@ -21,7 +21,7 @@ import numpy as np
 from rapidscore.encoder.model_source import DEFAULT_MODEL, ROBERTA_LIKE, num_layers, read_config, resolve_model
 from rapidscore.encoder.precision import FAST, resolve_precision
 from rapidscore.encoder.runtime import backend_for, check_options
-from rapidscore.encoder.windows import check_long_texts
+from rapidscore.encoder.tokens.windows import check_long_texts
 from rapidscore.errors import check_positive_int
 from rapidscore.threads import check_num_threads
 
@@ -108,7 +108,7 @@ def resolve_encoder_settings(model: str | os.PathLike | None = None, layer: int 
         BERTScore within about 1e-4 of fp32, see docs/performance.md; or torch on a GPU or a CPU
         with native bf16), "fp16" (the GPU fast mode: backend="torch", device="cuda"; the model
         in half precision, similarities and sums in float32), "int8" (ONNX Runtime on the CPU:
-        int8 weights, two int8 passes over the activations, ``rapidscore.encoder.int8``; BERTScore
+        int8 weights, two int8 passes over the activations, ``rapidscore.encoder.export.int8``; BERTScore
         within about 3e-4 of fp32 on related pairs, 7e-4 on others) or "fast" (the fastest mode
         this machine has within the fast-mode bound, ``rapidscore.encoder.precision``: bf16, else
         int8 on CPUs with VNNI, else fp32; the encoder's ``precision`` is then the mode used). A
@@ -133,10 +133,10 @@ def resolve_encoder_settings(model: str | os.PathLike | None = None, layer: int 
     long_texts: "truncate" (default): texts longer than ``max_length`` are cut there, as
         bert-score does (counted, with a TruncationWarning). "window": they are tokenised whole
         and embedded in overlapping windows of ``max_length`` tokens, each token from the window
-        where it sits furthest from a cut (``rapidscore.encoder.windows``); a text's row then
+        where it sits furthest from a cut (``rapidscore.encoder.tokens.windows``); a text's row then
         holds all its tokens. Texts within ``max_length`` get the same vectors either way.
         Truncated texts cost memory in proportion to ``max_length`` whatever their length
-        (``rapidscore.encoder.bounded``); windowed ones in proportion to their length, so
+        (``rapidscore.encoder.tokens.bounded``); windowed ones in proportion to their length, so
         "window" refuses texts over ``windows.MAX_WINDOW_TEXT_CHARS`` (1,048,576) characters.
     """
     if "progress" in options:

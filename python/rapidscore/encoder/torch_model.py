@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rapidscore.encoder.model_source import ROBERTA_LIKE, UnsafeWeightsError, from_pretrained
-from rapidscore.encoder.tokenization import TokenizerSpec
+from rapidscore.encoder.tokens.tokenization import TokenizerSpec
 
 if TYPE_CHECKING:
     import torch

@@ -20,12 +20,12 @@ import numpy as np
 
 from rapidscore.common.inputs import as_texts
 from rapidscore.device.chunk_pipeline import PaddedBatch, run_overlapped
-from rapidscore.encoder.batching import pad_batch
 from rapidscore.encoder.sentence.modules import load_pipeline
 from rapidscore.encoder.sentence.pipeline import SentencePipeline
 from rapidscore.encoder.sentence.pooling import check_mode
 from rapidscore.encoder.store import TokenStore
-from rapidscore.encoder.tokenization import BatchTokenizer, lowercase_tokenizer_json, prompt_token_count
+from rapidscore.encoder.tokens.batching import pad_batch
+from rapidscore.encoder.tokens.tokenization import BatchTokenizer, lowercase_tokenizer_json, prompt_token_count
 from rapidscore.errors import TruncationWarning
 
 __all__ = ["SentenceEncoder"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rapidscore.encoder.bounded import (
+from rapidscore.encoder.tokens.bounded import (
     FIRST_PIECE_FACTOR,
     MAX_UNCUT_CHARS,
     AddedToken,
@@ -21,7 +21,7 @@ from rapidscore.encoder.bounded import (
     rules_from_json,
     rust_added_tokens,
 )
-from rapidscore.encoder.windows import check_window_texts, split_windows
+from rapidscore.encoder.tokens.windows import check_window_texts, split_windows
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class BatchTokenizer:
 
     A truncated text longer than ``piece_chars`` (16 x max_length) characters is tokenised in
     bounded pieces that stop past the truncation point, with the same ids and truncation count
-    as the whole text (``rapidscore.encoder.bounded``): memory in proportion to max_length. A
+    as the whole text (``rapidscore.encoder.tokens.bounded``): memory in proportion to max_length. A
     text the tokenizer cannot cut safely is tokenised whole up to ``MAX_UNCUT_CHARS``
     characters, and refused beyond (ValueError naming it); so is, with ``truncate=False``, a
     text over ``windows.MAX_WINDOW_TEXT_CHARS`` (its every token is embedded).
@@ -67,7 +67,7 @@ class BatchTokenizer:
         Python tokenizer (XLM, ProphetNet), a directory transformers saved it in, or the object."""
         from tokenizers import Tokenizer
 
-        from rapidscore.encoder.python_tokenizer import PythonTokenizer
+        from rapidscore.encoder.tokens.python_tokenizer import PythonTokenizer
 
         self.spec = spec
         self.max_length = spec.max_length if max_length is None else int(max_length)
@@ -162,7 +162,7 @@ class BatchTokenizer:
     def _make_piece_tokenizer(self) -> tuple[PieceTokenizer | None, str]:
         from tokenizers import Tokenizer
 
-        from rapidscore.encoder.python_tokenizer import PythonTokenizer
+        from rapidscore.encoder.tokens.python_tokenizer import PythonTokenizer
 
         content_ids: Callable[[str], list[int]]
         frame = None

@@ -1,5 +1,5 @@
 """Sequence classifiers (``AutoModelForSequenceClassification``, no remote code) exported to ONNX
-with their classification head, kept in the disk cache of the encoders (``encoder/disk_cache.py``).
+with their classification head, kept in the disk cache of the encoders (``encoder/export/disk_cache.py``).
 
 An entry ``<cache>/onnx/<key>/`` holds ``model.onnx`` (``(input_ids, attention_mask) -> logits``,
 batch axis symbolic), ``tokenizer.json``, ``tokenizer_spec.json`` and ``meta.json`` (the labels,
@@ -19,9 +19,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from rapidscore.encoder.disk_cache import build_entry, cache_root, entry_key, find_entry, write_entry_meta
-from rapidscore.encoder.model_source import fingerprint, from_pretrained, read_config
-from rapidscore.encoder.onnx_export import (
+from rapidscore.encoder.export.disk_cache import build_entry, cache_root, entry_key, find_entry, write_entry_meta
+from rapidscore.encoder.export.onnx_export import (
     EXPORT_MODULES,
     EXPORT_TOLERANCE,
     OPSET,
@@ -29,6 +28,7 @@ from rapidscore.encoder.onnx_export import (
     ExportMismatchError,
     export_graph,
 )
+from rapidscore.encoder.model_source import fingerprint, from_pretrained, read_config
 from rapidscore.encoder.runtime.torch import require_torch_stack
 from rapidscore.errors import NotAClassifierError, RapidscoreWarning
 

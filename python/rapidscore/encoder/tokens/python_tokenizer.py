@@ -83,7 +83,7 @@ class PythonTokenizer:
 
     def content_ids(self, text: str) -> list[int]:
         """The tokens of ``text`` without special tokens or truncation (a piece of a long text,
-        ``rapidscore.encoder.bounded``)."""
+        ``rapidscore.encoder.tokens.bounded``)."""
         with self._lock:
             return [int(i) for i in self._tokenizer.encode(text, add_special_tokens=False)]
 

@@ -27,7 +27,7 @@ Memory therefore grows with the text (its whole tokenisation, then hidden_size f
 MiniLM, 1.5 KB per token), not with a window: texts over ``MAX_WINDOW_TEXT_CHARS``
 characters are refused (``check_window_texts``: a ValueError naming the text and the bound)
 before anything is tokenised. Truncation keeps memory in proportion to ``max_length`` for any
-length (``rapidscore.encoder.bounded``).
+length (``rapidscore.encoder.tokens.bounded``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The disk cache of exported graphs: ``<cache>/onnx/<key>/``, one directory per entry (the ONNX
-export of a model and layer, ``encoder/onnx_export.py``; its int8 copy, ``encoder/int8.py``).
+export of a model and layer, ``encoder/export/onnx_export.py``; its int8 copy, ``encoder/export/int8.py``).
 
 An entry is built once across processes (:func:`build_entry`): under an exclusive file lock its
 files are written into a staging directory of the building process, which is renamed into place:
@@ -37,8 +37,8 @@ from typing import Any
 
 from rapidscore.common.file_run import file_sha256
 from rapidscore.common.processes import process_owner
+from rapidscore.encoder.export.staging import remove_stale_staging
 from rapidscore.encoder.model_source import cache_base
-from rapidscore.encoder.staging import remove_stale_staging
 
 __all__ = ["cache_root", "entry_key", "exclusive_lock", "build_entry", "find_entry", "file_record", "record_files",
            "write_entry_meta", "verified_stamp", "entry_damage", "refusal_reason", "remove_stale_staging"]

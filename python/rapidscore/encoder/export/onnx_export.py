@@ -1,4 +1,4 @@
-"""Export of truncated encoders to ONNX, kept in the disk cache (``encoder/disk_cache.py``).
+"""Export of truncated encoders to ONNX, kept in the disk cache (``encoder/export/disk_cache.py``).
 
 A cache entry is a directory ``<cache>/onnx/<key>/`` holding ``model.onnx``, ``tokenizer.json``,
 ``tokenizer_spec.json`` and ``meta.json``. The key hashes the model files' fingerprint, the layer,
@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from rapidscore.encoder.disk_cache import build_entry, cache_root, entry_key, find_entry, write_entry_meta
+from rapidscore.encoder.export.disk_cache import build_entry, cache_root, entry_key, find_entry, write_entry_meta
 from rapidscore.encoder.model_source import fingerprint, weightless_record
 from rapidscore.encoder.runtime.torch import TORCH_MODULES, require_torch_stack
 from rapidscore.errors import DamagedCacheError, ExportMismatchError, ModelNotFoundError, RapidscoreWarning
@@ -141,8 +141,8 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
     import numpy as np
     import torch
 
-    from rapidscore.encoder.batching import unpadded_inputs
     from rapidscore.encoder.model_source import ROBERTA_LIKE, read_config, unpadded_supported
+    from rapidscore.encoder.tokens.batching import unpadded_inputs
     from rapidscore.encoder.torch_model import (
         LayerOutput,
         UnpaddedLayerOutput,
@@ -217,7 +217,7 @@ def _export_into(target: Path, model_dir: Path, layer: int | str, precision: str
     if tokenizer.is_fast:
         tokenizer.backend_tokenizer.save(str(target / "tokenizer.json"))
     else:  # a Python tokenizer (XLM, ProphetNet): kept as transformers saves it
-        from rapidscore.encoder.python_tokenizer import SAVED_DIRECTORY
+        from rapidscore.encoder.tokens.python_tokenizer import SAVED_DIRECTORY
 
         tokenizer.save_pretrained(str(target / SAVED_DIRECTORY))
     with open(target / "tokenizer_spec.json", "w", encoding="utf-8") as handle:

@@ -6,7 +6,7 @@ VNNI), against weights in int8 per output column, asymmetric, rounded by GPTQ (:
 on the second moments of the inputs measured on the shipped calibration corpus
 (``int8_calibration.txt``), after the weight rows are equalised (``EQUALISE``). The graph is built
 on first use (:func:`cached_int8`) and kept in the disk cache beside the fp32 export
-(``<cache>/onnx/<fp32 key>.int8-<hash>``; ``encoder/disk_cache.py``: one build per machine,
+(``<cache>/onnx/<fp32 key>.int8-<hash>``; ``encoder/export/disk_cache.py``: one build per machine,
 checked on load); a model whose int8 graph does not reproduce its fp32 embeddings
 (``VALIDATION_BOUND``), or that has no weight matrices, is refused with :class:`Int8Error`. It
 runs in the same thread-safe ``OnnxRunner`` as fp32.
@@ -166,7 +166,7 @@ def _weighted_nodes(model) -> list[_Weighted]:
 # ---------------------------------------------------------------- calibration -----------------
 
 def _calibration_batches(texts: list[str], tokenizer, pad_id: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    from rapidscore.encoder.batching import pad_batch
+    from rapidscore.encoder.tokens.batching import pad_batch
 
     ids, _ = tokenizer.encode(texts)
     ids = sorted((seq for seq in ids if len(seq)), key=len)
@@ -385,8 +385,8 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
     """The int8 cache entry of the fp32 export ``fp32_entry`` (built on first use: calibration,
     GPTQ, rewriting, validation; seconds for all-MiniLM-L6-v2, minutes for large models) and
     whether this call built it. ``tokenizer``: a ``BatchTokenizer`` of the model."""
-    from rapidscore.encoder.disk_cache import build_entry, entry_damage, refusal_reason, write_entry_meta
-    from rapidscore.encoder.onnx_export import EXPORTER_VERSION
+    from rapidscore.encoder.export.disk_cache import build_entry, entry_damage, refusal_reason, write_entry_meta
+    from rapidscore.encoder.export.onnx_export import EXPORTER_VERSION
 
     fp32_entry = Path(fp32_entry)
     root = fp32_entry.parent
@@ -415,7 +415,7 @@ def _quantize_into(target: Path, fp32_entry: Path, tokenizer, pad_id: int, num_t
                    bits: int) -> dict[str, Any]:
     import onnx
 
-    from rapidscore.encoder.disk_cache import file_record
+    from rapidscore.encoder.export.disk_cache import file_record
 
     source = fp32_entry / "model.onnx"
     model = onnx.load(str(source))
