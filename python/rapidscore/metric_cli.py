@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rapidscore.common.cli_options import add_common_options, positive_int, show_progress
+from rapidscore.common.cli_options import add_common_options, positive_int, run_only, show_progress
 from rapidscore.common.file_options import input_option, output_option
 
 if TYPE_CHECKING:
@@ -94,9 +94,11 @@ def _add_request_options(parser: argparse.ArgumentParser, metric: Any) -> None:
             if option.choices is not None:
                 kwargs.update(choices=option.choices, metavar=None)
         try:
-            group.add_argument(_flag(option), **kwargs)
+            action = group.add_argument(_flag(option), **kwargs)
         except argparse.ArgumentError:
             continue  # the command's own flag: the option is --set NAME=VALUE only
+        if option.run_only:
+            run_only(action)
 
 
 class MetricCommand:
@@ -125,10 +127,11 @@ class MetricCommand:
         parser.add_argument("--column", action="append", type=_key_value, default=[], metavar="INPUT=COLUMN",
                             help="read the metric's input INPUT from the file's column COLUMN (repeatable)")
         parser.add_argument("--id-column", default=None, help="copy this input column to the output rows")
-        parser.add_argument("--chunk-size", type=positive_int, default=4096, metavar="N",
-                            help="rows per chunk (default 4096)")
-        parser.add_argument("--resume", action="store_true",
-                            help="continue a partly written --output (checked against its input and settings)")
+        run_only(parser.add_argument("--chunk-size", type=positive_int, default=4096, metavar="N",
+                                     help="rows per chunk (default 4096)"))
+        run_only(parser.add_argument("--resume", action="store_true",
+                                     help="continue a partly written --output (checked against its input and "
+                                          "settings)"))
         parser.add_argument("--set", dest="options", action="append", type=_key_value, default=[],
                             metavar="NAME=VALUE", help="an option of the metric (a JSON value, else text), "
                                                        "e.g. --set method=keyword; repeatable")

@@ -3,7 +3,8 @@
 the metrics' own declarations (names, older names, options, batch class names, dataset passes),
 so none of them holds a string that is a built-in metric's name or alias, nor a string,
 attribute or keyword that is an option only some metrics declare (``idf_file``, ``num_layers``,
-``threshold``, ...); and the metric contract has no serving hooks: ``Metric``'s methods and
+``threshold``, ...), nor a string that is a flag of one metric's own command (``seg_level``,
+``memory_budget``: whether a flag can change a number is declared with the flag); and the metric contract has no serving hooks: ``Metric``'s methods and
 class attributes are the allowed few. Read from the sources with ``ast`` (docstrings left out:
 prose may name a metric)."""
 
@@ -104,9 +105,45 @@ _BUILTIN_ATTRIBUTES = {name for kind in (str, bytes, dict, list, tuple, set) for
 # A name that is an option of one metric and, here, something else: (module, name) -> what it is
 NOT_OPTIONS = {
     ("serve/app.py", "method"): "the ASGI scope's HTTP method",
-    ("common/file_run.py", "memory_budget"): "RUN_ONLY_OPTIONS, the flags left out of a resume fingerprint, still "
-                                             "lists the bertscore command's run-only flags",
 }
+
+
+def _parser_dests(add_arguments) -> set[str]:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return {action.dest for action in parser._actions}
+
+
+def _one_metric_flags() -> set[str]:
+    """The flags (argparse dests) of one built-in metric's own command that no other metric's
+    command has and that no shared layer declares (the common options, the streaming options, the
+    generic command's flags): ``seg_level``, ``memory_budget``, ``gold``, ..."""
+    import builtins
+    from collections import Counter
+    from dataclasses import fields
+    from importlib import import_module
+
+    from rapidscore.common.cli_options import add_common_options, add_long_texts_option
+    from rapidscore.common.engine_options import ENGINE_KEYWORDS
+    from rapidscore.common.stream_io import add_stream_arguments
+    from rapidscore.metric_cli import MetricCommand
+    from rapidscore.metrics import BUILTIN, get_metric
+    from rapidscore.serve.config import ServeConfig
+
+    def shared_layers(parser) -> None:
+        add_common_options(parser)
+        add_stream_arguments(parser)
+        add_long_texts_option(parser)
+
+    commands = {name: get_metric(name).command for name in BUILTIN}
+    generic = next(name for name, module in commands.items() if module is None)
+    shared = _parser_dests(shared_layers) | _parser_dests(MetricCommand(generic).add_arguments) | set(
+        ENGINE_KEYWORDS) | {f.name for f in fields(ServeConfig)} | set(dir(builtins))
+    flags = Counter(dest for module in set(commands.values()) if module is not None
+                    for dest in _parser_dests(import_module(module).add_arguments))
+    return {dest for dest, count in flags.items() if count == 1} - shared
 
 
 def option_names_in(source: str, names: set[str]) -> list[tuple[int, str]]:
@@ -151,6 +188,22 @@ def test_the_option_check_sees_a_name() -> None:
               'z = build(threshold=0.5)\n')
     assert option_names_in(source, {"idf_file", "num_layers", "threshold"}) == [
         (2, "idf_file"), (3, "num_layers"), (4, "threshold")]
+
+
+def test_the_checked_flags_are_single_metric_commands() -> None:
+    flags = _one_metric_flags()
+    assert {"seg_level", "memory_budget", "cache_tokens", "verbose", "gold", "threshold"} <= flags
+    assert not flags & {"threads", "chunk_size", "resume", "json", "quiet", "progress", "max_record_bytes", "input"}
+
+
+@pytest.mark.parametrize("module", FRONT_ENDS)
+def test_front_end_holds_no_flag_of_one_metric(module) -> None:
+    """A flag's name as a string (a list of flags by name, as ``RUN_ONLY_OPTIONS`` was) is one
+    metric's knowledge in a shared layer: a property of a flag is declared where the flag is."""
+    found = [(line, name) for line, name in metric_names_in((PACKAGE_ROOT / module).read_text(encoding="utf-8"),
+                                                            _one_metric_flags())
+             if (module, name) not in NOT_OPTIONS]
+    assert not found, f"{module} names flags of one metric's command (line, name): {found}"
 
 
 def _class_names(tree: ast.Module, name: str) -> set[str]:

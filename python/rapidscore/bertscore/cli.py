@@ -15,6 +15,7 @@ from rapidscore.common.cli_options import (
     positive_float,
     positive_int,
     print_table,
+    run_only,
     show_progress,
 )
 from rapidscore.common.file_options import input_option, model_option, output_option
@@ -56,11 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--use_fast_tokenizer", action="store_false",
                         help="compatibility flag of the reference CLI (whose hash marks the fast tokenizer unless "
                              "this flag is given); rapidscore always tokenizes with the Rust tokenizer")
-    parser.add_argument("-s", "--seg_level", action="store_true", help="print P, R, F1 of each pair")
-    parser.add_argument("--table", action="store_true", help="print a per-candidate table")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="timings on stderr (progress bars: as every command, when stderr is a terminal; "
-                             "--progress forces them)")
+    run_only(parser.add_argument("-s", "--seg_level", action="store_true", help="print P, R, F1 of each pair"))
+    run_only(parser.add_argument("--table", action="store_true", help="print a per-candidate table"))
+    run_only(parser.add_argument("-v", "--verbose", action="store_true",
+                                 help="timings on stderr (progress bars: as every command, when stderr is a "
+                                      "terminal; --progress forces them)"))
     parser.add_argument("--show", action="store_true", help="draw the similarity heatmap of the first pair")
     output_option(parser.add_argument("--fname", default="", help="with --show: save the heatmap to this file "
                                                                   "(PNG, or SVG / PDF by the extension)"))
@@ -79,10 +80,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     stream.add_argument("--reference-column", nargs="+", default=["reference"], metavar="COLUMN",
                         help="with --input: the references' column(s); several columns, or a list in a "
                              "JSONL/Parquet cell, = several references")
-    stream.add_argument("--memory-budget", type=positive_float, default=None, metavar="MIB",
-                        help="MiB of token embeddings per chunk (default 256)")
-    stream.add_argument("--cache-tokens", type=non_negative_int, default=0, metavar="N",
-                        help="keep the embeddings of recent texts across chunks (an LRU cache of N tokens)")
+    run_only(stream.add_argument("--memory-budget", type=positive_float, default=None, metavar="MIB",
+                                 help="MiB of token embeddings per chunk (default 256)"))
+    run_only(stream.add_argument("--cache-tokens", type=non_negative_int, default=0, metavar="N",
+                                 help="keep the embeddings of recent texts across chunks (an LRU cache of N tokens)"))
     input_option(stream.add_argument("--idf-file", default=None, metavar="FILE",
                                      help="idf document counts to weight with, as written by --write-idf, "
                                           "batch or streamed: implies --idf, and with --idf the file's counts "

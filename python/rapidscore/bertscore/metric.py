@@ -103,7 +103,8 @@ class BERTScoreMetric(Metric):
         ServerSetting("idf_file", str, None, "an idf file (rapidscore bertscore --write-idf, or "
                       "DocumentFrequencies.save) requests may name by its file name (repeatable)", repeated=True,
                       files=True),
-        Option("memory_budget", int, None, "bytes of a chunk's arrays at most (a stream's chunks)", minimum=1),
+        Option("memory_budget", int, None, "bytes of a chunk's arrays at most (a stream's chunks)", minimum=1,
+               run_only=True),
         *ENGINE_OPTIONS,
     )
     response_fields: ClassVar[dict[str, Any] | None] = {

@@ -10,7 +10,24 @@ import argparse
 from rapidscore.common.choices import BACKENDS, DEVICES, LONG_TEXTS, PRECISIONS
 
 __all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "add_common_options", "add_long_texts_option", "encoder_options",
-           "show_progress", "print_table", "positive_int", "non_negative_int", "positive_float", "byte_size"]
+           "show_progress", "print_table", "positive_int", "non_negative_int", "positive_float", "byte_size",
+           "run_only", "is_run_only"]
+
+_RUN_ONLY = "rapidscore_run_only"
+
+
+def run_only(action: argparse.Action) -> argparse.Action:
+    """Mark a parser option (the action ``add_argument`` returned) as one that cannot change a
+    number: what is shown (progress, tables, timings), threads, chunk sizes, memory budgets. A
+    resume state's fingerprint leaves it out (``common/file_run.py``), so a resumed run may set it
+    otherwise."""
+    setattr(action, _RUN_ONLY, True)
+    return action
+
+
+def is_run_only(action: argparse.Action) -> bool:
+    """Whether ``action`` was marked by :func:`run_only`."""
+    return bool(getattr(action, _RUN_ONLY, False))
 
 
 # argparse types: a bad number is the parser's one-line error naming the option, never a value
@@ -75,8 +92,8 @@ def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
     the one policy of every command); False for commands with no work to follow (serve, export).
     """
     group = parser.add_argument_group("common options")
-    group.add_argument("--threads", *threads_aliases, dest="threads", type=positive_int, default=None,
-                       metavar="N", help="threads for native code and the encoder, N >= 1 (default: all cores)")
+    run_only(group.add_argument("--threads", *threads_aliases, dest="threads", type=positive_int, default=None,
+                                metavar="N", help="threads for native code and the encoder, N >= 1 (default: all cores)"))
     if model:
         group.add_argument("--backend", default=None, choices=BACKENDS,
                            help="encoder runtime (default: onnx; openvino for bf16, torch for fp16)")
@@ -87,19 +104,19 @@ def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
                                 "int8 passes (ONNX Runtime, CPU; faster than fp32 with VNNI); "
                                 "fast = the fastest mode within the bound this machine has (fp16 on cuda, bf16 "
                                 "with bf16 instructions, int8 with VNNI, else fp32)")
-    group.add_argument("--json", action="store_true", help=json_help)
-    group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                       help="--progress: progress bars on stderr, at once, even when it is not a terminal; "
-                            "--no-progress: none (default: "
-                            f"{PROGRESS_DEFAULT_HELP if progress_default else 'off'})")
+    run_only(group.add_argument("--json", action="store_true", help=json_help))
+    run_only(group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                                help="--progress: progress bars on stderr, at once, even when it is not a terminal; "
+                                     "--no-progress: none (default: "
+                                     f"{PROGRESS_DEFAULT_HELP if progress_default else 'off'})"))
     parser.set_defaults(progress_default=progress_default)
-    group.add_argument("-q", "--quiet", action="store_true",
-                       help="print results only: no progress bars or notes on stderr")
+    run_only(group.add_argument("-q", "--quiet", action="store_true",
+                                help="print results only: no progress bars or notes on stderr"))
     # None: rapidscore.common.readers' bound stands ($RAPIDSCORE_MAX_RECORD_BYTES, else 256 MiB)
-    group.add_argument("--max-record-bytes", dest="max_record_bytes", type=byte_size, default=None, metavar="SIZE",
-                       help="the longest line, CSV record or field an input file may hold, e.g. 512M or 2G; also "
-                            "raises the bound on a whole JSON document (2 GiB) when larger (default: "
-                            "$RAPIDSCORE_MAX_RECORD_BYTES, else 256M)")
+    run_only(group.add_argument(
+        "--max-record-bytes", dest="max_record_bytes", type=byte_size, default=None, metavar="SIZE",
+        help="the longest line, CSV record or field an input file may hold, e.g. 512M or 2G; also raises the bound "
+             "on a whole JSON document (2 GiB) when larger (default: $RAPIDSCORE_MAX_RECORD_BYTES, else 256M)"))
     return group
 
 

@@ -35,7 +35,7 @@ ENGINE_OPTIONS = (
     Option("device", str, "cpu", "cpu or cuda", server="device"),
     Option("precision", str, "fp32", "the encoder's precision", server="precision"),
     Option("num_threads", int, None, "threads of the runtime and the kernels (None: the thread budget)",
-           minimum=1, server="num_threads"),
+           minimum=1, server="num_threads", run_only=True),
 )
 
 

@@ -9,9 +9,10 @@ an output opened later cannot be one of them either. The run asks which models w
 it opens or commits an output and when it makes its fingerprint; :func:`note_model` adds one.
 :meth:`FileRun.fingerprint` is what a resume state records of the run: every option that can
 change a number, the content hash of every settings file (idf counts, baselines, label maps) and
-the digest of every model the run loaded.
+the digest of every model the run loaded. Which options cannot change a number is said where
+each is declared (``common/cli_options.run_only``), never listed here.
 
-Imports only the standard library.
+Imports only the standard library (and the parsers' option marks).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rapidscore.common.cli_options import is_run_only
 from rapidscore.common.file_options import DeclaredFile, declared_files, file_role, option_name
 from rapidscore.common.output_checks import (
     ModelDirectory,
@@ -37,7 +39,7 @@ from rapidscore.common.output_checks import (
 )
 
 __all__ = ["FileRun", "ModelSource", "command_run", "current_run", "note_input", "note_model", "set_model_source",
-           "file_sha256", "RUN_ONLY_OPTIONS"]
+           "file_sha256", "fingerprint_options"]
 
 #: ``source(mark) -> (mark now, {model directory: fingerprint callable})``: the models loaded after
 #: ``mark`` (one it returned before; None: none, the mark only). ``rapidscore.encoder.loaded``'s
@@ -50,13 +52,18 @@ def set_model_source(source: ModelSource | None) -> None:
     """Where command runs ask which models were loaded (None: nowhere)."""
     _MODEL_SOURCE[:] = [] if source is None else [source]
 
-# Options that cannot change a number: left out of a resume fingerprint so that a resumed run may
-# show progress, use other threads or another chunk size (chunks never change scores: the
-# streams place a resumed chunk in the reference's batches).
-RUN_ONLY_OPTIONS = frozenset({
-    "resume", "progress", "quiet", "verbose", "json", "threads", "chunk_size", "memory_budget", "cache_tokens",
-    "max_record_bytes", "seg_level", "table", "run_command", "command", "progress_default",
-})
+
+def fingerprint_options(actions: Sequence[argparse.Action], args: argparse.Namespace) -> dict[str, Any]:
+    """``{option: value}`` of the command's declared options (``actions``) that can change a number:
+    file options left out (their content is fingerprinted instead; a model's name stays, a resume
+    state reports it), and those marked ``run_only`` where they are declared, so that a resumed run
+    may show progress, use other threads or another chunk size (chunks never change scores: the
+    streams place a resumed chunk in the reference's batches). Values set by no option of the
+    command (the command's name, the parser's own defaults) are not options."""
+    given = vars(args)
+    return {option_name(action): given[action.dest] for action in sorted(actions, key=lambda a: a.dest)
+            if action.dest in given and not is_run_only(action) and file_role(action) in (None, "model")
+            and not callable(given[action.dest])}
 
 
 @dataclass
@@ -192,11 +199,7 @@ def command_run(actions: Sequence[argparse.Action], args: argparse.Namespace) ->
     files = declared_files(actions, args)
     check_files(files)
     # a model's name stays among the options (a resume state reports it; its content is in "models")
-    file_dests = {a.dest for a in actions if file_role(a) not in (None, "model")}
-    names = {a.dest: option_name(a) for a in actions}
-    options = {names.get(dest, dest): value for dest, value in sorted(vars(args).items())
-               if dest not in RUN_ONLY_OPTIONS and dest not in file_dests and not callable(value)}
-    run = FileRun(files=files, options=options, model_directories=model_directories(files))
+    run = FileRun(files=files, options=fingerprint_options(actions, args), model_directories=model_directories(files))
     if _MODEL_SOURCE:  # models loaded before the run are its own only if it uses them again
         run.model_mark = _MODEL_SOURCE[0](None)[0]
     token = _RUN.set(run)

@@ -103,7 +103,10 @@ class Option(Declared):
     ``server``: the server setting (a metric's, or the server's own: ``model``, ``layer``,
     ``long_texts``, ``backend``, ...) whose value a request that gives none gets; ``among``: the
     value must be one of that server setting's values (a served model by any spelling, a file
-    by its name), checked by the service, which answers 400 naming the option otherwise."""
+    by its name), checked by the service, which answers 400 naming the option otherwise.
+
+    ``run_only``: the option cannot change a number (threads, a memory budget): the generic
+    command's flag of it stays out of a resume state's fingerprint."""
 
     request: bool = False
     per_request: bool = False
@@ -112,6 +115,7 @@ class Option(Declared):
     files: bool = False
     server: str | None = None
     among: str | None = None
+    run_only: bool = False
 
     def check(self, value: Any) -> Any:
         """``value`` checked against the declaration (ValueError naming the option)."""

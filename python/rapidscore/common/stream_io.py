@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from rapidscore.common.cli_options import positive_int
+from rapidscore.common.cli_options import positive_int, run_only
 from rapidscore.common.file_options import input_option, output_option
 from rapidscore.common.readers import FORMATS, count_rows, iter_rows, parallel_items, row_items
 from rapidscore.common.stream_writer import OUTPUT_FORMATS, StreamWriter, output_format
@@ -48,11 +48,11 @@ def add_stream_arguments(parser: argparse.ArgumentParser, *, item: str = "pair")
         help="write scores to FILE (.jsonl, .csv or .parquet; '-' = stdout) as they are computed"), stream=True)
     group.add_argument("--output-format", choices=OUTPUT_FORMATS, default=None,
                        help="format of --output (default: from the extension; jsonl for stdout)")
-    group.add_argument("--resume", action="store_true",
-                       help="continue a partly written --output (checked against its input and settings)")
+    run_only(group.add_argument("--resume", action="store_true",
+                                help="continue a partly written --output (checked against its input and settings)"))
     group.add_argument("--id-column", default=None, help="copy this input column to the output rows")
-    group.add_argument("--chunk-size", type=positive_int, default=None, metavar="N",
-                       help="items per chunk at most (default: the metric's)")
+    run_only(group.add_argument("--chunk-size", type=positive_int, default=None, metavar="N",
+                                help="items per chunk at most (default: the metric's)"))
     return group
 
 

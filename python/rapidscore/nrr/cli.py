@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from rapidscore.common.cli_options import add_common_options, encoder_options, print_table, show_progress
+from rapidscore.common.cli_options import add_common_options, encoder_options, print_table, run_only, show_progress
 from rapidscore.common.file_options import input_option, model_option, output_option
 from rapidscore.common.stream_io import add_stream_arguments
 
@@ -36,9 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt-name", default=None, metavar="NAME",
                         help="embedding method: one of the model's sentence-transformers prompts (e.g. query); "
                              "default: the model's default prompt, if it has one")
-    parser.add_argument("--table", action="store_true",
-                        help="print a per-answer table: similarity, rejected, best reference (as bertscore --table); "
-                             f"without it, the rejected answers are listed when at most {LIST_REJECTED}")
+    run_only(parser.add_argument("--table", action="store_true",
+                                 help="print a per-answer table: similarity, rejected, best reference (as bertscore "
+                                      f"--table); without it, the rejected answers are listed when at most "
+                                      f"{LIST_REJECTED}"))
     output_option(parser.add_argument("--plot", default=None, metavar="FILE",
                                       help="save a similarity histogram with the threshold line (needs matplotlib; "
                                            "PNG, or SVG / PDF by the extension)"))
