@@ -4,9 +4,9 @@ the metrics' own declarations (names, older names, options, batch class names, d
 so none of them holds a string that is a built-in metric's name or alias, nor a string,
 attribute or keyword that is an option only some metrics declare (``idf_file``, ``num_layers``,
 ``threshold``, ...), nor a string that is a flag of one metric's own command (``seg_level``,
-``memory_budget``: whether a flag can change a number is declared with the flag); and the metric contract has no serving hooks: ``Metric``'s methods and
-class attributes are the allowed few. Read from the sources with ``ast`` (docstrings left out:
-prose may name a metric)."""
+``memory_budget``: whether a flag can change a number is declared with the flag); and the metric
+contract has no serving hooks: ``Metric``'s methods and class attributes are the allowed few.
+Read from the sources with ``ast`` (docstrings left out: prose may name a metric)."""
 
 from __future__ import annotations
 

@@ -92,8 +92,9 @@ def add_common_options(parser: argparse.ArgumentParser, *, model: bool = True,
     the one policy of every command); False for commands with no work to follow (serve, export).
     """
     group = parser.add_argument_group("common options")
-    run_only(group.add_argument("--threads", *threads_aliases, dest="threads", type=positive_int, default=None,
-                                metavar="N", help="threads for native code and the encoder, N >= 1 (default: all cores)"))
+    run_only(group.add_argument(
+        "--threads", *threads_aliases, dest="threads", type=positive_int, default=None, metavar="N",
+        help="threads for native code and the encoder, N >= 1 (default: all cores)"))
     if model:
         group.add_argument("--backend", default=None, choices=BACKENDS,
                            help="encoder runtime (default: onnx; openvino for bf16, torch for fp16)")
