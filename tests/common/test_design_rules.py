@@ -15,8 +15,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -25,24 +23,6 @@ import rapidscore
 PACKAGE_ROOT = Path(rapidscore.__file__).resolve().parent
 MAX_LINES = 500
 WHY_LONG = "Over 500 lines because"
-
-
-def _load_reader():
-    """The graph reader beside this file (tests/common is no package, so it is loaded by path)."""
-    name = "rapidscore_tests_import_graph_reader"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("import_graph_reader.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-def _sources() -> dict[str, tuple[Path, ast.Module]]:
-    reader = _load_reader()
-    return {reader.module_name(path): (path, ast.parse(path.read_text(encoding="utf-8")))
-            for path in sorted(PACKAGE_ROOT.rglob("*.py"))}
 
 
 def _package_classes(sources: dict[str, tuple[Path, ast.Module]]) -> set[str]:
@@ -105,29 +85,28 @@ def helpers_written_twice(sources: dict[str, tuple[Path, ast.Module]]) -> list[s
     return sorted(f"{name}: {', '.join(modules)}" for (name, _body), modules in places.items() if len(modules) > 1)
 
 
-def test_no_class_stand_ins() -> None:
-    found = class_stand_ins(_sources())
+def test_no_class_stand_ins(package_sources) -> None:
+    found = class_stand_ins(package_sources)
     assert not found, f"a class stood in for by Any (import it, under TYPE_CHECKING if need be): {found}"
 
 
-def test_no_import_cycle_of_any_kind() -> None:
-    reader = _load_reader()
-    cycle = reader.find_cycle(reader.import_graph())
+def test_no_import_cycle_of_any_kind(graph_reader) -> None:
+    cycle = graph_reader.find_cycle(graph_reader.import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
-def test_no_file_over_500_lines_without_a_reason() -> None:
-    found = long_files(_sources())
+def test_no_file_over_500_lines_without_a_reason(package_sources) -> None:
+    found = long_files(package_sources)
     assert not found, f"split by job, or say '{WHY_LONG} ...' in the module docstring: {found}"
 
 
-def test_no_getattr_on_a_runner() -> None:
-    found = runner_getattrs(_sources())
+def test_no_getattr_on_a_runner(package_sources) -> None:
+    found = runner_getattrs(package_sources)
     assert not found, f"declare the member on the Runner protocol and read it directly: {found}"
 
 
-def test_helpers_written_once() -> None:
-    found = helpers_written_twice(_sources())
+def test_helpers_written_once(package_sources) -> None:
+    found = helpers_written_twice(package_sources)
     assert not found, f"one helper, imported where it is used: {found}"
 
 

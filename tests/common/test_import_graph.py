@@ -9,37 +9,16 @@ imports under ``if TYPE_CHECKING:`` are left out (they never run).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
-
-def _load_reader():
-    """The graph reader beside this file (tests/common is no package, so it is loaded by path)."""
-    name = "rapidscore_tests_import_graph_reader"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("import_graph_reader.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-_reader = _load_reader()
-_graph = _reader.import_graph
-_find_cycle = _reader.find_cycle
-
-
-def test_graph_is_read_from_the_sources() -> None:
-    graph = _graph()
+def test_graph_is_read_from_the_sources(graph_reader) -> None:
+    graph = graph_reader.import_graph()
     assert "rapidscore.kernels.matching" in graph["rapidscore.bertscore.scorer"] or \
         "rapidscore.encoder.store" in graph["rapidscore.bertscore.scorer"]
     assert "rapidscore.threads" in graph["rapidscore.kernels.matching"]
 
 
-def test_graph_reads_import_module_and_module_getattr() -> None:
-    graph = _graph()
+def test_graph_reads_import_module_and_module_getattr(graph_reader) -> None:
+    graph = graph_reader.import_graph()
     # f"{package}.streams" in streaming.__getattr__, the packages from metrics.BUILTIN
     assert "rapidscore.nrr.streams" in graph["rapidscore.streaming"]
     assert "rapidscore.nrr.metric" in graph["rapidscore.metrics"]  # import_module(BUILTIN's value)
@@ -49,25 +28,25 @@ def test_graph_reads_import_module_and_module_getattr() -> None:
     assert "rapidscore.serve.cli" in graph["rapidscore.cli"]  # import_module(module_name) over TOOL_COMMANDS
 
 
-def test_graph_reader_finds_a_cycle_hidden_behind_getattr(tmp_path) -> None:
+def test_graph_reader_finds_a_cycle_hidden_behind_getattr(graph_reader, tmp_path) -> None:
     source = tmp_path / "hook.py"
     source.write_text("from importlib import import_module\n_TABLE = {'a': 'rapidscore.streaming'}\n"
                       "def __getattr__(name):\n    return import_module(_TABLE[name])\n"
                       "if TYPE_CHECKING:\n    import rapidscore.cli\n")
-    module = _reader._Module("rapidscore.hook", source)
+    module = graph_reader._Module("rapidscore.hook", source)
     known = {"rapidscore.streaming", "rapidscore.cli"}
-    assert _reader._dynamic_imports(module, [], known) == {"rapidscore.streaming"}
-    assert _reader._static_imports(module, known) == set()  # TYPE_CHECKING: left out
+    assert graph_reader._dynamic_imports(module, [], known) == {"rapidscore.streaming"}
+    assert graph_reader._static_imports(module, known) == set()  # TYPE_CHECKING: left out
 
 
-def test_no_import_cycle() -> None:
-    cycle = _find_cycle(_graph())
+def test_no_import_cycle(graph_reader) -> None:
+    cycle = graph_reader.find_cycle(graph_reader.import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
-def test_cycle_finder_finds_a_cycle() -> None:
-    assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    assert _find_cycle({"a": {"b"}, "b": set()}) is None
+def test_cycle_finder_finds_a_cycle(graph_reader) -> None:
+    assert graph_reader.find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert graph_reader.find_cycle({"a": {"b"}, "b": set()}) is None
 
 
 # Lower ranks never import higher ones (a module may import within its own rank).
@@ -105,8 +84,8 @@ def _area(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def test_imports_point_down_the_layers() -> None:
-    graph = _graph()
+def test_imports_point_down_the_layers(graph_reader) -> None:
+    graph = graph_reader.import_graph()
     upward = [(source, target) for source, targets in graph.items() for target in targets
               if _rank(target) > _rank(source)]
     sideways = [(source, target) for source, targets in graph.items() for target in targets

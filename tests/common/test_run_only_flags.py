@@ -78,7 +78,7 @@ def test_a_metric_option_declared_run_only_stays_out_of_the_generic_commands_fin
 
 
 def test_the_mark_is_read_from_the_action() -> None:
-    from rapidscore.common.cli_options import is_run_only, run_only
+    from rapidscore.common.file_options import is_run_only, run_only
 
     parser = argparse.ArgumentParser()
     marked = run_only(parser.add_argument("--shown"))

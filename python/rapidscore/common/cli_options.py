@@ -8,26 +8,12 @@ from __future__ import annotations
 import argparse
 
 from rapidscore.common.choices import BACKENDS, DEVICES, LONG_TEXTS, PRECISIONS
+from rapidscore.common.file_options import is_run_only, run_only
 
 __all__ = ["BACKENDS", "DEVICES", "PRECISIONS", "add_common_options", "add_long_texts_option", "encoder_options",
            "show_progress", "print_table", "positive_int", "non_negative_int", "positive_float", "byte_size",
            "run_only", "is_run_only"]
 
-_RUN_ONLY = "rapidscore_run_only"
-
-
-def run_only(action: argparse.Action) -> argparse.Action:
-    """Mark a parser option (the action ``add_argument`` returned) as one that cannot change a
-    number: what is shown (progress, tables, timings), threads, chunk sizes, memory budgets. A
-    resume state's fingerprint leaves it out (``common/file_run.py``), so a resumed run may set it
-    otherwise."""
-    setattr(action, _RUN_ONLY, True)
-    return action
-
-
-def is_run_only(action: argparse.Action) -> bool:
-    """Whether ``action`` was marked by :func:`run_only`."""
-    return bool(getattr(action, _RUN_ONLY, False))
 
 
 # argparse types: a bad number is the parser's one-line error naming the option, never a value

@@ -1,4 +1,5 @@
-"""Declaring a command's file options: which parser options name inputs, outputs and models.
+"""Declaring a command's file options: which parser options name inputs, outputs and models, and
+which options cannot change a number (:func:`run_only`).
 
 A command marks its file options once, where it builds its parser (:func:`input_option`,
 :func:`output_option`, :func:`model_option` mark the argparse actions ``add_argument`` returns);
@@ -17,9 +18,24 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["input_option", "output_option", "model_option", "DeclaredFile", "declared_files", "file_options",
-           "file_role", "option_name"]
+           "file_role", "option_name", "run_only", "is_run_only"]
 
 _MARK = "rapidscore_file"
+_RUN_ONLY = "rapidscore_run_only"
+
+
+def run_only(action: argparse.Action) -> argparse.Action:
+    """Mark a parser option (the action ``add_argument`` returned) as one that cannot change a
+    number: what is shown (progress, tables, timings), threads, chunk sizes, memory budgets. A
+    resume state's fingerprint leaves it out (``common/file_run.py``), so a resumed run may set it
+    otherwise."""
+    setattr(action, _RUN_ONLY, True)
+    return action
+
+
+def is_run_only(action: argparse.Action) -> bool:
+    """Whether ``action`` was marked by :func:`run_only`."""
+    return bool(getattr(action, _RUN_ONLY, False))
 
 
 @dataclass(frozen=True)

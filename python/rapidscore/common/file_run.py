@@ -10,9 +10,9 @@ it opens or commits an output and when it makes its fingerprint; :func:`note_mod
 :meth:`FileRun.fingerprint` is what a resume state records of the run: every option that can
 change a number, the content hash of every settings file (idf counts, baselines, label maps) and
 the digest of every model the run loaded. Which options cannot change a number is said where
-each is declared (``common/cli_options.run_only``), never listed here.
+each is declared (``common/file_options.run_only``), never listed here.
 
-Imports only the standard library (and the parsers' option marks).
+Imports only the standard library.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rapidscore.common.cli_options import is_run_only
-from rapidscore.common.file_options import DeclaredFile, declared_files, file_role, option_name
+from rapidscore.common.file_options import DeclaredFile, declared_files, file_role, is_run_only, option_name
 from rapidscore.common.output_checks import (
     ModelDirectory,
     OutputError,
