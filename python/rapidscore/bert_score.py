@@ -256,6 +256,8 @@ class BERTScorer:
         from rapidscore.bertscore.plot import plot_similarity
 
         plot_similarity(self._engine, candidate, reference, fname=fname)
+        if fname:
+            print("Saved figure to file: ", fname)  # the reference's line
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}(hash={self.hash}, batch_size={self.batch_size}, nthreads={self.nthreads})"

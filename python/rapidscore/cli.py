@@ -96,9 +96,46 @@ def _one_line(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        return f"{exc.filename}: {exc.strerror}"  # not "[Errno 21] Is a directory: 'DIR'"
+def _input_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
+    """``{path: option}`` of the input files the command's options name (``-c``, ``--input``)."""
+    from rapidscore.common.file_options import declared_files
+
+    try:
+        actions = command_parser(parser, args.command)._actions
+    except (KeyError, StopIteration):  # pragma: no cover - every parsed command has its parser
+        return {}
+    return {declared.path: declared.option for declared in declared_files(actions, args)
+            if declared.spec.role == "input" and declared.option.startswith("-")}
+
+
+def _file_problem(exc: OSError, known: bool) -> str | None:
+    """A file error in the same words on every route: a missing input is "no such file" whether
+    rapidscore checked it or ``open`` failed (``known``: the path is one of the command's inputs,
+    or the error is rapidscore's own, with no errno text)."""
+    if known or not exc.strerror:
+        if isinstance(exc, FileNotFoundError):
+            return "no such file"
+        if isinstance(exc, IsADirectoryError):
+            return "is a directory; expected a file"
+    return exc.strerror
+
+
+def _failed_path(exc: BaseException) -> str | None:
+    """The file an OSError is about: open()'s ``filename``, or the ``input_path`` of rapidscore's
+    own input checks (common/input_files.py)."""
+    if not isinstance(exc, OSError):
+        return None
+    path = exc.filename if exc.filename is not None else getattr(exc, "input_path", None)
+    return None if path is None else os.fspath(path)
+
+
+def _describe(exc: BaseException, input_options: dict[str, str] | None = None) -> str:
+    path = _failed_path(exc)
+    if isinstance(exc, OSError) and path is not None:
+        option = (input_options or {}).get(path)
+        problem = _file_problem(exc, option is not None)
+        if problem:  # "-c nope.txt: no such file", not "[Errno 2] No such file or directory: 'nope.txt'"
+            return f"{option} {path}: {problem}" if option else f"{path}: {problem}"
     if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
         return exc.args[0]  # str(KeyError) wraps the message in quotes
     if isinstance(exc, MemoryError):
@@ -138,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         # status 2, never a traceback (RAPIDSCORE_DEBUG=1 shows it, for bug reports).
         if os.environ.get("RAPIDSCORE_DEBUG"):
             raise
-        print(f"rapidscore {args.command}: error: {_one_line(_describe(exc))}", file=sys.stderr)
+        print(f"rapidscore {args.command}: error: {_one_line(_describe(exc, _input_options(parser, args)))}",
+              file=sys.stderr)
         return 2
     except Exception as exc:  # a failure no check foresaw (a bug): one line and exit 2 too
         if os.environ.get("RAPIDSCORE_DEBUG"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -25,36 +26,36 @@ BAR = re.compile(r"\d+%\|")  # tqdm's bar: "50%|█████     | 1/2"
 
 
 @pytest.fixture
-def unsized_terminal(monkeypatch):
+def unsized_terminal(monkeypatch) -> Iterator[Callable[[], Callable[[], str]]]:
     """A pseudo-terminal of 0 x 0; yields a function that puts it in sys.stderr (in the test:
     pytest's capture sets sys.stderr again after the fixtures) and returns a function returning
     what was written to it."""
     leader, follower = os.openpty()
-    stream = open(follower, "w", encoding="utf-8", errors="replace")
-    assert os.get_terminal_size(stream.fileno()) == (0, 0)  # what script's terminal reports
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.delenv("LINES", raising=False)
     os.set_blocking(leader, False)
+    with open(follower, "w", encoding="utf-8", errors="replace") as stream:
+        assert os.get_terminal_size(stream.fileno()) == (0, 0)  # what script's terminal reports
 
-    def written() -> str:
-        stream.flush()
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except BlockingIOError:
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks).decode("utf-8", "replace")
+        def written() -> str:
+            stream.flush()
+            chunks = []
+            while True:
+                try:
+                    chunk = os.read(leader, 65536)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            return b"".join(chunks).decode("utf-8", "replace")
 
-    def attach():
-        monkeypatch.setattr(sys, "stderr", stream)
-        return written
+        def attach() -> Callable[[], str]:
+            monkeypatch.setattr(sys, "stderr", stream)
+            return written
 
-    yield attach
-    stream.close()
+        yield attach
+        monkeypatch.undo()  # sys.stderr back before the terminal closes
     os.close(leader)
     progress.decide(None)
 

@@ -94,6 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _inputs(args: argparse.Namespace, idf_from_references: bool = False) -> tuple[list[str], list]:
+    from rapidscore.common.input_files import missing_file
     from rapidscore.common.readers import parallel_items
 
     if not args.cand or not args.ref:
@@ -101,7 +102,7 @@ def _inputs(args: argparse.Namespace, idf_from_references: bool = False) -> tupl
     if os.path.isfile(args.cand):
         for ref_file in args.ref:
             if not os.path.isfile(ref_file):
-                raise FileNotFoundError(f"reference file {ref_file} doesn't exist")
+                raise missing_file(ref_file)
         items = list(parallel_items(args.cand, args.ref, args.column, args.column))
         if not items:  # a mean over no pair is not a score (nrr says the same)
             raise ValueError(f"nothing to evaluate: {args.cand} is empty")
@@ -110,7 +111,7 @@ def _inputs(args: argparse.Namespace, idf_from_references: bool = False) -> tupl
             return cands, [refs[0] for _cand, refs, _where in items]  # one reference per candidate
         return cands, [refs for _cand, refs, _where in items]
     if any(os.path.isfile(r) for r in args.ref):
-        raise FileNotFoundError(f"candidate file {args.cand} doesn't exist")
+        raise missing_file(args.cand)
     for text in (args.cand, *args.ref):
         if _looks_like_path(text):  # bert-score scores the string itself: say so
             print(f"rapidscore bertscore: warning: no file {text!r}; scoring it as a sentence", file=sys.stderr)
@@ -151,13 +152,6 @@ def run(args: argparse.Namespace) -> int:
     scorer = _scorer(args, progress=show_progress(args), **engine)
     idf = scorer.settings.idf
     loaded = time.perf_counter()
-    if args.show:
-        from rapidscore.bertscore.plot import plot_similarity
-
-        cands, refs = _inputs(args, idf.kind == "references")
-        first_ref = refs[0] if isinstance(refs[0], str) else refs[0][0]
-        plot_similarity(scorer, cands[0], first_ref, fname=args.fname)
-        return 0
     cands, refs = _inputs(args, idf.kind == "references")
     scoring = time.perf_counter()
     result = scorer.score(cands, refs, reference_batch_size=args.batch_size or None)
@@ -178,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
                    "f1": result.f1.tolist(), "long_texts": _long_text_counts(scorer, result.details)},
                   sys.stdout, indent=1)
         print()
-        return 0
+        return _show_first_pair(args, scorer, cands, refs)
     if scorer.long_texts == "window" and not args.quiet:
         _note_windows(scorer, result.details["windowed"], result.details["windows"], result.details["unique_sentences"])
     print(f"{scorer.hash} P: {result.mean_precision:.6f} R: {result.mean_recall:.6f} F1: {result.mean_f1:.6f}")
@@ -189,6 +183,17 @@ def run(args: argparse.Namespace) -> int:
         print_table(["Candidate", "Precision", "Recall", "F1"],
                     ([i, f"{p:.3f}", f"{r:.3f}", f"{f:.3f}"]
                      for i, (p, r, f) in enumerate(zip(result.precision, result.recall, result.f1), start=1)))
+    return _show_first_pair(args, scorer, cands, refs)
+
+
+def _show_first_pair(args: argparse.Namespace, scorer, cands: list[str], refs: list) -> int:
+    """--show: the first pair's similarity heatmap, drawn after the scores are printed (a window
+    waits for its closing; --fname saves it instead). The command's exit code."""
+    if args.show:
+        from rapidscore.bertscore.plot import plot_similarity
+
+        first_ref = refs[0] if isinstance(refs[0], str) else refs[0][0]
+        plot_similarity(scorer, cands[0], first_ref, fname=args.fname)
     return 0
 
 
@@ -255,6 +260,7 @@ def _note_windows(scorer, windowed: int, windows: int, texts: int | None) -> Non
 def _stream_items(args: argparse.Namespace):
     """A function returning a fresh iterator of ``(candidate, [references], id)``: the input is
     read twice when idf needs a first pass."""
+    from rapidscore.common.input_files import missing_file
     from rapidscore.common.readers import row_items
     from rapidscore.common.stream_io import file_items
 
@@ -269,7 +275,7 @@ def _stream_items(args: argparse.Namespace):
         raise ValueError("--id-column needs --input")
     for path in (args.cand, *args.ref):
         if path != "-" and not os.path.isfile(path):
-            raise FileNotFoundError(f"no such file: {path}")
+            raise missing_file(path)
     return lambda: file_items(args.cand, args.ref, args.column, args.column)
 
 

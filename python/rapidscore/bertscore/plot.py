@@ -108,7 +108,6 @@ def plot_similarity(scorer, candidate: str, reference: str, fname: str | os.Path
         rescaled=bool(scorer.rescale_with_baseline), subtitle=_scorer_line(scorer), pyplot=display)
     if fname:
         figures.save(figure, fname, "--fname")
-        print("Saved figure to file: ", fname)
     if display:
         import matplotlib.pyplot as plt
 

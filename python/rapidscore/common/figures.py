@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import math
 import numbers
 import os
@@ -314,7 +315,8 @@ def save(figure: Figure, path: str | os.PathLike, option: str = "plot", *, dpi: 
     """Write ``figure`` at exactly ``path`` through the output layer (written beside the target,
     renamed when complete): PNG by default, SVG / PDF (vector) when the path ends in .svg / .pdf.
     The layout is fitted first (:func:`fit`); no date or software version in the file (the same
-    figure gives the same bytes). Returns ``path``."""
+    figure gives the same bytes). A note says where it went (INFO on the ``rapidscore`` logger: a
+    command prints it on stderr, as every figure option does). Returns ``path``."""
     from rapidscore.common.outputs import save_figure
 
     path = os.fspath(path)
@@ -322,6 +324,7 @@ def save(figure: Figure, path: str | os.PathLike, option: str = "plot", *, dpi: 
     with style():
         fit(figure)
         save_figure(figure, path, option, dpi=dpi or DPI, metadata=_METADATA.get(fmt, {}))
+    logging.getLogger("rapidscore").info("wrote the figure %s", path)
     return path
 
 

@@ -31,14 +31,26 @@ def display_name(path: str) -> str:
     return "<stdin>" if path == STDIN else path
 
 
+def missing_file(path: str) -> FileNotFoundError:
+    """The error of an input file that is not there, the same on every route: "no such file:
+    PATH", the path also in ``input_path`` (``filename`` would turn the message into errno's
+    format), so that a command names the option that gave it (``rapidscore.cli``)."""
+    error = FileNotFoundError(f"no such file: {path}")
+    error.input_path = path  # type: ignore[attr-defined]
+    return error
+
+
 def check_input_file(path: str) -> None:
-    """FileNotFoundError / IsADirectoryError with the path in words (not an errno dump)."""
+    """FileNotFoundError / IsADirectoryError with the path in words (not an errno dump), the path
+    in ``input_path``."""
     if path == STDIN:
         return
     if os.path.isdir(path):
-        raise IsADirectoryError(f"{path} is a directory; expected a file")
+        error = IsADirectoryError(f"{path} is a directory; expected a file")
+        error.input_path = path  # type: ignore[attr-defined]
+        raise error
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"no such file: {path}")
+        raise missing_file(path)
     note_input(path)  # read by the command in progress: none of its outputs may replace it
 
 

@@ -334,11 +334,19 @@ def iter_rows(path: str | os.PathLike, fmt: str | None = None, *, columns: Seque
             yield from csv_rows(lines, name, _DELIMITERS[fmt], check_columns)
 
 
+def _column_needed(where: str, what: str, columns: Sequence[str] | None = None) -> ValueError:
+    """The error of ``what`` ("JSONL input") whose values sit under a key nobody named: one message
+    on every route, naming a command's ``--column`` and a library call's ``column=``."""
+    known = f"; columns: {list(columns)}" if columns is not None else ""
+    return ValueError(f"{where}: {what} needs a column name: give --column KEY (column= in Python), the key "
+                      f"holding the values{known}")
+
+
 def _pick_column(where: str, column: str | None, columns: list[str], kind: str) -> str:
     if column is None:
         if len(columns) == 1:
             return columns[0]  # a one-column table needs no column name
-        raise ValueError(f"{where}: {kind} input needs a column name (columns: {columns})")
+        raise _column_needed(where, f"{kind} input", columns)
     if column not in columns:
         raise ValueError(f"{where}: no column {column!r} (columns: {columns})")
     return column
@@ -353,7 +361,7 @@ def iter_column(path: str | os.PathLike, column: str | None = None, fmt: str | N
         yield from _plain_lines(path)
         return
     if fmt == "jsonl" and column is None:  # before reading: a JSONL file has no plain texts
-        raise ValueError(f"{display_name(path)}: JSONL input needs a column name (the key holding the values)")
+        raise _column_needed(display_name(path), "JSONL input")
     picked = [column]
 
     def check_header(columns: list[str], where: str) -> None:  # CSV/TSV header, Parquet schema
@@ -374,8 +382,7 @@ def iter_column(path: str | os.PathLike, column: str | None = None, fmt: str | N
             yield where, value
             continue
         if key is None:  # rows of a JSON array
-            raise ValueError(f"{display_name(path)}: JSON input of rows needs a column name (the key holding the "
-                             "values)")
+            raise _column_needed(display_name(path), "JSON input of rows")
         if key not in row:
             raise ValueError(f"{where}: no key {key!r}")
         yield where, row[key]
