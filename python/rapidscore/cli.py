@@ -38,7 +38,8 @@ def commands() -> dict[str, tuple[str | None, str]]:
     ``rapidscore.metric_cli``), then the tools'; -> (module, one-line help)."""
     from rapidscore.metrics import all_metrics
 
-    table: dict[str, tuple[str | None, str]] = {m.name: (m.command, m.summary) for m in all_metrics()}
+    table: dict[str, tuple[str | None, str]] = {m.name: (m.front_ends.command, m.front_ends.summary)
+                                                for m in all_metrics()}
     return {**table, **TOOL_COMMANDS}
 
 
@@ -49,7 +50,7 @@ def _available_commands():
     from rapidscore.metrics import get_metric
 
     for name, (module_name, help_text) in commands().items():
-        aliases = get_metric(name).aliases if module_name is None or name not in TOOL_COMMANDS else ()
+        aliases = get_metric(name).front_ends.aliases if module_name is None or name not in TOOL_COMMANDS else ()
         if module_name is None:
             yield name, MetricCommand(name), help_text, aliases
             continue

@@ -192,7 +192,7 @@ class MetricCommand:
             for chunk in chunks(rows, args.chunk_size):
                 columns = {name: [item[0] if k == 0 else item[1][k - 1] for item in chunk]
                            for k, (name, _column, _optional) in enumerate(sources)}
-                outputs = metric.score(engine, columns, RowNames(metric.row_noun, index))
+                outputs = metric.score(engine, columns, RowNames(metric.rows.noun, index))
                 if totals is not None:
                     totals.update(outputs)
                 out = [{"index": index + k, **({"id": item[2]} if args.id_column else {}), **values}
@@ -205,7 +205,7 @@ class MetricCommand:
                     "options": args.options, "id_column": args.id_column}
         run_stream(items=items(), score_chunks=score_chunks, output=args.output, output_fmt=args.output_format,
                    columns=columns, settings=settings, resume=args.resume, progress=show_progress(args),
-                   total=count_rows(args.input, args.input_format), unit=metric.row_noun, quiet=args.quiet)
+                   total=count_rows(args.input, args.input_format), unit=metric.rows.noun, quiet=args.quiet)
         if totals is not None:
             summary = totals.summary()
             if args.json:

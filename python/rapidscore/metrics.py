@@ -51,12 +51,12 @@ def _load_builtin() -> None:
 def _add(metric: Metric, replace: bool) -> None:
     if not isinstance(metric, Metric):
         raise TypeError(f"a metric must be a rapidscore.common.metric.Metric instance, got {type(metric).__name__}")
-    for name in (metric.name, *metric.aliases):
+    for name in (metric.name, *metric.front_ends.aliases):
         owner = _metrics.get(name) or _metrics.get(_aliases.get(name, ""))
         if owner is not None and owner.name != metric.name and not replace:
             raise ValueError(f"the metric name {name!r} is taken by {owner!r}")
     _metrics[metric.name] = metric
-    for alias in metric.aliases:
+    for alias in metric.front_ends.aliases:
         _aliases[alias] = metric.name
 
 
@@ -73,7 +73,7 @@ def unregister(name: str) -> None:
     _load_builtin()
     with _lock:
         metric = _metrics.pop(_aliases.get(name, name))
-        for alias in metric.aliases:
+        for alias in metric.front_ends.aliases:
             _aliases.pop(alias, None)
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from rapidscore.common.metric import Column, Metric, RequestOption, ServerSetting, Settings, Totals
+from rapidscore.common.metric import Column, FrontEnds, Metric, RequestOption, ServerSetting, Settings, Totals
 
 
 @dataclass(frozen=True)
@@ -42,12 +42,10 @@ class TallyTotals(Totals):
 
 class Tally(Metric):
     name = "tally-toy"
-    aliases = ("tally",)
-    summary = "a toy metric added in a test"
     inputs = (Column("text", "text", "any text", request_field="texts"),)
     outputs = ("length", "shout")
-    example = ("warm up",)
-    engine_types = (f"{__name__}:TallyEngine",)
+    front_ends = FrontEnds(aliases=("tally",), summary="a toy metric added in a test", example=("warm up",),
+                           engine_types=(f"{__name__}:TallyEngine",))
     options = (
         RequestOption("suffix", str, None, "appended to each text (default: the server's tally_suffix, else !)",
                       server="tally_suffix"),

@@ -23,22 +23,23 @@ FRONT_ENDS = ("integrations/ray.py", "streaming.py",
                       for path in (PACKAGE_ROOT / folder).glob("*.py")))
 
 # The metric contract (issue 47): the names a metric author learns, and no more. Anything a front
-# end needs beyond these is declared in ``options`` or computed from the declarations.
+# end needs beyond these is declared in ``options``, ``rows`` or ``front_ends``, or computed from
+# the declarations.
 CONTRACT = {
     # what the metric is
-    "name", "aliases", "summary", "inputs", "outputs", "options", "example",
+    "name", "inputs", "outputs", "options",
     # what it does
     "settings", "build", "score", "stream", "totals", "task", "signature",
-    # front-end details with defaults (a metric sets them only when it differs)
-    "engine_types", "takes_solo", "row_noun", "command", "dataset_pass", "batch_class_names",
-    "response_fields", "aligned_rows", "min_rows", "columns_of",
+    # the row facts and the front ends' presentation, one declared object each (defaults: a metric
+    # declares only what differs)
+    "rows", "front_ends",
 }
 
 
 def _metric_names() -> set[str]:
     from rapidscore.metrics import BUILTIN, get_metric
 
-    return {name for builtin in BUILTIN for name in (builtin, *get_metric(builtin).aliases)}
+    return {name for builtin in BUILTIN for name in (builtin, *get_metric(builtin).front_ends.aliases)}
 
 
 def _docstrings(tree: ast.Module) -> set[int]:
@@ -137,7 +138,7 @@ def _one_metric_flags() -> set[str]:
         add_stream_arguments(parser)
         add_long_texts_option(parser)
 
-    commands = {name: get_metric(name).command for name in BUILTIN}
+    commands = {name: get_metric(name).front_ends.command for name in BUILTIN}
     generic = next(name for name, module in commands.items() if module is None)
     shared = _parser_dests(shared_layers) | _parser_dests(MetricCommand(generic).add_arguments) | set(
         ENGINE_KEYWORDS) | {f.name for f in fields(ServeConfig)} | set(dir(builtins))

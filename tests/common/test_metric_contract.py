@@ -19,7 +19,39 @@ def test_builtin_metrics_and_their_older_names():
     with pytest.raises(ValueError, match=r"unknown metric 'bleu': the metrics are 'bertscore', 'nrr'"):
         get_metric("bleu")
     for metric in map(get_metric, metric_names()):
-        assert metric.inputs and metric.outputs and metric.summary
+        assert metric.inputs and metric.outputs and metric.front_ends.summary
+
+
+# The metric contract (issue 47): what a metric author learns, on one page. The row facts and the
+# front ends' presentation are one declared object each (``Rows``, ``FrontEnds``).
+CONTRACT = ("name", "inputs", "outputs", "options", "rows", "front_ends",
+            "settings", "build", "score", "stream", "totals", "signature", "task")
+
+
+def test_the_contract_is_a_dozen_names():
+    declared = {*dir(Metric), *Metric.__annotations__}  # name, inputs, outputs: annotated, no default
+    public = sorted(name for name in declared if not name.startswith("_"))
+    assert len(public) <= 13 and sorted(CONTRACT) == public, public
+
+
+def test_older_declarations_fold_into_the_grouped_objects():
+    """A metric written against the older contract (``row_noun``, ``aliases``, ``takes_solo``, ...
+    as class attributes of their own) declares the same thing."""
+    from rapidscore.common.metric import Column, FrontEnds, Rows
+
+    class Older(Metric):
+        name = "older"
+        aliases = ("elder",)
+        summary = "an older declaration"
+        inputs = (Column("text", "text"),)
+        outputs = ("x",)
+        row_noun = "record"
+        min_rows = 1
+        takes_solo = True
+
+    assert Older.rows == Rows(noun="record", minimum=1)
+    assert Older.front_ends == FrontEnds(aliases=("elder",), summary="an older declaration", takes_solo=True)
+    assert Metric.rows == Rows() and Metric.front_ends == FrontEnds()  # the base's defaults untouched
 
 
 def test_a_name_is_taken_once(toy_metric):

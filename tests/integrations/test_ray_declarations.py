@@ -92,7 +92,7 @@ def test_older_names_import_and_are_the_generated_classes():
     assert NRRBatch is SimilarityBatch is batch_class("nrr") is batch_class("similarity")
     assert RefusalBatch is batch_class("refusal")
     for cls in (BERTScoreBatch, NERBatch, NRRBatch, RefusalBatch):
-        assert cls.__name__ == cls.metric.batch_class_names[0] and cls.__module__ == ray_integration.__name__
+        assert cls.__name__ == cls.metric.front_ends.batch_class_names[0] and cls.__module__ == ray_integration.__name__
         assert pickle.loads(pickle.dumps(cls)) is cls  # by name, as Ray ships it to workers
         assert cls.__name__ in dir(ray_integration)
     assert NRRBatch.metric is get_metric("similarity")
@@ -147,7 +147,7 @@ def test_bertscore_dataset_pass_counts_blocks_and_merges(tiny_model_path):
     from rapidscore.metrics import get_metric
 
     model = str(tiny_model_path("bert"))
-    step = get_metric("bertscore").dataset_pass
+    step = get_metric("bertscore").rows.dataset_pass
     assert (step.option, step.column, step.count, step.merge) == ("idf", "reference", count_documents,
                                                                   merge_document_counts)
     refs = ["a cat sat down", ["cats meow", "dogs bark loudly"], "it rains", ["a", "b", "a"]]

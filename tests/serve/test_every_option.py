@@ -159,7 +159,7 @@ def test_the_openapi_entries_are_the_declarations(server):
 
     document = httpx.get(server.url + "/openapi.json", timeout=30).json()
     for metric in all_metrics():
-        for path in (metric.name, *metric.aliases):
+        for path in (metric.name, *metric.front_ends.aliases):
             entry = document["paths"][f"/v1/{path}"]["post"]
             reference = entry["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         schema = document["components"]["schemas"][reference.rsplit("/", 1)[-1]]

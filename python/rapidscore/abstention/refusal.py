@@ -5,12 +5,13 @@ totals are the refusal rate. (The SELECT pipeline over a taxonomy is ``rapidscor
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from rapidscore.abstention.methods import METHODS
 from rapidscore.common.engine_options import ENGINE_OPTIONS
 from rapidscore.common.metric import (
     Column,
+    FrontEnds,
     Metric,
     Option,
     RequestOption,
@@ -44,12 +45,15 @@ class RefusalTotals(Totals):
 
 class RefusalMetric(Metric):
     name = "refusal"
-    summary = "refusal detection (True = the response refuses)"
     inputs = (Column("response", "response", "a response, or a chain-of-thought {complete, answer} record",
                      request_field="responses"),)
-    batch_class_names = ("RefusalBatch",)
-    engine_types = ("rapidscore.abstention.detector_base:Detector",)
-    example = ("I'm sorry, I can't help with that.",)
+    front_ends = FrontEnds(
+        summary="refusal detection (True = the response refuses)",
+        batch_class_names=("RefusalBatch",),
+        response_fields={"refusal": list[bool], "method": str},
+        example=("I'm sorry, I can't help with that.",),
+        engine_types=("rapidscore.abstention.detector_base:Detector",),
+    )
     options = (
         RequestOption("method", str, None, "The detector (default: heuristic; over HTTP the server's "
                       "`refusal_method`); `embedding` runs on the server's default model, `classifier` on the "
@@ -61,10 +65,6 @@ class RefusalMetric(Metric):
         Option("model", str, None, "the embedding detector's model", server="model"),
         *ENGINE_OPTIONS,
     )
-    response_fields: ClassVar[dict[str, Any] | None] = {
-        "refusal": list[bool],
-        "method": str,
-    }
     outputs = ("refusal",)
 
     def settings(self, *, method: Any = None, model: str | None = None, refusal_model: str | None = None,

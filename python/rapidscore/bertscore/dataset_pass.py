@@ -1,6 +1,6 @@
 """BERTScore's pass over a whole dataset before scoring it: idf document counts of every
 reference, counted per block (in parallel where the front end can) and merged
-(``BERTScoreMetric.dataset_pass``).
+(``BERTScoreMetric.rows.dataset_pass``).
 
 Both functions are module-level (they travel to Ray workers by reference) and thread-safe
 (``count_documents`` builds its scorer through ``rapidscore.get_encoder``'s shared cache)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -17,10 +17,12 @@ from rapidscore.common.engine_options import ENGINE_OPTIONS
 from rapidscore.common.metric import (
     Column,
     DatasetPass,
+    FrontEnds,
     Metric,
     Option,
     RequestOption,
     RowNames,
+    Rows,
     ServerSetting,
     ServingTask,
     Settings,
@@ -70,17 +72,20 @@ class MeanTotals(Totals):
 
 class BERTScoreMetric(Metric):
     name = "bertscore"
-    summary = "BERTScore precision, recall and F1 (bert-score compatible)"
     inputs = (Column("candidate", "text", "the text scored", request_field="candidates"),
               Column("reference", "texts", "its reference, or a list of references (best P, R, F1)",
                      request_field="references"))
     outputs = ("precision", "recall", "f1")
-    command = "rapidscore.bertscore.cli"
-    takes_solo = True
-    batch_class_names = ("BERTScoreBatch",)
-    engine_types = ("rapidscore.bertscore.scorer:BERTScore",)
-    example = ("The cat sat on the mat.", "A cat was sitting on the mat.")
-    dataset_pass = DatasetPass("idf", "reference", count_documents, merge_document_counts)
+    rows = Rows(dataset_pass=DatasetPass("idf", "reference", count_documents, merge_document_counts))
+    front_ends = FrontEnds(
+        summary="BERTScore precision, recall and F1 (bert-score compatible)",
+        command="rapidscore.bertscore.cli",
+        batch_class_names=("BERTScoreBatch",),
+        response_fields={"precision": list[float], "recall": list[float], "f1": list[float], "signature": str},
+        example=("The cat sat on the mat.", "A cat was sitting on the mat."),
+        engine_types=("rapidscore.bertscore.scorer:BERTScore",),
+        takes_solo=True,
+    )
     options = (
         RequestOption("idf", bool, False, "Weight tokens by idf computed from this request's references, as "
                       "BERTScore(idf=True).score does."),
@@ -107,12 +112,6 @@ class BERTScoreMetric(Metric):
                run_only=True),
         *ENGINE_OPTIONS,
     )
-    response_fields: ClassVar[dict[str, Any] | None] = {
-        "precision": list[float],
-        "recall": list[float], "f1": list[float],
-        "signature": str,
-    }
-
     def settings(self, *, idf: Any = False, idf_file: Any = None, rescale_with_baseline: bool = False,
                  lang: str | None = None, num_layers: int | None = None, model: str | None = None,
                  memory_budget: int | None = None, **options: Any) -> Settings:

@@ -16,7 +16,7 @@ in Ray).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from rapidscore.common.rows import RowNames, check_pairs, output_rows, plain_column, relabel
@@ -24,9 +24,9 @@ from rapidscore.common.stream import chunks
 from rapidscore.errors import ColumnError
 
 __all__ = ["Column", "Declared", "Option", "RequestOption", "ServerSetting", "Settings", "DatasetPass", "Metric",
-           "Totals", "ColumnError", "RowNames", "ServingTask", "PiecewiseTask", "WarmingTask", "check_columns",
-           "request_option_table", "request_options", "server_settings", "engine_metric", "field_error", "frozen_value",
-           "check_pairs", "relabel", "output_rows", "plain_column"]
+           "Rows", "FrontEnds", "stream_columns", "Totals", "ColumnError", "RowNames", "ServingTask", "PiecewiseTask",
+           "WarmingTask", "check_columns", "request_option_table", "request_options", "server_settings",
+           "engine_metric", "field_error", "frozen_value", "check_pairs", "relabel", "output_rows", "plain_column"]
 
 
 @dataclass(frozen=True)
@@ -235,6 +235,61 @@ class DatasetPass:
     merge: Callable[[list], Any]
 
 
+@dataclass(frozen=True)
+class Rows:
+    """What a metric's rows are, beyond its input columns (every field has a default; a metric
+    declares only what differs).
+
+    ``noun``: what a row is called in errors ("item 3", "record 3"); ``aligned``: every row has a
+    value in each required column (their lengths must agree; NER's records are joined by id
+    instead); ``minimum``: the fewest rows a call or request may hold (NRR's rate of nothing is
+    undefined: 1); ``dataset_pass``: a pass over the whole dataset that fills a build option
+    before any row is scored (:class:`DatasetPass`; None: none)."""
+
+    noun: str = "item"
+    aligned: bool = True
+    minimum: int = 0
+    dataset_pass: DatasetPass | None = None
+
+
+@dataclass(frozen=True)
+class FrontEnds:
+    """How the front ends (the CLI, the HTTP service, Ray, ``BatchingScorer``) name, describe and
+    present a metric (every field has a default; a metric declares only what differs).
+
+    ``aliases``: older names that still resolve to the metric (CLI command, HTTP path, Ray
+    ``metric=``); ``summary``: one line describing it (command help, OpenAPI, Ray docstrings);
+    ``command``: the module of its own CLI command (``add_arguments``, ``run``; None: the generic
+    command of ``rapidscore.metric_cli``); ``batch_class_names``: its Ray batch class
+    (``rapidscore.integrations.ray.<name>``), first its own, later ones older names (none:
+    ``MetricBatch`` with ``metric=``); ``response_fields``: the HTTP answer's fields and their
+    types (the OpenAPI schema), each read from the result (an output column, an attribute or key
+    of the result) or else the settings (None: each output column as a list, and
+    ``signature``); ``example``: one row of inputs (in the order of ``inputs``) a server scores
+    before it turns ready; ``engine_types``: the classes (``"module:QualifiedName"``) of engines
+    a user builds for the metric (a ``BatchingScorer`` given one picks it); ``takes_solo``:
+    whether :meth:`Metric.task` takes a ``solo`` engine (the same settings with more threads)."""
+
+    aliases: tuple[str, ...] = ()
+    summary: str = ""
+    command: str | None = None
+    batch_class_names: tuple[str, ...] = ()
+    response_fields: dict[str, Any] | None = None
+    example: tuple | None = None
+    engine_types: tuple[str, ...] = ()
+    takes_solo: bool = False
+
+
+# The names a metric declared before they were grouped (class attributes), still read when a
+# subclass sets them: (group, field) of each
+_GROUPED = {
+    "row_noun": ("rows", "noun"), "aligned_rows": ("rows", "aligned"), "min_rows": ("rows", "minimum"),
+    "dataset_pass": ("rows", "dataset_pass"),
+    **{name: ("front_ends", name) for name in ("aliases", "summary", "command", "batch_class_names",
+                                                "response_fields", "example", "engine_types", "takes_solo")},
+}
+
+
 class Totals:
     """Corpus totals of a metric: ``update(outputs)`` with each chunk's output columns, then
     ``summary()``. Not thread-safe: one per stream."""
@@ -287,55 +342,31 @@ class WarmingTask(ServingTask, Protocol):
 
 
 class Metric:
-    """One metric, defined once: what it reads and writes (:attr:`inputs`, :attr:`outputs`),
-    what may be set (:attr:`options`), its settings resolved once (:meth:`settings`), its engine
-    (:meth:`build`), how rows are scored (:meth:`score`, :meth:`stream`), its corpus totals
-    (:meth:`totals`) and how requests share one engine pass (:meth:`task`). Every front end (the
-    Python API, the streaming runner, the generic command, the HTTP service, Ray) is written
-    against these names and finds metrics in the registry (``rapidscore.metrics``).
+    """One metric, defined once: its :attr:`name`, what it reads and writes (:attr:`inputs`,
+    :attr:`outputs`), what may be set (:attr:`options`), what its rows are (:attr:`rows`), how the
+    front ends present it (:attr:`front_ends`), its settings resolved once (:meth:`settings`), its
+    engine (:meth:`build`), how rows are scored (:meth:`score`, :meth:`stream`), its corpus
+    totals (:meth:`totals`), what a result says about how it was computed (:meth:`signature`) and
+    how requests share one engine pass (:meth:`task`). Every front end (the Python API, the
+    streaming runner, the generic command, the HTTP service, Ray) is written against these names
+    and finds metrics in the registry (``rapidscore.metrics``).
 
     Thread safety: a Metric holds no state (its engine does); ``score`` is as thread-safe as the
     engine it is given (every engine rapidscore builds is)."""
 
     name: ClassVar[str]
-    #: older names that still resolve to this metric (CLI command, HTTP path, Ray ``metric=``)
-    aliases: ClassVar[tuple[str, ...]] = ()
-    summary: ClassVar[str] = ""
     inputs: ClassVar[tuple[Column, ...]]
     #: the tabular output columns (one scalar per row); ``score`` may add richer ones after them
     outputs: ClassVar[tuple[str, ...]]
     #: every declared option (:class:`Option`: where each may be set, its type and bounds)
     options: ClassVar[tuple[Option, ...]] = ()
-    #: one row of inputs (in the order of :attr:`inputs`) a server scores before it turns ready
-    example: ClassVar[tuple | None] = None
-    #: the classes (``"module:QualifiedName"``) of engines a user builds for this metric: a
-    #: ``BatchingScorer`` given one picks this metric
-    engine_types: ClassVar[tuple[str, ...]] = ()
-    #: whether :meth:`task` takes a ``solo`` engine (the same settings with more threads)
-    takes_solo: ClassVar[bool] = False
-    #: what a row is called in errors ("item 3", "record 3")
-    row_noun: ClassVar[str] = "item"
-    #: the module of the metric's own CLI command (``add_arguments``, ``run``); None: the generic
-    #: command of ``rapidscore.metric_cli`` (rows of a file in, one output row per row out)
-    command: ClassVar[str | None] = None
-    #: a pass over a whole dataset that fills a build option (None: none)
-    dataset_pass: ClassVar[DatasetPass | None] = None
-    #: the names of the metric's Ray batch class (``rapidscore.integrations.ray.<name>``); the
-    #: first is its own, later ones older names. Default: ``MetricBatch`` with ``metric=``
-    batch_class_names: ClassVar[tuple[str, ...]] = ()
-    #: the answer's fields and their types (the OpenAPI schema), each read from the result (an
-    #: output column, an attribute or key of the result) or else the settings; None: each output
-    #: column as a list, and ``signature``
-    response_fields: ClassVar[dict[str, Any] | None] = None
-    #: every row has a value in each required column (their lengths must agree; NER's records
-    #: are joined by id instead)
-    aligned_rows: ClassVar[bool] = True
-    #: the fewest rows a request may hold (NRR's rate of nothing is undefined: 1)
-    min_rows: ClassVar[int] = 0
+    rows: ClassVar[Rows] = Rows()
+    front_ends: ClassVar[FrontEnds] = FrontEnds()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # older declarations, still read: ``request_options`` and ``server_settings`` tuples,
-        # and ``options`` as names of build keywords
+        # ``options`` as names of build keywords, and the row and front-end facts as class
+        # attributes of their own (``row_noun = "record"``, ``aliases = (...)``)
         super().__init_subclass__(**kwargs)
         own = cls.__dict__
         if "request_options" in own or "server_settings" in own:
@@ -344,6 +375,10 @@ class Metric:
         if any(isinstance(option, str) for option in cls.options):
             cls.options = tuple(Option(option, object, None, "") if isinstance(option, str) else option
                                 for option in cls.options)
+        for group in ("rows", "front_ends"):
+            older = {field: own[name] for name, (where, field) in _GROUPED.items() if where == group and name in own}
+            if older:
+                setattr(cls, group, replace(getattr(cls, group), **older))
 
     def settings(self, **options: Any) -> Settings:
         """The settings of an engine (:class:`Settings`, frozen and hashable), resolved once from
@@ -368,28 +403,12 @@ class Metric:
     def stream(self, engine: Any, rows: Iterable, *, chunk_size: int = 4096) -> Iterator[tuple[list, dict]]:
         """``(rows, output columns)`` per chunk of a stream of rows, in input order. A row is a
         tuple in the order of :attr:`inputs` (optional ones may be left off), or the value
-        itself for a one-column metric."""
+        itself for a one-column metric (:func:`stream_columns`)."""
         position = 0
         for chunk in chunks(rows, chunk_size):
-            columns = self.columns_of(chunk, position)
-            yield chunk, self.score(engine, columns, RowNames(self.row_noun, position))
+            columns = stream_columns(self, chunk, position)
+            yield chunk, self.score(engine, columns, RowNames(self.rows.noun, position))
             position += len(chunk)
-
-    def columns_of(self, rows: Sequence, first: int = 0) -> dict[str, list]:
-        """Stream rows (see :meth:`stream`) as columns; TypeError naming a row of the wrong shape."""
-        if len(self.inputs) == 1:
-            return {self.inputs[0].name: list(rows)}
-        names = [c.name for c in self.inputs]
-        required = sum(not c.optional for c in self.inputs)
-        shape = "(" + ", ".join(names[:required]) + ")" + (" pair" if required == 2 else " tuple")
-        columns: dict[str, list] = {name: [] for name in names}
-        for index, row in enumerate(rows, first):
-            if isinstance(row, (str, bytes, Mapping)) or not hasattr(row, "__len__") \
-                    or not required <= len(row) <= len(names):
-                raise TypeError(f"item {index} must be a {shape}, got {type(row).__name__}: {row!r:.80}")
-            for k, name in enumerate(names):
-                columns[name].append(row[k] if k < len(row) else None)
-        return columns
 
     def totals(self) -> Totals | None:
         """A fresh accumulator of the corpus totals (None: the metric has none)."""
@@ -407,11 +426,29 @@ class Metric:
         return f"<metric {self.name!r}>"
 
 
+def stream_columns(metric: Metric, rows: Sequence, first: int = 0) -> dict[str, list]:
+    """Stream rows (see :meth:`Metric.stream`) as ``metric``'s input columns; TypeError naming a
+    row of the wrong shape (``first``: the number of the first row)."""
+    if len(metric.inputs) == 1:
+        return {metric.inputs[0].name: list(rows)}
+    names = [c.name for c in metric.inputs]
+    required = sum(not c.optional for c in metric.inputs)
+    shape = "(" + ", ".join(names[:required]) + ")" + (" pair" if required == 2 else " tuple")
+    columns: dict[str, list] = {name: [] for name in names}
+    for index, row in enumerate(rows, first):
+        if isinstance(row, (str, bytes, Mapping)) or not hasattr(row, "__len__") \
+                or not required <= len(row) <= len(names):
+            raise TypeError(f"item {index} must be a {shape}, got {type(row).__name__}: {row!r:.80}")
+        for k, name in enumerate(names):
+            columns[name].append(row[k] if k < len(row) else None)
+    return columns
+
+
 def engine_metric(engine: Any, metrics: Iterable[Metric]) -> Metric | None:
-    """The metric among ``metrics`` whose :attr:`~Metric.engine_types` ``engine`` is an
-    instance of (its class or a base class named), or None."""
+    """The metric among ``metrics`` whose ``front_ends.engine_types`` ``engine`` is an instance
+    of (its class or a base class named), or None."""
     names = {f"{cls.__module__}:{cls.__qualname__}" for cls in type(engine).__mro__}
-    return next((metric for metric in metrics if names.intersection(metric.engine_types)), None)
+    return next((metric for metric in metrics if names.intersection(metric.front_ends.engine_types)), None)
 
 
 def request_option_table(metric: Metric) -> str:

@@ -63,7 +63,7 @@ def _declared_modules() -> tuple[dict[str, str], dict[str, str]]:
 
     modules = {m.name: f"rapidscore_{m.name}" for m in all_metrics()
                if (_SCRIPTS / f"rapidscore_{m.name}.py").is_file()}
-    aliases = {alias: m.name for m in all_metrics() if m.name in modules for alias in m.aliases}
+    aliases = {alias: m.name for m in all_metrics() if m.name in modules for alias in m.front_ends.aliases}
     return modules, aliases
 
 

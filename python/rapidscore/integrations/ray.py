@@ -6,10 +6,10 @@ registered metric (``rapidscore.metrics``) has one, generated from its declarati
 (``rapidscore.common.metric.Metric``): :func:`batch_class` gives it, with one keyword per input
 column (``Column.column_keyword``, default the column's own name) and the metric's build options;
 it adds the metric's output columns. The built-in metrics' classes are importable by the names
-they declare (``Metric.batch_class_names``: ``BERTScoreBatch``, ``NRRBatch`` and its older name
-``SimilarityBatch``, ``NERBatch``, ``RefusalBatch``); :class:`MetricBatch` runs any metric by name.
+they declare (``Metric.front_ends.batch_class_names``: ``BERTScoreBatch``, ``NRRBatch`` and its
+older name ``SimilarityBatch``, ``NERBatch``, ``RefusalBatch``); :class:`MetricBatch` runs any metric by name.
 
-A pass over the whole dataset first (``Metric.dataset_pass``; BERTScore's ``idf=True``: the
+A pass over the whole dataset first (``Metric.rows.dataset_pass``; BERTScore's ``idf=True``: the
 document counts of every reference): :func:`score_dataset` runs it per block in parallel and
 merges the partials on the driver before any row is scored; :func:`document_frequencies` is
 BERTScore's, public (pass its result as ``idf=``). Scores equal single-process scores of the same
@@ -175,8 +175,8 @@ _CLASSES_LOCK = threading.Lock()
 def batch_class(metric: str | Metric) -> type[MetricBatch]:
     """The Ray batch class of ``metric`` (a registered metric's name or alias, or a Metric),
     generated from its declaration once per metric object: a :class:`MetricBatch` subclass named
-    ``metric.batch_class_names[0]`` (else ``<Name>Batch``) whose ``__init__`` takes one keyword
-    per input column (``Column.column_keyword``: the batch column holding it; default the
+    ``metric.front_ends.batch_class_names[0]`` (else ``<Name>Batch``) whose ``__init__`` takes one
+    keyword per input column (``Column.column_keyword``: the batch column holding it; default the
     column's name, None for an optional column, which is then not read), then ``id_column``,
     ``columns`` (MetricBatch's ``{input column: batch column}``, also taken) and the metric's
     build options. ``batch_class(m).metric is m``. The class of a metric that declares its name
@@ -191,8 +191,8 @@ def batch_class(metric: str | Metric) -> type[MetricBatch]:
 
 
 def _class_name(metric: Metric) -> str:
-    if metric.batch_class_names:
-        return metric.batch_class_names[0]
+    if metric.front_ends.batch_class_names:
+        return metric.front_ends.batch_class_names[0]
     words = re.split(r"[^0-9A-Za-z]+", metric.name)
     name = "".join(word[:1].upper() + word[1:] for word in words if word)
     return f"{name if name.isidentifier() else 'Metric' + name}Batch"
@@ -242,7 +242,7 @@ def _make_batch_class(metric: Metric) -> type[MetricBatch]:
 
 def _class_doc(metric: Metric) -> str:
     """The generated class's docstring: the metric's summary, inputs, outputs and options."""
-    summary = metric.summary or metric.name
+    summary = metric.front_ends.summary or metric.name
     paragraphs = [f"{summary[:1].upper()}{summary[1:]} over a batch's columns (metric {metric.name!r}; generated "
                   "from its declaration by rapidscore.integrations.ray.batch_class)."]
     columns = ["Columns read (the keyword naming the batch column, and its default):", ""]
@@ -256,29 +256,29 @@ def _class_doc(metric: Metric) -> str:
                    f"actor (``get_metric({metric.name!r}).build``: its model loads once)."]
     if type(metric).build is not Metric.build and inspect.getdoc(type(metric).build):
         paragraphs.append(inspect.getdoc(type(metric).build) or "")
-    if metric.dataset_pass is not None:
-        step = metric.dataset_pass
+    if metric.rows.dataset_pass is not None:
+        step = metric.rows.dataset_pass
         paragraphs.append(f"``{step.option}=True`` over a whole dataset needs a pass over its ``{step.column}`` "
                           "column first: score_dataset runs it (per block, in parallel) and passes the merged "
                           f"result as ``{step.option}``.")
-    if len(metric.batch_class_names) > 1:
-        paragraphs.append("Older names: " + ", ".join(metric.batch_class_names[1:]) + ".")
+    if len(metric.front_ends.batch_class_names) > 1:
+        paragraphs.append("Older names: " + ", ".join(metric.front_ends.batch_class_names[1:]) + ".")
     return "\n\n".join(p if p.startswith(("Columns", "``options``")) or "\n" in p else textwrap.fill(p, 96)
                        for p in paragraphs)
 
 
 def __getattr__(name: str) -> Any:
     """The batch class of the registered metric that declares ``name`` (``BERTScoreBatch``,
-    ``SimilarityBatch``, ...: ``Metric.batch_class_names``)."""
+    ``SimilarityBatch``, ...: ``Metric.front_ends.batch_class_names``)."""
     if not name.startswith("__"):
         for metric in all_metrics():
-            if name in metric.batch_class_names:
+            if name in metric.front_ends.batch_class_names:
                 return batch_class(metric)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *(n for metric in all_metrics() for n in metric.batch_class_names)})
+    return sorted({*globals(), *(n for metric in all_metrics() for n in metric.front_ends.batch_class_names)})
 
 
 # -- a pass over the whole dataset (idf) ------------------------------------------------------
@@ -326,11 +326,11 @@ def document_frequencies(dataset: Any, reference_column: str = "reference", *, b
     """idf document counts of a dataset's references, counted per block in parallel and merged:
     a ``rapidscore.bertscore.idf.DocumentFrequencies`` (``.save(path)`` writes an idf file).
     ``scorer_options``: the scorer's model options (the tokenizer must be the scorer's).
-    BERTScore's dataset pass (``BERTScoreMetric.dataset_pass``), the one ``score_dataset``
+    BERTScore's dataset pass (``BERTScoreMetric.rows.dataset_pass``), the one ``score_dataset``
     runs for ``idf=True``."""
     from rapidscore.bertscore.metric import METRIC
 
-    step = METRIC.dataset_pass
+    step = METRIC.rows.dataset_pass
     if step is None:
         raise RuntimeError("BERTScore declares no dataset pass")
     options = {k: v for k, v in scorer_options.items() if k != step.option}
@@ -344,7 +344,7 @@ def score_dataset(dataset: Any, metric: str | Metric | None = None, *, concurren
     """Score a whole ``ray.data.Dataset`` with a registered ``metric`` (its name or an alias, as
     ``rapidscore.metrics`` lists them, or a Metric; default BERTScore): ``options`` go to its batch
     class (:func:`batch_class`: column keywords, ``id_column``, model and engine options). A metric that
-    declares a dataset pass (``Metric.dataset_pass``; BERTScore's ``idf=True``) with its option
+    declares a dataset pass (``Metric.rows.dataset_pass``; BERTScore's ``idf=True``) with its option
     set to True gets that pass first (one distributed pass over the column the options map; its
     merged result becomes the option). ``concurrency`` actors (each loads the model once),
     ``num_gpus`` / ``num_cpus`` per actor. Returns the lazy dataset with the score columns added."""
@@ -354,7 +354,7 @@ def score_dataset(dataset: Any, metric: str | Metric | None = None, *, concurren
 
         metric = METRIC
     metric = get_metric(metric)
-    step = metric.dataset_pass
+    step = metric.rows.dataset_pass
     if step is not None and options.get(step.option) is True:
         # the batch column holding the pass's input, as the batch class reads it (keyword, or columns=)
         column = next(c for c in metric.inputs if c.name == step.column)

@@ -7,14 +7,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from rapidscore.common.engine_options import ENGINE_OPTIONS
 from rapidscore.common.metric import (
     Column,
+    FrontEnds,
     Metric,
     RequestOption,
     RowNames,
+    Rows,
     ServerSetting,
     ServingTask,
     Settings,
@@ -119,7 +121,6 @@ def _semeval_columns() -> tuple[str, ...]:
 
 class NERMetric(Metric):
     name = "ner"
-    summary = "NER evaluation with DMBertA and SemEval schemes"
     inputs = (Column("gold", "entities", "a record's gold entities (any format rapidscore.ner reads), or the record"),
               Column("predicted", "entities", "its predicted entities, or the predicted record",
                      request_field="predictions"),
@@ -130,11 +131,16 @@ class NERMetric(Metric):
                "exact_correct", "exact_incorrect", "exact_partial", "exact_missed", "exact_spurious",
                "partial_correct", "partial_incorrect", "partial_partial", "partial_missed", "partial_spurious",
                "type_correct", "type_incorrect", "type_partial", "type_missed", "type_spurious")
-    row_noun = "record"
-    batch_class_names = ("NERBatch",)
-    aligned_rows = False  # records are joined by id (or position), not row by row
-    example = ({"id": 0, "text": "Ada Lovelace", "labels": [[0, 3, "PER"]]},
-               {"id": 0, "text": "Ada Lovelace", "labels": [[0, 12, "person"]]})
+    rows = Rows(noun="record", aligned=False)  # records are joined by id (or position), not row by row
+    front_ends = FrontEnds(
+        summary="NER evaluation with DMBertA and SemEval schemes",
+        command="rapidscore.ner.cli",
+        batch_class_names=("NERBatch",),
+        response_fields={"n_records": int, "dmberta": dict, "semeval": dict, "semeval_by_type": dict, "per_label": dict,
+                         "repairs": Any, "settings": dict, "signature": str, "records": list | None},
+        example=({"id": 0, "text": "Ada Lovelace", "labels": [[0, 3, "PER"]]},
+                 {"id": 0, "text": "Ada Lovelace", "labels": [[0, 12, "person"]]}),
+    )
     options = (
         RequestOption("format", str, "auto", "The entity format of both sides (`auto`: detected per record).",
                       choices=FORMATS, per_request=True),
@@ -156,18 +162,6 @@ class NERMetric(Metric):
                       choices=("embedding", "exact")),
         *ENGINE_OPTIONS,
     )
-    response_fields: ClassVar[dict[str, Any] | None] = {
-        "n_records": int,
-        "dmberta": dict,
-        "semeval": dict,
-        "semeval_by_type": dict,
-        "per_label": dict,
-        "repairs": Any,
-        "settings": dict,
-        "signature": str,
-        "records": list | None,
-    }
-    command = "rapidscore.ner.cli"
 
     def build(self, *, label_similarity: Any = "embedding", **options: Any) -> NEREngine:
         """``options``: ``rapidscore.ner.evaluate``'s; the label similarity (and its model) is
@@ -193,7 +187,7 @@ class NERMetric(Metric):
         from rapidscore.ner.evaluation import evaluate
         from rapidscore.ner.records import is_record_dict
 
-        names = names or RowNames(self.row_noun)
+        names = names or RowNames(self.rows.noun)
         gold, predicted = list(columns["gold"]), list(columns["predicted"])
         texts = columns.get("text")
         texts = None if texts is None or all(t is None for t in texts) else list(texts)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -14,10 +14,12 @@ if TYPE_CHECKING:
 from rapidscore.common.engine_options import ENGINE_OPTIONS
 from rapidscore.common.metric import (
     Column,
+    FrontEnds,
     Metric,
     Option,
     RequestOption,
     RowNames,
+    Rows,
     ServerSetting,
     ServingTask,
     Totals,
@@ -74,18 +76,22 @@ class RateCounter(Totals):
 
 class NRRMetric(Metric):
     name = "nrr"
-    aliases = ("similarity",)
-    summary = "semantic similarity and the Negative Rejection Rate"
     inputs = (Column("generated", "text", "the generated answer", keyword="text_column"),
               Column("reference", "texts", "its ground truth, or a list of them (the best counts)",
                      request_field="references"))
     outputs = ("similarity", "best_reference", "rejected")
-    command = "rapidscore.nrr.cli"
-    takes_solo = True
-    batch_class_names = ("NRRBatch", "SimilarityBatch")
-    engine_types = ("rapidscore.nrr.scoring:SentenceSimilarity",)
-    example = ("The cat sat on the mat.", "A cat was sitting on the mat.")
-    min_rows = 1  # the rate of no answers is undefined: negative_rejection refuses it too
+    rows = Rows(minimum=1)  # the rate of no answers is undefined: negative_rejection refuses it too
+    front_ends = FrontEnds(
+        aliases=("similarity",),
+        summary="semantic similarity and the Negative Rejection Rate",
+        command="rapidscore.nrr.cli",
+        batch_class_names=("NRRBatch", "SimilarityBatch"),
+        response_fields={"similarities": list[float], "rejected": list[bool], "rate": float,
+                         "best_reference": list[int], "threshold": float, "signature": str},
+        example=("The cat sat on the mat.", "A cat was sitting on the mat."),
+        engine_types=("rapidscore.nrr.scoring:SentenceSimilarity",),
+        takes_solo=True,
+    )
     options = (
         RequestOption("threshold", float, None, "Rejected when the similarity is below it (default: the server's "
                       "`similarity_threshold`).", minimum=-1.0, maximum=1.0, per_request=True,
@@ -100,15 +106,6 @@ class NRRMetric(Metric):
                choices=("embedding", "bertscore"), server="similarity_method"),
         *ENGINE_OPTIONS,
     )
-    response_fields: ClassVar[dict[str, Any] | None] = {
-        "similarities": list[float],
-        "rejected": list[bool],
-        "rate": float,
-        "best_reference": list[int],
-        "threshold": float,
-        "signature": str,
-    }
-
     def build(self, *, threshold: float | None = None, similarity_model: Any = None,
               **options: Any) -> NRREngine:
         """``options``: ``SentenceSimilarity``'s (model, method, layer, engine options), or a

@@ -78,7 +78,7 @@ def request_model(metric: Any) -> type[BaseModel]:
         if column.optional:
             fields[column.field] = (Optional[list[Optional[cell]]], Field(default=None, description=column.help))
         else:
-            fields[column.field] = (list[cell], Field(description=column.help, min_length=metric.min_rows or None))
+            fields[column.field] = (list[cell], Field(description=column.help, min_length=metric.rows.minimum or None))
     for option in request_options(metric):
         annotation: Any = Literal[option.choices] if option.choices else option.type
         if option.default is None:
@@ -90,11 +90,11 @@ def request_model(metric: Any) -> type[BaseModel]:
 
 
 def response_model(metric: Any) -> type[BaseModel]:
-    """The answer of ``metric``'s route (``Metric.response_fields``; default: each output column as
+    """The answer of ``metric``'s route (``Metric.front_ends.response_fields``; default: each output column as
     a list, and the signature)."""
     from pydantic import create_model
 
-    declared = metric.response_fields
+    declared = metric.front_ends.response_fields
     if declared is None:
         declared = {**dict.fromkeys(metric.outputs, list[Any]), "signature": str}
     fields: dict[str, Any] = {name: (kind, None if _optional(kind) else ...) for name, kind in declared.items()}
@@ -307,7 +307,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
     # /docs and /redoc load their scripts from a CDN: off unless asked for (config.docs).
     app = FastAPI(title="rapidscore", version=_version(), lifespan=lifespan,
                   docs_url="/docs" if config.docs else None, redoc_url="/redoc" if config.docs else None,
-                  description="Evaluation metrics (" + ", ".join(m.summary for m in service.served.values())
+                  description="Evaluation metrics (" + ", ".join(m.front_ends.summary for m in service.served.values())
                               + "), with concurrent requests micro-batched into shared encoder passes.")
     app.state.service = service
 
@@ -360,7 +360,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
                     check_items(column.field, value)
                     value = [item.model_dump() if isinstance(item, BaseModel) else item for item in value]
                 values[column.name] = value
-            if metric.aligned_rows and required:
+            if metric.rows.aligned and required:
                 first = values[required[0].name]
                 for column in columns[1:]:
                     value = values[column.name]
@@ -382,10 +382,11 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
         model = request_model(metric)
         score.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter("body", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=model)])
-        score.__doc__ = (f"{metric.summary[:1].upper()}{metric.summary[1:]}: {', '.join(metric.outputs)} of each "
+        summary = metric.front_ends.summary
+        score.__doc__ = (f"{summary[:1].upper()}{summary[1:]}: {', '.join(metric.outputs)} of each "
                          f"row, with the request's options (equal to the Python API's).")
         answer = response_model(metric)
-        for path in (metric.name, *metric.aliases):
+        for path in (metric.name, *metric.front_ends.aliases):
             app.post(f"/v1/{path}", response_model=answer, responses=_ERRORS,
                      operation_id=f"score_{path}")(score)
         return model, score
@@ -393,7 +394,7 @@ def create_app(config: ServeConfig | None = None, *, service: ScoringService | N
     fast_routes: dict = {}
     for metric in service.served.values():
         route = metric_route(metric)
-        fast_routes.update({f"/v1/{path}": route for path in (metric.name, *metric.aliases)})
+        fast_routes.update({f"/v1/{path}": route for path in (metric.name, *metric.front_ends.aliases)})
 
     @app.post("/v1/{metric_name}", include_in_schema=False)
     async def no_metric(metric_name: str) -> Any:

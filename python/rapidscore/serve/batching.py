@@ -71,7 +71,7 @@ def _task_for(scorer: Any, solo: Any = None, metric_name: Any = None) -> tuple[A
         raise TypeError(f"BatchingScorer takes the engine of a registered metric (a BERTScore, "
                         f"SentenceSimilarity or refusal Detector, ...), got {type(scorer).__name__}")
     if solo is not None:
-        if not metric.takes_solo:
+        if not metric.front_ends.takes_solo:
             raise ValueError(f"solo applies to BERTScore and SentenceSimilarity (metrics that batch encoder passes), "
                              f"not {metric.name}")
         if type(solo) is not type(scorer) or getattr(solo, "signature", None) != getattr(scorer, "signature", None):

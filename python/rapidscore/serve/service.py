@@ -53,7 +53,7 @@ class ScoringService:
     are; ``metric.settings(**values)`` resolves them once.
 
     ``start()`` loads the models (each served combination of the values requests choose among,
-    e.g. each served model and layer) and warms them up with each metric's ``example`` row
+    e.g. each served model and layer) and warms them up with each metric's example row (``front_ends.example``)
     (``ready`` is set after); ``close()`` stops taking requests and answers every queued one.
     Thread-safe: the HTTP handlers of any number of threads or event loops call it at once.
     """
@@ -73,7 +73,8 @@ class ScoringService:
         #: the served metrics by name
         self.served: dict[str, Metric] = {metric.name: metric for metric in served}
         #: every name a request path may use (names and aliases) -> its metric
-        self.paths: dict[str, Metric] = {alias: metric for metric in served for alias in (metric.name, *metric.aliases)}
+        self.paths: dict[str, Metric] = {alias: metric for metric in served
+                                         for alias in (metric.name, *metric.front_ends.aliases)}
         # the one table of scorers: (metric name, settings) -> scorer; preloaded ones stay, the
         # others are an LRU of MAX_ENGINE_VARIANTS
         self._scorers: OrderedDict[tuple, BatchingScorer] = OrderedDict()
@@ -191,7 +192,7 @@ class ScoringService:
         try:
             engine = metric.build(**settings)
             solo = None
-            if metric.takes_solo and self.config.solo_encoder_options is not None:
+            if metric.front_ends.takes_solo and self.config.solo_encoder_options is not None:
                 solo = metric.build(**self.settings(metric, options, solo=True))
         except (ValueError, TypeError, OSError) as exc:
             raise _naming(exc, given) from None
@@ -219,7 +220,7 @@ class ScoringService:
         """The JSON document of a request's result: each declared response field (default: each
         output column and ``signature``), read from the result (a key, an attribute; a bare
         column is a one-output metric's), else the engine's settings, else the signature."""
-        fields = metric.response_fields or {**dict.fromkeys(metric.outputs), "signature": str}
+        fields = metric.front_ends.response_fields or {**dict.fromkeys(metric.outputs), "signature": str}
         document: dict[str, Any] = {}
         for name in fields:
             if isinstance(result, Mapping):
@@ -248,8 +249,9 @@ class ScoringService:
                     key = (metric.name, settings)
                     self._preloaded.add(key)
                     scorer = self._scorer_for(metric, key, options)
-                    if self.config.warmup and metric.example is not None:  # sessions made, buffers allocated
-                        columns = {column.name: [value] for column, value in zip(metric.inputs, metric.example)}
+                    example = metric.front_ends.example
+                    if self.config.warmup and example is not None:  # sessions made, buffers allocated
+                        columns = {column.name: [value] for column, value in zip(metric.inputs, example)}
                         args, kwargs = self.task_arguments(metric, columns, {})
                         scorer.warm_up(*args, **kwargs)
         except BaseException as exc:
