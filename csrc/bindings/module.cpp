@@ -37,4 +37,6 @@ PYBIND11_MODULE(_core, m) {
     rapidscore::bindings::register_alignment(alignment);
     py::module_ phrases = m.def_submodule("phrases", "Fuzzy refusal-phrase matching (SELECT keyword detector).");
     rapidscore::bindings::register_phrases(phrases);
+    py::module_ resampling = m.def_submodule("resampling", "Paired bootstrap and randomization sums (rapidscore.compare).");
+    rapidscore::bindings::register_resampling(resampling);
 }

@@ -8,4 +8,5 @@ void register_build_info(pybind11::module_& m);  // _core.build_info: compiler a
 void register_matching(pybind11::module_& m);    // _core.matching: BERTScore greedy cosine matching
 void register_alignment(pybind11::module_& m);   // _core.alignment: DMBertA span alignment
 void register_phrases(pybind11::module_& m);     // _core.phrases: refusal phrase / keyword matching
+void register_resampling(pybind11::module_& m);  // _core.resampling: paired bootstrap / randomization sums
 }  // namespace rapidscore::bindings

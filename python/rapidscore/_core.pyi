@@ -132,7 +132,29 @@ class _Phrases(ModuleType):
     def default_process_ascii(text: str) -> str:
         """``rapidfuzz.utils.default_process`` for ASCII text."""
 
+class _Resampling(ModuleType):
+    """Paired bootstrap and approximate randomization sums of ``rapidscore.compare`` (the
+    counter-based SplitMix64 stream of ``rapidscore.kernels.resampling_py``, the same sums bit for bit)."""
+
+    @staticmethod
+    def bootstrap_sums(
+        rows: npt.NDArray[np.float64], key: int, first: int, count: int
+    ) -> npt.NDArray[np.float64]:
+        """(count, columns): the column sums of ``rows`` (C-contiguous float64 (n, columns), 1 <= n < 2**32,
+        1, 2, 4 or a multiple of 8 columns) over bootstrap resamples ``first .. first + count - 1`` of the
+        stream keyed ``key`` (ints in [0, 2**64)). See ``rapidscore.kernels.resampling.bootstrap_sums``."""
+    @staticmethod
+    def randomization_sums(
+        gaps: npt.NDArray[np.float64], key: int, first: int, count: int
+    ) -> npt.NDArray[np.float64]:
+        """(count, columns): the column sums of ``gaps`` over the items each of trials ``first .. first +
+        count - 1`` swaps. See ``rapidscore.kernels.resampling.randomization_sums``."""
+    @staticmethod
+    def isa() -> str:
+        """The copy the resampling kernels run on this CPU: ``"x86-64-v4"`` or ``"baseline"`` (same sums)."""
+
 build_info: _BuildInfo
 matching: _Matching
 alignment: _Alignment
 phrases: _Phrases
+resampling: _Resampling

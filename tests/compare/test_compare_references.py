@@ -21,7 +21,8 @@ def test_bootstrap_interval_equals_scipy_percentile_with_the_same_resamples() ->
     stats = pytest.importorskip("scipy.stats", reason="scipy is the reference")
     rng = np.random.default_rng(7)
     base, system = _dyadic(rng, 64), _dyadic(rng, 64, 0.1)  # n = 2**6: exact means
-    result = compare({"base": base, "system": system}, resamples=3000, seed=2024, tests=("bootstrap",))
+    result = compare({"base": base, "system": system}, resamples=3000, seed=2024, tests=("bootstrap",),
+                     resampler="numpy")
     for name, values in (("base", base), ("system", system)):
         ref = stats.bootstrap((values,), np.mean, n_resamples=3000, method="percentile", confidence_level=0.95,
                               rng=np.random.default_rng(2024), vectorized=True)
@@ -38,32 +39,37 @@ def test_bootstrap_interval_equals_scipy_percentile_with_the_same_resamples() ->
 def test_bootstrap_interval_of_real_valued_scores_matches_scipy_to_rounding() -> None:
     stats = pytest.importorskip("scipy.stats", reason="scipy is the reference")
     values = np.random.default_rng(3).normal(0.8, 0.1, 500)
-    result = compare({"a": values, "b": values[::-1]}, resamples=2000, seed=5, tests=("bootstrap",))
+    result = compare({"a": values, "b": values[::-1]}, resamples=2000, seed=5, tests=("bootstrap",),
+                     resampler="numpy")
     ref = stats.bootstrap((values,), np.mean, n_resamples=2000, method="percentile",
                           rng=np.random.default_rng(5), vectorized=True)
     np.testing.assert_allclose([result.system("a").low, result.system("a").high],
                                [ref.confidence_interval.low, ref.confidence_interval.high], rtol=1e-13)
 
 
+@pytest.mark.parametrize("resampler", resampling.RESAMPLERS)
 @pytest.mark.parametrize("n", [5, 9, 12])
-def test_randomization_is_exact_and_equals_scipy_permutation_test_for_small_n(n) -> None:
+def test_randomization_is_exact_and_equals_scipy_permutation_test_for_small_n(n, resampler) -> None:
     stats = pytest.importorskip("scipy.stats", reason="scipy is the reference")
     rng = np.random.default_rng(n)
     base, system = rng.normal(size=n), rng.normal(0.7, 1, size=n)
-    result = compare({"base": base, "system": system}, trials=10_000, seed=1, tests=("randomization",))
+    result = compare({"base": base, "system": system}, trials=10_000, seed=1, tests=("randomization",),
+                     resampler=resampler)
     assert result.exact_randomization and "ar:exact" in result.signature
     ref = stats.permutation_test((system, base), lambda s, b, axis: np.mean(s, axis=axis) - np.mean(b, axis=axis),
                                  permutation_type="samples", vectorized=True, n_resamples=10_000)
     assert result.pair("system").p_randomization == pytest.approx(ref.pvalue, abs=1e-12)
 
 
-def test_randomization_agrees_with_scipy_within_monte_carlo_error() -> None:
+@pytest.mark.parametrize("resampler", resampling.RESAMPLERS)
+def test_randomization_agrees_with_scipy_within_monte_carlo_error(resampler) -> None:
     stats = pytest.importorskip("scipy.stats", reason="scipy is the reference")
     rng = np.random.default_rng(11)
     base = rng.normal(size=200)
     system = base + rng.normal(0.08, 1, size=200)
     trials = 20_000
-    ours = compare({"base": base, "system": system}, trials=trials, seed=3, tests=("randomization",))
+    ours = compare({"base": base, "system": system}, trials=trials, seed=3, tests=("randomization",),
+                   resampler=resampler)
     ref = stats.permutation_test((system, base), lambda s, b, axis: np.mean(s, axis=axis) - np.mean(b, axis=axis),
                                  permutation_type="samples", vectorized=True, n_resamples=trials,
                                  rng=np.random.default_rng(4))
@@ -73,14 +79,17 @@ def test_randomization_agrees_with_scipy_within_monte_carlo_error() -> None:
     assert abs(p - q) < 4 * standard_error
 
 
-def test_bootstrap_interval_agrees_with_scipy_over_20_seeds() -> None:
-    """Different resamples (seeds 0..19 for us, 100..119 for scipy): the endpoints agree within
-    Monte Carlo error, the mean over seeds to a tenth of the seeds' spread."""
+@pytest.mark.parametrize("resampler", resampling.RESAMPLERS)
+def test_bootstrap_interval_agrees_with_scipy_over_20_seeds(resampler) -> None:
+    """Different resamples (seeds 0..19 for us, 100..119 for scipy; the splitmix64 stream too):
+    the endpoints agree within Monte Carlo error, the mean over seeds to a tenth of the seeds'
+    spread."""
     stats = pytest.importorskip("scipy.stats", reason="scipy is the reference")
     values = np.random.default_rng(0).exponential(size=400)
     ours, theirs = [], []
     for seed in range(20):
-        r = compare({"a": values, "b": values + 1}, resamples=2000, seed=seed, tests=("bootstrap",))
+        r = compare({"a": values, "b": values + 1}, resamples=2000, seed=seed, tests=("bootstrap",),
+                    resampler=resampler)
         ours.append((r.system("a").low, r.system("a").high))
         ref = stats.bootstrap((values,), np.mean, n_resamples=2000, method="percentile",
                               rng=np.random.default_rng(100 + seed), vectorized=True)
@@ -139,13 +148,13 @@ def test_paired_bootstrap_follows_sacrebleu() -> None:
                                               {"toy": metric}, n_samples=1000, seed=12345)
     theirs = results["toy"]
     ours = compare({"base": base, "system": system}, resamples=1000, seed=12345, tests=("bootstrap",),
-                   bootstrap_p="sacrebleu")
+                   bootstrap_p="sacrebleu", resampler="numpy")
     assert ours.system("system").mean == pytest.approx(theirs.score, abs=1e-6)
     assert ours.pair("system").p_bootstrap == theirs.p_value  # same resamples, same p-value definition
     # the same resampled scores: sacrebleu's interval is its mean +- half the 2.5..97.5 order statistics
-    values = resampling.bootstrap_values([mean_of(system)], 1000, 12345)[:, 0]
+    values = resampling.bootstrap_values([mean_of(system)], 1000, 12345, resampler="numpy")[:, 0]
     mean, half_width = significance.estimate_ci(values)
     assert (theirs.mean, theirs.ci) == pytest.approx((mean, half_width), abs=1e-6)
     # rapidscore's own default differs deliberately (docs/compare.md): two-sided, valid size
-    assert compare({"base": base, "system": system}, resamples=1000, seed=12345,
-                   tests=("bootstrap",)).pair("system").p_bootstrap != theirs.p_value
+    assert compare({"base": base, "system": system}, resamples=1000, seed=12345, tests=("bootstrap",),
+                   resampler="numpy").pair("system").p_bootstrap != theirs.p_value

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from rapidscore.compare import compare
+from rapidscore.compare import compare, resampling
 
 pytestmark = pytest.mark.slow  # 2 x 1,000 comparisons
 
@@ -17,14 +17,14 @@ SEEDS = 1000
 N_ITEMS = 100
 
 
-def _rejections(shift: float) -> dict[str, float]:
+def _rejections(shift: float, resampler: str) -> dict[str, float]:
     hits = {"bootstrap": 0, "randomization": 0}
     for seed in range(SEEDS):
         rng = np.random.default_rng(seed)
         base = rng.normal(0.7, 0.1, N_ITEMS)
         system = base + rng.normal(shift, 0.1, N_ITEMS)
         pair = compare({"base": base, "system": system}, resamples=999, trials=999,
-                       seed=10_000 + seed).pairs[0]
+                       seed=10_000 + seed, resampler=resampler).pairs[0]
         hits["bootstrap"] += pair.p_bootstrap < 0.05
         hits["randomization"] += pair.p_randomization < 0.05
     return {test: count / SEEDS for test, count in hits.items()}
@@ -34,17 +34,19 @@ def _normal_cdf(x: float) -> float:
     return 0.5 * (1 + math.erf(x / math.sqrt(2)))
 
 
-def test_identical_distributions_are_rejected_about_5_percent_of_the_time() -> None:
-    rates = _rejections(0.0)
+@pytest.mark.parametrize("resampler", resampling.RESAMPLERS)
+def test_identical_distributions_are_rejected_about_5_percent_of_the_time(resampler) -> None:
+    rates = _rejections(0.0, resampler)
     assert 0.03 <= rates["bootstrap"] <= 0.07, rates
     assert 0.03 <= rates["randomization"] <= 0.07, rates
 
 
-def test_a_shifted_system_has_the_textbook_power() -> None:
+@pytest.mark.parametrize("resampler", resampling.RESAMPLERS)
+def test_a_shifted_system_has_the_textbook_power(resampler) -> None:
     shift, sd = 0.025, 0.1  # paired differences ~ N(shift, sd**2)
     z = shift * math.sqrt(N_ITEMS) / sd
     power = _normal_cdf(z - 1.959964) + _normal_cdf(-z - 1.959964)  # ~0.71
-    rates = _rejections(shift)
+    rates = _rejections(shift, resampler)
     # 1,000 seeds: a standard error of ~1.5 points; the bootstrap's intervals are a little
     # narrow at n = 100 (its power a little high), hence a few points
     assert abs(rates["bootstrap"] - power) < 0.05, (rates, power)

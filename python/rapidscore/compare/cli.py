@@ -64,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="for testing several systems against the baseline (default holm)")
     tests.add_argument("--alpha", type=_level, default=0.05,
                        help="the level below which an adjusted p-value is marked significant (default 0.05)")
+    tests.add_argument("--resampler", choices=("splitmix64", "numpy"), default="splitmix64",
+                       help="the resamples' random stream: splitmix64 (default; the native kernel) or numpy (the "
+                            "resamples scipy.stats.bootstrap and sacrebleu draw for the same seed; slower)")
     tests.add_argument("--bootstrap-p", choices=("two-sided", "sacrebleu"), default="two-sided",
                        help="the bootstrap p-value: two-sided (default) or sacrebleu's own definition "
                             "(docs/compare.md says how they differ)")
@@ -86,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     result = compare_files(args.results, args.baseline, metric=args.metric,
                            tests=chosen or ("bootstrap", "randomization"), resamples=args.paired_bs_n,
                            trials=args.paired_ar_n, seed=args.seed, confidence=args.confidence,
-                           correction=args.correction, alpha=args.alpha, bootstrap_p=args.bootstrap_p)
+                           correction=args.correction, alpha=args.alpha, bootstrap_p=args.bootstrap_p,
+                           resampler=args.resampler)
     text = render(result, "json" if args.json else args.format)
     if args.output:
         with open_output(args.output, "--output") as handle:

@@ -73,6 +73,7 @@ class Comparison:
     bootstrap_p: str
     signature: str
     inputs: list[dict] = field(default_factory=list)  # each system's file and signature (the CLI's)
+    resampler: str = resampling.DEFAULT_RESAMPLER
 
     def system(self, name: str) -> SystemInterval:
         for system in self.systems:
@@ -108,7 +109,8 @@ class Comparison:
                 "tests": list(self.tests), "resamples": self.resamples, "trials": self.trials,
                 "exact_randomization": self.exact_randomization, "seed": self.seed,
                 "confidence": self.confidence, "correction": self.correction, "alpha": self.alpha,
-                "bootstrap_p": self.bootstrap_p, "signature": self.signature, "systems": systems,
+                "bootstrap_p": self.bootstrap_p, "resampler": self.resampler, "signature": self.signature,
+                "systems": systems,
                 "inputs": self.inputs}
 
 
@@ -125,7 +127,7 @@ def _positive(name: str, value: int) -> int:
 def compare(systems: Mapping[str, ItemStats | Sequence[float] | np.ndarray], baseline: str | None = None, *,
             metric: str = "score", tests: Sequence[str] = TESTS, resamples: int = 10_000, trials: int = 10_000,
             seed: int | None = DEFAULT_SEED, confidence: float = 0.95, correction: str = "holm",
-            alpha: float = 0.05, bootstrap_p: str = "two-sided",
+            alpha: float = 0.05, bootstrap_p: str = "two-sided", resampler: str = resampling.DEFAULT_RESAMPLER,
             block_bytes: int = resampling.DEFAULT_BLOCK_BYTES) -> Comparison:
     """Paired comparison of systems scored on the same items.
 
@@ -139,7 +141,12 @@ def compare(systems: Mapping[str, ItemStats | Sequence[float] | np.ndarray], bas
     when 2**n <= trials: exact), adjusted by ``correction`` (``holm``, ``bonferroni``, ``none``)
     for the number of systems tested. The same ``seed`` gives the same numbers.
 
-    PairingError: fewer than two systems, different item counts, an unknown baseline.
+    ``resampler``: ``splitmix64`` (default: the native kernel's counter-based stream, or its
+    pure-Python twin, the same numbers) or ``numpy`` (numpy's streams: the resamples
+    ``scipy.stats.bootstrap`` and sacrebleu draw for the same seed; slower). The signature names it.
+
+    PairingError: fewer than two systems, different item counts, an unknown baseline, a
+    non-finite per-item statistic.
     """
     tests = tuple(tests)
     for test in tests:
@@ -154,10 +161,14 @@ def compare(systems: Mapping[str, ItemStats | Sequence[float] | np.ndarray], bas
         raise ValueError(f"alpha: expected a level between 0 and 1 (0.05), got {alpha!r}")
     if correction not in resampling.CORRECTIONS:
         raise ValueError(f"correction: expected one of {', '.join(resampling.CORRECTIONS)}, got {correction!r}")
+    if resampler not in resampling.RESAMPLERS:
+        raise ValueError(f"resampler: expected one of {', '.join(resampling.RESAMPLERS)}, got {resampler!r}")
     if bootstrap_p not in BOOTSTRAP_P:
         raise ValueError(f"bootstrap_p: expected one of {', '.join(BOOTSTRAP_P)}, got {bootstrap_p!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise ValueError(f"seed: expected a non-negative integer or None, got {seed!r}")
+    if resampler == "splitmix64" and seed is not None and seed >= 2**64:
+        raise ValueError(f"seed: the splitmix64 resampler takes seeds below 2**64, got {seed}")
     if len(systems) < 2:
         given = ", ".join(systems) or "none"
         raise PairingError(f"a comparison needs two systems or more, got {len(systems)}: {given}")
@@ -172,6 +183,16 @@ def compare(systems: Mapping[str, ItemStats | Sequence[float] | np.ndarray], bas
         raise PairingError("the systems have different item counts (" +
                            ", ".join(f"{name}: {n}" for name, n in counts.items()) + "): a paired test needs the "
                            "same items in the same order")
+    for name, s in stats.items():
+        bad = ~np.isfinite(s.columns)
+        if bad.any():
+            item, column = (int(i) for i in np.argwhere(bad)[0])
+            raise PairingError(f"system {name!r}: item {item + 1} has a non-finite statistic "
+                               f"({float(s.columns[item, column])} in column {column + 1} of its {s.statistic})")
+    n_first = next(iter(counts.values()))
+    if resampler == "splitmix64" and n_first > 2**32 - 1:
+        raise PairingError(f"{n_first} items: the splitmix64 resampler draws from at most 2**32 - 1 items; "
+                           "use resampler='numpy'")
     kinds = {s.statistic for s in stats.values()}
     if len(kinds) > 1:
         raise PairingError(f"the systems' statistics differ ({', '.join(sorted(kinds))}): compare one metric")
@@ -179,7 +200,7 @@ def compare(systems: Mapping[str, ItemStats | Sequence[float] | np.ndarray], bas
     order = [baseline, *(name for name in names if name != baseline)]
     ordered = [stats[name] for name in order]
     observed = np.array([s.observed() for s in ordered])
-    values = resampling.bootstrap_values(ordered, resamples, seed, block_bytes)
+    values = resampling.bootstrap_values(ordered, resamples, seed, block_bytes, resampler)
     low, high = resampling.percentile_interval(values, confidence)
     differences = values[:, 1:] - values[:, :1]
     observed_diff = observed[1:] - observed[0]
@@ -190,7 +211,7 @@ def compare(systems: Mapping[str, ItemStats | Sequence[float] | np.ndarray], bas
     if "bootstrap" in tests:
         p_boot = resampling.bootstrap_p_value(differences, observed_diff, bootstrap_p)
     if "randomization" in tests:
-        shuffled = resampling.randomization_differences(ordered[0], ordered[1:], trials, seed, block_bytes)
+        shuffled = resampling.randomization_differences(ordered[0], ordered[1:], trials, seed, block_bytes, resampler)
         p_rand = resampling.randomization_p_value(shuffled, observed_diff, exact)
     adjusted_boot = resampling.adjust_p_values(p_boot, correction) if p_boot is not None else None
     adjusted_rand = resampling.adjust_p_values(p_rand, correction) if p_rand is not None else None
@@ -212,10 +233,10 @@ def compare(systems: Mapping[str, ItemStats | Sequence[float] | np.ndarray], bas
     statistic = ordered[0].statistic
     signature = build_signature([
         ("metric", metric), ("statistic", statistic), ("n", n_items), ("systems", len(order)),
-        ("seed", "none" if seed is None else seed),
+        ("seed", "none" if seed is None else seed), ("resampler", resampler),
         ("bs", resamples if "bootstrap" in tests else "no"), ("bs-p", bootstrap_p if "bootstrap" in tests else "no"),
         ("ar", ("exact" if exact else trials) if "randomization" in tests else "no"),
         ("ci", f"percentile-{confidence:g}"), ("correction", correction), ("alpha", alpha),
         *version_fields("numpy")], name="compare")
     return Comparison(metric, statistic, baseline, intervals, pairs, tests, resamples, trials, exact, seed,
-                      confidence, correction, alpha, bootstrap_p, signature)
+                      confidence, correction, alpha, bootstrap_p, signature, resampler=resampler)

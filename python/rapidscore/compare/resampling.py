@@ -1,15 +1,20 @@
 """The resampling core: paired bootstrap and paired approximate randomization, vectorised.
 
-Every system is resampled with the same items (paired): a block of bootstrap resamples is drawn
-once, turned into per-resample item counts, and one matrix product gives every system's column
-sums for the block. The approximate randomization trials are sign patterns (which items swap
-their statistics between the system and the baseline), also shared by every system. Blocks keep
-memory bounded (``block_bytes``): 10,000 x 100,000 indices at once would be 8 GB.
+Every system is resampled with the same items (paired), and every system's column sums of a
+resample come from one pass. Two resamplers draw the resamples:
 
-Random draws follow sacrebleu's (``sacrebleu/significance.py``) and scipy's: the bootstrap's
-indices are ``default_rng(seed).integers(0, n, (resamples, n))`` (what ``rng.choice(n, (R, n))``
-and ``scipy.stats.bootstrap`` draw), the trials' swaps ``default_rng(seed).integers(2, (R, n),
-dtype=bool)``; drawn block by block, they are the same numbers.
+- ``splitmix64`` (default): the native kernel :mod:`rapidscore.kernels.resampling` (a
+  counter-based SplitMix64 stream, bounded draws by a 64-bit multiply, one gather of every
+  system's row per draw; the randomization's swaps 64 items a draw, summed through per-byte
+  subset tables), or its pure-Python twin, which gives the same sums bit for bit.
+- ``numpy``: numpy's own streams, for exact reproduction of sacrebleu's
+  (``sacrebleu/significance.py``) and scipy's resamples: the bootstrap's indices are
+  ``default_rng(seed).integers(0, n, (resamples, n))`` (what ``rng.choice(n, (R, n))`` and
+  ``scipy.stats.bootstrap`` draw), turned into per-resample item counts and one matrix product;
+  the trials' swaps ``default_rng(seed).integers(2, (R, n), dtype=bool)``; drawn block by
+  block, they are the same numbers.
+
+Blocks keep memory bounded (``block_bytes``): 10,000 x 100,000 indices at once would be 8 GB.
 """
 
 from __future__ import annotations
@@ -20,11 +25,14 @@ import numpy as np
 
 from rapidscore.compare.statistics import ItemStats
 
-__all__ = ["DEFAULT_BLOCK_BYTES", "bootstrap_values", "randomization_differences", "exhaustive",
-           "percentile_interval", "bootstrap_p_value", "randomization_p_value", "adjust_p_values", "CORRECTIONS"]
+__all__ = ["DEFAULT_BLOCK_BYTES", "RESAMPLERS", "DEFAULT_RESAMPLER", "bootstrap_values", "randomization_differences",
+           "exhaustive", "percentile_interval", "bootstrap_p_value", "randomization_p_value", "adjust_p_values",
+           "CORRECTIONS"]
 
 DEFAULT_BLOCK_BYTES = 64 << 20  # the indices and counts of one block of resamples
 CORRECTIONS = ("holm", "bonferroni", "none")
+RESAMPLERS = ("splitmix64", "numpy")
+DEFAULT_RESAMPLER = "splitmix64"
 
 
 def _rows_per_block(n_items: int, total: int, block_bytes: int) -> int:
@@ -64,18 +72,62 @@ def bootstrap_blocks(n_items: int, resamples: int, seed: int | None,
         yield counts[:size]
 
 
+def _check_resampler(resampler: str) -> None:
+    if resampler not in RESAMPLERS:
+        raise ValueError(f"resampler: expected one of {', '.join(RESAMPLERS)}, got {resampler!r}")
+
+
+def _stream_key(seed: int | None, stream: str) -> int:
+    from rapidscore.kernels.resampling import stream_key
+
+    if seed is None:  # as default_rng(None): fresh entropy from the operating system
+        seed = int(np.random.SeedSequence().entropy) & (2**64 - 1)
+    return stream_key(seed, stream)
+
+
+def _kernel_sums(columns: np.ndarray, total: int, seed: int | None, stream: str, block_bytes: int,
+                 constant_one: float | None) -> np.ndarray:
+    """``(total, k)``: the kernel's sums of each column of ``columns`` over resamples (or trials)
+    0 .. total - 1 of ``stream``. Columns of zeros sum to 0 and, with ``constant_one`` (the
+    resample size), columns of ones to it, exactly: they are not sent to the kernel."""
+    from rapidscore.kernels import resampling as kernel
+
+    zeros = np.all(columns == 0.0, axis=0)
+    ones = np.all(columns == 1.0, axis=0) if constant_one is not None else np.zeros_like(zeros)
+    live = ~(zeros | ones)
+    sums = np.zeros((total, columns.shape[1]))
+    if constant_one is not None:
+        sums[:, ones] = constant_one
+    if not live.any():
+        return sums
+    rows = kernel.padded(columns[:, live])
+    run = kernel.bootstrap_sums if stream == "bootstrap" else kernel.randomization_sums
+    key = _stream_key(seed, stream)
+    width = int(live.sum())
+    per_call = max(1, block_bytes // (8 * rows.shape[1]))
+    for first in range(0, total, per_call):
+        count = min(per_call, total - first)
+        sums[first:first + count, live] = run(rows, key, first, count)[:, :width]
+    return sums
+
+
 def bootstrap_values(systems: Sequence[ItemStats], resamples: int, seed: int | None,
-                     block_bytes: int = DEFAULT_BLOCK_BYTES) -> np.ndarray:
+                     block_bytes: int = DEFAULT_BLOCK_BYTES, resampler: str = DEFAULT_RESAMPLER) -> np.ndarray:
     """``(resamples, n_systems)``: each system's value on each bootstrap resample, every system
     on the same resampled items."""
+    _check_resampler(resampler)
     stacked, slices = _stacked(systems)
     out = np.empty((resamples, len(systems)))
+    if resampler == "splitmix64":
+        blocks: Iterator[np.ndarray] = iter([_kernel_sums(stacked, resamples, seed, "bootstrap", block_bytes,
+                                                          constant_one=float(stacked.shape[0]))])
+    else:
+        blocks = (counts @ stacked for counts in bootstrap_blocks(stacked.shape[0], resamples, seed, block_bytes))
     done = 0
-    for counts in bootstrap_blocks(stacked.shape[0], resamples, seed, block_bytes):
-        sums = counts @ stacked
+    for sums in blocks:
         for k, (stats, part) in enumerate(zip(systems, slices)):
-            out[done:done + len(counts), k] = stats.value(sums[:, part])
-        done += len(counts)
+            out[done:done + len(sums), k] = stats.value(sums[:, part])
+        done += len(sums)
     return out
 
 
@@ -98,10 +150,13 @@ def _swap_blocks(n_items: int, trials: int, seed: int | None, block_bytes: int) 
 
 
 def randomization_differences(baseline: ItemStats, systems: Sequence[ItemStats], trials: int, seed: int | None,
-                              block_bytes: int = DEFAULT_BLOCK_BYTES) -> np.ndarray:
+                              block_bytes: int = DEFAULT_BLOCK_BYTES,
+                              resampler: str = DEFAULT_RESAMPLER) -> np.ndarray:
     """``(trials, n_systems)``: on each trial, the items marked swap exchange their statistics
     between a system and the baseline, and the value is the system's minus the baseline's
-    (sacrebleu's ``shuf_a - shuf_b``). With ``exhaustive``, every one of the 2**n patterns once."""
+    (sacrebleu's ``shuf_a - shuf_b``). With ``exhaustive``, every one of the 2**n patterns once
+    (either resampler)."""
+    _check_resampler(resampler)
     n = baseline.n_items
     base_sum = baseline.columns.sum(axis=0)
     # swapped sums: system = sys_sum + swap @ (base - sys); baseline = base_sum - swap @ (base - sys)
@@ -109,17 +164,21 @@ def randomization_differences(baseline: ItemStats, systems: Sequence[ItemStats],
     stacked = np.ascontiguousarray(np.concatenate(gaps, axis=1))
     widths = [g.shape[1] for g in gaps]
     rows_total = 2 ** n if exhaustive(n, trials) else trials
+    if resampler == "splitmix64" and not exhaustive(n, trials):
+        blocks: Iterator[np.ndarray] = iter([_kernel_sums(stacked, trials, seed, "randomization", block_bytes,
+                                                          constant_one=None)])
+    else:
+        blocks = (swaps @ stacked for swaps in _swap_blocks(n, trials, seed, block_bytes))
     out = np.empty((rows_total, len(systems)))
     done = 0
-    for swaps in _swap_blocks(n, trials, seed, block_bytes):
-        moved = swaps @ stacked
+    for moved in blocks:
         start = 0
         for k, (stats, width) in enumerate(zip(systems, widths)):
             part = moved[:, start:start + width]
-            out[done:done + len(swaps), k] = (stats.value(stats.columns.sum(axis=0) + part)
+            out[done:done + len(moved), k] = (stats.value(stats.columns.sum(axis=0) + part)
                                               - baseline.value(base_sum - part))
             start += width
-        done += len(swaps)
+        done += len(moved)
     return out
 
 
