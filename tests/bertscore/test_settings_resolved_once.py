@@ -143,3 +143,90 @@ def test_equal_settings_are_equal_and_hash_alike(tiny_bert, tmp_path) -> None:
     assert resolve_settings(tiny_bert, 2, idf={1: 2.0}) == resolve_settings(tiny_bert, 2, idf={1: 2.0})
     assert resolve_settings(tiny_bert, 2, idf={1: 2.0}) != resolve_settings(tiny_bert, 2, idf={1: 3.0})
     assert resolve_settings(tiny_bert, None) == resolve_settings(tiny_bert, 4)  # layer=None: the last (of 4)
+
+
+# -- a second metric: NRR resolves its settings once per call, request and batch too --------------
+
+GENERATED = ["The cat sat on the mat.", "I cannot answer that.", "It rained all day."]
+GROUND_TRUTH = ["A cat was sitting on the mat.", "Shares dropped on Monday.", "The day was wet."]
+
+
+@pytest.fixture
+def nrr_settings_calls(monkeypatch) -> Counter:
+    """Calls of the NRR metric's ``settings`` (the contract's one resolution of its options)."""
+    from rapidscore.metrics import get_metric
+
+    metric = get_metric("nrr")
+    calls: Counter = Counter()
+    original = type(metric).settings
+
+    def counting(self, **options):
+        calls["settings"] += 1
+        return original(self, **options)
+
+    monkeypatch.setattr(type(metric), "settings", counting)
+    return calls
+
+
+def test_the_nrr_api_resolves_its_encoder_once(resolutions, tiny_bert) -> None:
+    from rapidscore.nrr import negative_rejection
+    from rapidscore.streaming import score_stream
+
+    result = negative_rejection(GENERATED, GROUND_TRUTH, threshold=0.5, model=tiny_bert)
+    assert resolutions == {"resolve_encoder_settings": 1}
+    resolutions.clear()
+    rows = list(score_stream("nrr", list(zip(GENERATED, GROUND_TRUTH)), model=tiny_bert, threshold=0.5))
+    assert resolutions == {"resolve_encoder_settings": 1}
+    assert [row["similarity"] for row in rows] == result.similarities.tolist()
+
+
+def test_the_nrr_cli_resolves_its_encoder_once(resolutions, tiny_bert, tmp_path, capsys) -> None:
+    import json
+
+    from rapidscore.cli import main
+
+    generated, truth = tmp_path / "generated.txt", tmp_path / "truth.txt"
+    generated.write_text("\n".join(GENERATED) + "\n", encoding="utf-8")
+    truth.write_text("\n".join(GROUND_TRUTH) + "\n", encoding="utf-8")
+    assert main(["nrr", "--generated", str(generated), "--references", str(truth), "--model", tiny_bert,
+                 "--json", "-q"]) == 0
+    assert resolutions == {"resolve_encoder_settings": 1}
+    assert "signature" in json.loads(capsys.readouterr().out)
+
+
+def test_an_nrr_http_engine_is_resolved_once_and_reused(resolutions, nrr_settings_calls, tiny_bert) -> None:
+    pytest.importorskip("fastapi", reason="the [serve] extra (fastapi) is not installed")
+    from fastapi.testclient import TestClient
+
+    from rapidscore.serve.app import create_app
+    from rapidscore.serve.config import ServeConfig
+    from rapidscore.serve.service import ScoringService
+
+    service = ScoringService(ServeConfig(model=tiny_bert, metrics=("nrr",), warmup=False, workers=1))
+    service.start()
+    try:
+        client = TestClient(create_app(service=service, start=False))
+        resolutions.clear()  # what the service loaded at start is not a request's
+        nrr_settings_calls.clear()
+        body = {"generated": GENERATED, "references": GROUND_TRUTH, "threshold": 0.5}
+        first = client.post("/v1/nrr", json=body)
+        assert first.status_code == 200, first.text
+        second = client.post("/v1/nrr", json={**body, "threshold": 0.7})  # per request: the same engine
+        assert second.status_code == 200 and second.json()["similarities"] == first.json()["similarities"]
+        # the served model was loaded at start; the requests' settings resolved once, then reused
+        assert nrr_settings_calls["settings"] <= 1 and resolutions["resolve_encoder_settings"] == 0
+    finally:
+        service.close()
+
+
+def test_an_nrr_ray_batch_resolves_its_encoder_once(resolutions, tiny_bert) -> None:
+    from rapidscore.integrations.ray import NRRBatch
+    from rapidscore.nrr import SentenceSimilarity
+
+    batch = NRRBatch(model=tiny_bert, threshold=0.5)
+    columns = {"generated": np.array(GENERATED, dtype=object), "reference": np.array(GROUND_TRUTH, dtype=object)}
+    out = batch(columns)
+    out = batch(columns)
+    assert resolutions == {"resolve_encoder_settings": 1}
+    sims, _best = SentenceSimilarity(tiny_bert).pairs(GENERATED, GROUND_TRUTH)
+    assert out["similarity"].tolist() == sims.tolist()
