@@ -1,8 +1,10 @@
-"""SELECT techniques compared on the same concepts (rapidscore.compare.select_systems): paired
-by concept, SELECT's own means, and concepts one cell lacks named."""
+"""SELECT techniques compared on the same concepts (rapidscore.compare.select_systems and
+``rapidscore compare FOLDER``): paired by concept, SELECT's own means, and concepts one cell
+lacks named."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -45,3 +47,60 @@ def test_concepts_unmatched_between_cells_are_named() -> None:
         select_systems(scores, "abstention", [("m", "a"), ("m", "b")])
     with pytest.raises(PairingError, match="no specificity scores for m/a"):
         select_systems(scores, "specificity", [("m", "a"), ("m", "b")])
+
+
+def _cli(capsys, *argv):
+    from rapidscore.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_command_compares_a_select_folder_by_concept(capsys) -> None:
+    """``rapidscore compare FOLDER``: each model/technique a system, its concepts the items; each
+    system's mean is the abstention command's, the numbers the API's on the same concepts."""
+    from rapidscore.abstention import rates
+    from rapidscore.abstention.detectors import get_detector
+    from rapidscore.abstention.pipeline import evaluate, find_experiments
+    from rapidscore.abstention.taxonomy import Taxonomy
+
+    code, out, _ = _cli(capsys, "compare", str(RESULTS), "--baseline", "model-a/prompt", "--metric", "specificity",
+                                "--json", "--paired-bs-n", "1500", "--paired-ar-n", "1500")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["metric"] == "specificity" and "resampler:splitmix64" in doc["signature"]
+    names = [s["name"] for s in doc["systems"]]
+    assert names == ["model-a/prompt", "model-a/sft", "model-b/prompt", "model-b/sft"]
+    assert {i["paired_by"] for i in doc["inputs"]} == {"concept"}
+    assert all(i["signature"].startswith("abstention|method:heuristic") for i in doc["inputs"])
+
+    code, out, err = _cli(capsys, "abstention", str(RESULTS), "--json")
+    assert code == 0, err
+    table = {(row["model"], row["technique"]): row for row in json.loads(out)["rows"]
+             if row["metric"] == "specificity"}
+    for system in doc["systems"]:
+        row = table[tuple(system["name"].split("/"))]
+        assert system["mean"] == pytest.approx(row["mean"], abs=1e-12) and system["n_items"] == row["n_concepts"]
+
+    experiment = find_experiments(str(RESULTS))[0]
+    counts = evaluate(experiment.files, get_detector("heuristic"), method="heuristic", workers=1).counts
+    scores = rates.concept_scores_from_counts(counts, taxonomy=Taxonomy.load(experiment.taxonomy))
+    cells = [tuple(name.split("/")) for name in names]
+    expected = compare(select_systems(scores, "specificity", cells), "model-a/prompt", metric="specificity",
+                       resamples=1500, trials=1500).to_dict()
+    assert doc["systems"] == expected["systems"]
+
+
+def test_select_refusals_are_one_line(tmp_path, capsys) -> None:
+    code, out, _ = _cli(capsys, "abstention", str(RESULTS), "--json")
+    summary = tmp_path / "select.json"
+    summary.write_text(out)
+    code, _, err = _cli(capsys, "compare", str(summary), str(summary))
+    assert code == 2 and err.count("\n") == 1
+    assert "holds each cell's mean over concepts, not each concept's rate; give the SELECT results folder" in err
+    code, _, err = _cli(capsys, "compare", str(RESULTS), "--metric", "f1")
+    assert code == 2 and "--metric f1: not a metric of SELECT results (metrics: abstention, specificity, " \
+                          "generalization)" in err
+    code, _, err = _cli(capsys, "compare", str(RESULTS), "--baseline", "model-c/prompt")
+    assert code == 2 and "--baseline model-c/prompt: no such system" in err

@@ -6,8 +6,10 @@ Examples::
     rapidscore compare base.json a.json b.json --baseline base              # bertscore --json outputs
     rapidscore compare ner.json --baseline spacy --metric strict_f1 --format latex
     rapidscore compare base=run1/rows.jsonl new=run2/rows.jsonl --paired-bs --json
+    rapidscore compare select/results --baseline model-a/prompt --metric specificity   # SELECT, by concept
 
-A system's name is its file's stem, or NAME in NAME=FILE; a NER file holds one system per model.
+A system's name is its file's stem, or NAME in NAME=FILE; a NER file holds one system per model, a
+SELECT results folder one per (model, technique) cell.
 """
 
 from __future__ import annotations
@@ -43,13 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     input_option(parser.add_argument(
         "results", nargs="+", metavar="[NAME=]RESULT",
         help="result files of one metric (the --json outputs or --output rows of bertscore, nrr, ner or a metric "
-             "command); NAME=FILE names the system (default: the file name without extensions)"),
-        paths=_result_path)
+             "command), or SELECT results folders (each model/technique a system, paired by concept); NAME=FILE "
+             "names the system (default: the file name without extensions)"),
+        paths=_result_path, directory=True)
     parser.add_argument("--baseline", "-b", default=None, metavar="NAME",
                         help="the system every other is tested against (default: the first)")
     parser.add_argument("--metric", default=None,
-                        help="what to compare (default per kind: bertscore f1, nrr rejection_rate, ner strict_f1, a "
-                             "metric's first output; see docs/compare.md)")
+                        help="what to compare (default per kind: bertscore f1, nrr rejection_rate, ner strict_f1, "
+                             "SELECT abstention, a metric's first output; see docs/compare.md)")
     tests = parser.add_argument_group("tests (sacrebleu's option names; default: both)")
     tests.add_argument("--paired-bs", action="store_true", help="paired bootstrap resampling (p_bootstrap)")
     tests.add_argument("--paired-ar", action="store_true",

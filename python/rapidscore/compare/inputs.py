@@ -13,10 +13,14 @@ ner             strict_f1 (and each      the record's SemEval counts (corpus pre
                 scheme's precision,      recall, F1 from summed counts); DMBertA's credit,
                 recall, f1), dmberta_*   predictions and gold (micro), or its score (mean)
 metric rows     the output columns       the row's value (mean)
+select          abstention, specificity, each concept's rate (SELECT's mean over concepts):
+                generalization           a SELECT results folder, evaluated as ``rapidscore
+                                         abstention FOLDER`` does; each (model, technique)
+                                         cell is a system, ``model/technique``
 ==============  =======================  ==================================================
 
 Pairing: items are matched by id when every system's items carry one (streamed rows' ``id``,
-NER records' ``id``), else by line; an item one system has and another lacks is named in a
+NER records' ``id``, SELECT's concepts), else by line; an item one system has and another lacks is named in a
 :class:`~rapidscore.errors.PairingError`, never dropped. Files whose signatures differ (another
 model, layer, idf, label matching...) or whose recorded input digests (``*_sha256`` fields)
 differ are refused too, naming the fields.
@@ -36,11 +40,12 @@ from rapidscore.compare.statistics import ItemStats, mean_of, precision_recall_f
 from rapidscore.errors import PairingError
 
 __all__ = ["SystemInput", "read_systems", "systems_of_runs", "pair_systems", "metrics_of", "compare_files",
-           "select_systems", "SCHEMES"]
+           "select_systems", "select_folder_systems", "SCHEMES", "SELECT_METRICS"]
 
 SCHEMES = ("strict", "exact", "partial", "type")
 _NER_METRICS = tuple(f"{scheme}_{what}" for scheme in SCHEMES for what in ("f1", "precision", "recall")) + (
     "dmberta_f1", "dmberta_precision", "dmberta_recall", "dmberta_mean")
+SELECT_METRICS = ("abstention", "specificity", "generalization")  # SELECT's evaluation types, the default first
 # fields of a signature that may differ between systems compared: the package's version
 _FREE_FIELDS = {"version"}
 _SHOWN = 5  # unmatched items named in a message
@@ -75,6 +80,8 @@ def metrics_of(kind: str, outputs: Sequence[str] = ()) -> tuple[str, ...]:
         return ("rejection_rate", "similarity")
     if kind == "ner":
         return _NER_METRICS
+    if kind == "select":
+        return SELECT_METRICS
     return tuple(outputs)
 
 
@@ -128,15 +135,58 @@ def _digests(document: Mapping | None) -> dict[str, str]:
     return {key: value for key, value in document.items() if key.endswith("_sha256") and isinstance(value, str)}
 
 
-def _system_inputs(path: str, name: str | None) -> list[SystemInput]:
-    """Every system of one result file."""
+def _system_inputs(path: str, name: str | None, metric: str | None) -> list[SystemInput]:
+    """Every system of one result file (or SELECT results folder: ``metric``'s concepts)."""
     from rapidscore.report import inputs as report_inputs
 
-    system = name or report_inputs.system_name(path)
     if os.path.isdir(path):
-        raise PairingError(f"{path}: a SELECT results folder has no per-item scores to pair; compare SELECT "
-                           "techniques per concept with rapidscore.compare.select_systems")
+        return select_folder_systems(path, metric)
+    system = name or report_inputs.system_name(path)
     return systems_of_runs(report_inputs.read_result(path, system), report_inputs.result_document(path))
+
+
+def _concept_label(concept: tuple) -> str:
+    relation, name = concept
+    return str(name) if relation is None else f"{relation}:{name}"
+
+
+def select_folder_systems(path: str, metric: str | None = None) -> list[SystemInput]:
+    """Each (model, technique) cell of a SELECT results folder as a system whose items are its
+    concepts' ``metric`` rates (default ``abstention``; ``specificity``, ``generalization``), as
+    ``rapidscore abstention FOLDER`` computes them (the heuristic detector where no stored flag
+    decides, each experiment's taxonomy); cells without that evaluation type are not systems.
+    Several experiments under the folder: ``experiment/model/technique``."""
+    from rapidscore.abstention import rates
+    from rapidscore.abstention.detectors import get_detector
+    from rapidscore.abstention.pipeline import evaluate, find_experiments
+    from rapidscore.abstention.report import abstention_signature
+    from rapidscore.abstention.taxonomy import Taxonomy
+
+    metric = SELECT_METRICS[0] if metric is None else metric
+    if metric not in SELECT_METRICS:
+        raise PairingError(f"--metric {metric}: not a metric of SELECT results (metrics: {', '.join(SELECT_METRICS)})")
+    experiments = find_experiments(path)
+    detector = get_detector("heuristic")
+    out = []
+    for experiment in experiments:
+        counts = evaluate(experiment.files, detector, method="heuristic", workers=1).counts
+        taxonomy = Taxonomy.load(experiment.taxonomy) if experiment.taxonomy else None
+        scores = rates.concept_scores_from_counts(counts, taxonomy=taxonomy)
+        signature = abstention_signature(
+            "heuristic", taxonomy=None if taxonomy is None else os.path.basename(str(taxonomy.source)),
+            detector=detector, decisions="stored-first")
+        prefix = "" if len(experiments) == 1 else f"{experiment.name}/"
+        for (model, technique, eval_type), values in sorted(scores.items()):
+            if eval_type != metric:
+                continue
+            concepts = sorted(values, key=lambda c: (str(c[0]), str(c[1])))
+            name = f"{prefix}{model}/{technique}"
+            column = _mean_column([values[c] for c in concepts], f"{name} ({path}) {metric}")
+            out.append(SystemInput(name, path, "select", signature, [_concept_label(c) for c in concepts], "id",
+                                   list(range(1, len(concepts) + 1)), {metric: column}, {}))
+    if not out:
+        raise PairingError(f"{path}: no {metric} results in this SELECT results folder")
+    return out
 
 
 def systems_of_runs(runs: Sequence[Any], document: Mapping | None = None) -> list[SystemInput]:
@@ -188,6 +238,9 @@ def systems_of_runs(runs: Sequence[Any], document: Mapping | None = None) -> lis
                         columns[column] = _mean_column([np.nan if v is None else float(v) for v in values], what)
                 if not columns:
                     raise PairingError(f"{path}: {run.metric} rows have no numeric column to compare")
+        elif isinstance(run, report_inputs.SelectRun):
+            raise PairingError(f"{path}: rapidscore abstention's output holds each cell's mean over concepts, not "
+                               "each concept's rate; give the SELECT results folder it was computed from")
         else:
             raise PairingError(f"{path}: {run.kind} results have no per-item scores to pair")
         if len(set(map(str, keys))) != len(keys):
@@ -204,7 +257,7 @@ def read_systems(results: Sequence[str], metric: str | None = None, baseline: st
     systems: list[SystemInput] = []
     for value in results:
         name, path = _named(value)
-        found = _system_inputs(path, name)
+        found = _system_inputs(path, name, metric)
         if name is not None and len(found) == 1:
             found[0].name = name  # NAME=FILE names it, whatever the file calls it (a NER model)
         elif name is not None:
@@ -303,7 +356,7 @@ def _pair_items(base: SystemInput, systems: Sequence[SystemInput]) -> dict[str, 
         missing = [k for k in reference if k not in position]
         extra = [k for k in keys if k not in set(reference)]
         if missing or extra:
-            what = "ids" if by_id else "lines"
+            what = ("concepts" if base.kind == "select" else "ids") if by_id else "lines"
             parts = []
             if missing:
                 parts.append(f"lacks {len(missing)} of {base.name}'s {what} ({_show(missing)})")
@@ -330,7 +383,8 @@ def compare_files(results: Sequence[str], baseline: str | None = None, *, metric
     metric, stats, systems = read_systems(results, metric, baseline)
     result = compare(stats, systems[0].name, metric=metric, **options)
     result.inputs.extend({"name": s.name, "file": s.path, "kind": s.kind, "signature": s.signature,
-                          "paired_by": "id" if all(x.keyed_by == "id" for x in systems) else "line"}
+                          "paired_by": "concept" if s.kind == "select" else
+                          "id" if all(x.keyed_by == "id" for x in systems) else "line"}
                          for s in systems)
     return result
 
