@@ -104,3 +104,17 @@ def test_select_refusals_are_one_line(tmp_path, capsys) -> None:
                           "generalization)" in err
     code, _, err = _cli(capsys, "compare", str(RESULTS), "--baseline", "model-c/prompt")
     assert code == 2 and "--baseline model-c/prompt: no such system" in err
+
+
+def test_the_report_pairs_a_select_folders_cells_as_the_command_does(tmp_path, capsys) -> None:
+    page = tmp_path / "report.html"
+    code, out, _ = _cli(capsys, "report", str(RESULTS), "--out", str(page), "--json", "--resamples", "1000")
+    assert code == 0
+    shown = json.loads(out)["comparisons"]["select"]
+    code, out, _ = _cli(capsys, "compare", str(RESULTS), "--json", "--paired-bs-n", "1000", "--paired-ar-n", "1000")
+    assert code == 0
+    assert shown["systems"] == json.loads(out)["systems"] and shown["metric"] == "abstention"
+    html = page.read_text()
+    assert 'id="select-pairwise"' in html and "paired by concept" in html
+    for system in shown["systems"][1:]:
+        assert f"{system['p_randomization_adjusted']:.4f}" in html.split('id="select-pairwise"')[1]

@@ -150,11 +150,13 @@ def _concept_label(concept: tuple) -> str:
     return str(name) if relation is None else f"{relation}:{name}"
 
 
-def select_folder_systems(path: str, metric: str | None = None) -> list[SystemInput]:
+def select_folder_systems(path: str, metric: str | None = None,
+                          taxonomies: Mapping[str, str | None] | None = None) -> list[SystemInput]:
     """Each (model, technique) cell of a SELECT results folder as a system whose items are its
     concepts' ``metric`` rates (default ``abstention``; ``specificity``, ``generalization``), as
     ``rapidscore abstention FOLDER`` computes them (the heuristic detector where no stored flag
-    decides, each experiment's taxonomy); cells without that evaluation type are not systems.
+    decides, each experiment's taxonomy, or ``taxonomies``' by experiment name as
+    ``find_experiments`` takes them); cells without that evaluation type are not systems.
     Several experiments under the folder: ``experiment/model/technique``."""
     from rapidscore.abstention import rates
     from rapidscore.abstention.detectors import get_detector
@@ -165,7 +167,7 @@ def select_folder_systems(path: str, metric: str | None = None) -> list[SystemIn
     metric = SELECT_METRICS[0] if metric is None else metric
     if metric not in SELECT_METRICS:
         raise PairingError(f"--metric {metric}: not a metric of SELECT results (metrics: {', '.join(SELECT_METRICS)})")
-    experiments = find_experiments(path)
+    experiments = find_experiments(path, taxonomies=taxonomies)
     detector = get_detector("heuristic")
     out = []
     for experiment in experiments:

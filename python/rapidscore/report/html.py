@@ -201,7 +201,7 @@ def _p_cell(value: float | None, significant: bool | None) -> str:
     return _num(value, shown)
 
 
-def _pairwise(page: Page, section: str, label: str) -> str:
+def _pairwise(page: Page, section: str, label: str, paired_by: str = "item") -> str:
     """The section's systems against the baseline (difference, interval, p-values; ``*``:
     significant after the correction), its intervals' figure, or why its systems are not paired."""
     if page.comparisons is None:
@@ -219,7 +219,7 @@ def _pairwise(page: Page, section: str, label: str) -> str:
              _p_cell(pair.p_bootstrap_adjusted, pair.significant.get("bootstrap")),
              _p_cell(pair.p_randomization_adjusted, pair.significant.get("randomization"))] for pair in result.pairs]
     correction = {"holm": "Holm", "bonferroni": "Bonferroni", "none": "no"}[result.correction]
-    caption = (f"{escape(label)} of each system minus the baseline {escape(result.baseline)}'s, paired by item: "
+    caption = (f"{escape(label)} of each system minus the baseline {escape(result.baseline)}'s, paired by {paired_by}: "
                f"{level} bootstrap interval and p-values ({correction} correction; * adjusted p &lt; "
                f"{result.alpha:g}); <code class=\"sig\">{escape(result.signature).replace('|', '|<wbr>')}</code>")
     table = _table(f"{section}-pairwise", [("System", False), ("Difference", True), (f"{level} low", True),
@@ -437,6 +437,7 @@ def _select_section(page: Page, runs: list[SelectRun]) -> str:
                              f"used, {escape(str(total.get('computed', 0)))} decided by the detector</summary>"
                              f"{table}</details>")
             parts.append(_figure(page, key, "Abstention, generalization and specificity per model and technique."))
+    parts.append(_pairwise(page, "select", "Abstention", paired_by="concept"))
     parts.append("</section>")
     return "\n".join(parts)
 
