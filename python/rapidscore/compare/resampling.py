@@ -81,7 +81,7 @@ def _stream_key(seed: int | None, stream: str) -> int:
     from rapidscore.kernels.resampling import stream_key
 
     if seed is None:  # as default_rng(None): fresh entropy from the operating system
-        seed = int(np.random.SeedSequence().entropy) & (2**64 - 1)
+        seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
     return stream_key(seed, stream)
 
 

@@ -152,9 +152,9 @@ def _subset_tables(gaps: np.ndarray, first_word: int, words: int) -> np.ndarray:
     """``(words * 8, 256, columns)``: per byte of items, the sums of each subset of its 8 items."""
     n, columns = gaps.shape
     start, stop = first_word * 64, min(n, (first_word + words) * 64)
-    grouped = np.zeros((words * 64, columns))
-    grouped[:stop - start] = gaps[start:stop]
-    grouped = grouped.reshape(words * 8, 8, columns)
+    rows = np.zeros((words * 64, columns))
+    rows[:stop - start] = gaps[start:stop]
+    grouped = rows.reshape(words * 8, 8, columns)
     tables = np.zeros((words * 8, 1, columns))
     for k in range(8):
         tables = np.concatenate([tables, tables + grouped[:, k, None, :]], axis=1)
