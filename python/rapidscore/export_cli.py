@@ -94,7 +94,7 @@ def export_model(model: str | os.PathLike, layers: list[int | str] | None = None
         graphs = [False, True] if unpadded and unpadded_supported(config, layer) else [False]
         for graph_unpadded in graphs:
             entry, exported = cached_export(model_dir, layer, "fp32", None, cache_dir=base / "onnx",
-                                            unpadded=graph_unpadded)
+                                            unpadded=graph_unpadded, use_shipped=False)  # written into base
             entries.append({"layer": layer, "unpadded": graph_unpadded, "entry": str(entry), "exported": exported})
     copy_name = name if name is not None else (None if given_as_directory else canonical_name(os.fspath(model)))
     copy = None

@@ -64,7 +64,8 @@ def test_default_layers_are_bertscore_s_and_the_last(minilm_path, tmp_path, caps
 
     calls = []
 
-    def fake_export(model_dir, layer, precision, prefix, *, cache_dir, unpadded):
+    def fake_export(model_dir, layer, precision, prefix, *, cache_dir, unpadded, use_shipped):
+        assert not use_shipped  # written into the cache asked for, even where a package ships the graph
         calls.append((layer, unpadded))
         return cache_dir / f"{layer}-{unpadded}", True
 

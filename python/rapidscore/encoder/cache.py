@@ -213,18 +213,22 @@ def _load(model_dir, layer, backend, device, precision, num_threads, cache_dir, 
             backend = fallback
     caps = capabilities(backend)
     if caps.onnx_graph:
+        from rapidscore.encoder.export.shipped import writable_root
+
         spec = load_spec(entry / "tokenizer_spec.json")
         graph = entry / "model.onnx"
+        derived_root = writable_root(entry, cache_dir)  # a shipped entry's package is read-only
         if precision == "int8":  # the int8 graph of this export, built on first use (errors belong here)
             from rapidscore.encoder.export.int8 import cached_int8
             from rapidscore.encoder.tokens.tokenization import BatchTokenizer
 
-            int8_entry, _ = cached_int8(entry, BatchTokenizer(_tokenizer_file(entry), spec), spec.pad_id, num_threads)
+            int8_entry, _ = cached_int8(entry, BatchTokenizer(_tokenizer_file(entry), spec), spec.pad_id, num_threads,
+                                        root=derived_root)
             graph = int8_entry / "model.onnx"
 
         def new_runner() -> Runner:
             return make_runner(backend, onnx_path=graph, device=device, precision=precision,
-                               num_threads=num_threads, compile_cache=entry.parent.parent / "openvino")
+                               num_threads=num_threads, compile_cache=derived_root.parent / "openvino")
 
         sensitive = bool(json.loads((entry / "meta.json").read_text(encoding="utf-8")).get("padding_sensitive"))
         if device in caps.lazy_devices:

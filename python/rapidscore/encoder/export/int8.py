@@ -381,15 +381,17 @@ def _validate(fp32_graph: Path, int8_graph: Path, batches, num_threads: int | No
 
 # ---------------------------------------------------------------- the cache entry -------------
 
-def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | None = None) -> tuple[Path, bool]:
+def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | None = None, *,
+                root: Path | None = None) -> tuple[Path, bool]:
     """The int8 cache entry of the fp32 export ``fp32_entry`` (built on first use: calibration,
     GPTQ, rewriting, validation; seconds for all-MiniLM-L6-v2, minutes for large models) and
-    whether this call built it. ``tokenizer``: a ``BatchTokenizer`` of the model."""
+    whether this call built it. ``tokenizer``: a ``BatchTokenizer`` of the model. ``root``: the
+    disk cache it goes to (default: beside ``fp32_entry``; a shipped entry's is read-only)."""
     from rapidscore.encoder.export.disk_cache import build_entry, entry_damage, refusal_reason, write_entry_meta
     from rapidscore.encoder.export.onnx_export import EXPORTER_VERSION
 
     fp32_entry = Path(fp32_entry)
-    root = fp32_entry.parent
+    root = fp32_entry.parent if root is None else Path(root)
     bits = activation_bits()  # one entry per kind of CPU sharing the cache: the graphs differ
     key = f"{fp32_entry.name}.int8-{_scheme_digest(bits)}"
     entry = root / key
@@ -398,6 +400,9 @@ def cached_int8(fp32_entry: Path, tokenizer, pad_id: int, num_threads: int | Non
         return entry, False
     if refused.is_file():
         raise Int8Error(refusal_reason(refused))
+    from rapidscore.encoder.runtime.torch import require_torch_stack
+
+    require_torch_stack("precision='int8' (quantising the ONNX graph on first use)", ("onnx",))
 
     def quantise(staging: Path) -> None:
         logger.info("quantising %s to int8 (first use of precision='int8' for this model and layer; "

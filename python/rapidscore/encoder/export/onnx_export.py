@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rapidscore.encoder.export.disk_cache import build_entry, cache_root, entry_key, find_entry, write_entry_meta
+from rapidscore.encoder.export.shipped import companion_graphs_note, shipped_entry
 from rapidscore.encoder.model_source import fingerprint, weightless_record
 from rapidscore.encoder.runtime.torch import TORCH_MODULES, require_torch_stack
 from rapidscore.errors import DamagedCacheError, ExportMismatchError, ModelNotFoundError, RapidscoreWarning
@@ -70,16 +71,23 @@ def cache_key(model_dir: Path, layer: int | str, precision: str, add_prefix_spac
 
 
 def cached_export(model_dir: Path, layer: int | str, precision: str, add_prefix_space: bool | None,
-                  *, cache_dir: Path | None = None, unpadded: bool = False) -> tuple[Path, bool]:
+                  *, cache_dir: Path | None = None, unpadded: bool = False,
+                  use_shipped: bool = True) -> tuple[Path, bool]:
     """Directory of the ONNX export of (model, layer, precision); exports it when missing.
 
     ``layer`` is an int (hidden_states[layer]) or "all" (every hidden state, stacked).
     ``unpadded``: the graph over a batch's real tokens only (``torch_model.UnpaddedLayerOutput``;
     families of ``model_source.unpadded_supported``).
+    ``use_shipped``: an entry of the same key shipped in a package (``shipped.shipped_entry``: the
+    embedded model's companion) is used in place, read-only; False finds or exports it in the cache.
     Returns (entry directory, whether this call performed the export).
     """
     root = Path(cache_dir) if cache_dir is not None else cache_root()
     key = cache_key(model_dir, layer, precision, add_prefix_space, unpadded)
+    if use_shipped:
+        shipped = shipped_entry(key)
+        if shipped is not None:
+            return shipped, False
     entry, usable, damage, refused = find_entry(root, key, ExportMismatchError)
     if usable:
         return entry, False
@@ -114,6 +122,9 @@ def _check_has_weights(model_dir: Path, layer: int | str, unpadded: bool, entry:
         return
     name = record.get("name", model_dir)
     graph = "the unpadded graph of " if unpadded else ""
+    shipped_note = companion_graphs_note(model_dir, f"{graph}layer {layer}")
+    if shipped_note is not None:
+        raise ModelNotFoundError(shipped_note)
     problem = f"its entry {entry} is damaged: {damage}" if damage else f"{graph}layer {layer} was not exported"
     error = ModelNotFoundError if damage is None else DamagedCacheError
     raise error(
