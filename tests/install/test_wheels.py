@@ -3,14 +3,14 @@ each installed into a fresh venv whose PATH has no compiler and no CMake, run fr
 checkout.
 
 - the wheel's ``auditwheel show`` tag is manylinux_2_17 or manylinux_2_28 (not this machine's glibc);
-- the wheel, installed with the README's extras, prints the README's main table, runs the
-  installed-package test set, and scores the README example and W1 bit for bit as the editable
-  install does;
+- the wheel, installed with the README's extras ([export] brings the embedded model), prints the
+  README's main table, runs the installed-package test set, and scores the README example and W1
+  bit for bit as the editable install does;
 - the sdist, installed over it with compilers hidden, falls back to the pure-Python kernels: one line
   at install, one RapidscoreWarning at first use, scores within the twins' tolerance.
 
-Built once per module (about 2 min with a warm zig cache, plus the venv's install). Needs the
-package registry (pip), as a user's install does.
+Built once per session (tests/install/conftest.py's ``dist``; about 2 min with a warm zig cache,
+plus the venv's install). Needs the package registry (pip), as a user's install does.
 """
 
 from __future__ import annotations
@@ -78,17 +78,6 @@ def _run(args, *, env, cwd, timeout=1200) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def dist(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    env = {**os.environ, "RAPIDSCORE_DIST": str(out)}
-    done = subprocess.run(["bash", str(ROOT / "tools" / "build_wheels.sh")], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=1800)
-    assert done.returncode == 0, done.stderr[-6000:]
-    (out / "auditwheel-show.txt").write_text(done.stdout)
-    return out
-
-
-@pytest.fixture(scope="module")
 def user(tmp_path_factory, dist) -> dict:
     """A fresh venv with the wheel and the README's extras; a working directory outside the checkout."""
     tmp = tmp_path_factory.mktemp("user")
@@ -102,7 +91,7 @@ def user(tmp_path_factory, dist) -> dict:
         shutil.copy(ROOT / "examples" / "bertscore" / name, work / name)
     wheel = next(dist.glob("rapidscore-*manylinux*.whl"))
     _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt"),
-          f"{wheel}[cpu,embedded,export]", "pytest"], env=env, cwd=work)
+          f"{wheel}[cpu,export]", "pytest"], env=env, cwd=work)
     return {"venv": venv, "env": env, "work": work, "python": str(venv / "bin" / "python")}
 
 
