@@ -141,21 +141,25 @@ def plot_ner_by_type(results: Any, path: str | os.PathLike | None = None, *, typ
         raise ValueError("no entity types with gold entities (semeval_by_type / per_label are empty)")
     panels = [(f"{scheme.capitalize()} F1", ("semeval_by_type", "{type}", scheme, "f1")) for scheme in schemes]
     panels.append(("DMBertA recall", ("per_label", "gold", "{type}", "recall")))
+    unpredicted = _unpredicted(documents, models, [t for t, _n in shown_types])
     labels = [figures.label(f"{t} (n={n})", 26) for t, n in shown_types]
     label_width = 0.4 + 0.085 * max(len(line) for text in labels for line in text.split("\n"))
     rows = len(shown_types)
     with figures.style():
+        from matplotlib.patches import Patch
+
         per_bar = 0.18 if rows * len(models) <= 30 else 0.12
         figure = figures.new_figure(label_width + 2.4 * len(panels), 1.9 + rows * (per_bar * len(models) + 0.2))
         grid, key = figures.panels(figure, 1, len(panels), sharey=True)
         colours = figures.colors(len(models))
-        handles: list = []
         for ax, (name, path_) in zip(grid[0], panels):
             values = np.array([[_get(documents[m], [p.replace("{type}", t) for p in path_]) for t, _n in shown_types]
                                for m in models])
+            semeval = path_[0] == "semeval_by_type"
+            if semeval:  # no bar (and no "0.00") where the model predicted nothing of the type: said in words
+                values[unpredicted] = np.nan
             # values on the bars when there are few (a 0 is then told from a type without a score)
-            bars = _bars(ax, rows, values, colours, models, horizontal=True, annotate=rows * len(models) <= 40)
-            handles = handles or bars
+            _bars(ax, rows, values, colours, models, horizontal=True, annotate=rows * len(models) <= 40)
             ax.set_xlim(0, 1.22)
             ax.set_xticks([0, 0.5, 1.0], ["0", "0.5", "1"])
             ax.set_title(figures.label(name, 20), loc="left")
@@ -165,14 +169,50 @@ def plot_ner_by_type(results: Any, path: str | os.PathLike | None = None, *, typ
                 for r in range(rows):
                     if math.isnan(values[k, r]):
                         y = rows - 1 - r + 0.4 - 0.8 / len(models) * (k + 0.5)
-                        ax.text(0.02, y, "n/a", va="center", fontsize=8, color="#777777")
+                        shown = "none predicted" if semeval and unpredicted[k, r] else "n/a"
+                        ax.text(0.02, y, shown, va="center", fontsize=8, color="#777777")
         grid[0, 0].set_yticks(range(rows)[::-1], labels)
         grid[0, 0].tick_params(axis="y", length=0)
+        # a patch per model: a model without a bar in the first panel still has its colour in the key
+        handles = [Patch(facecolor=colour) for colour in colours]
         figures.legend(figure, handles, [figures.label(m, 30) for m in models], title="Model", ax=key)
         figure.suptitle(figures.label(title or "NER by entity type", 90))
+        note = _unpredicted_note(documents, models, unpredicted)
         figure.supxlabel("SemEval-2013 F1 of each type's entities; DMBertA recall: credit over the type's gold "
-                         "entities; n = gold entities", fontsize=9, color="#555555")
+                         "entities; n = gold entities" + ("\n" + figures.label(note, 120) if note else ""),
+                         fontsize=9, color="#555555")
     return figures.save_if_path(figure, path, option)
+
+
+def _unpredicted(documents: Mapping[str, Mapping], models: Sequence[str], types: Sequence[str]) -> np.ndarray:
+    """(models, types): True where the model predicted no entity of the type. Each type is scored
+    on its own (nervaluate's per-tag results: only the entities predicted with that type count),
+    so such a model scores 0 there in every scheme, exact and partial too, however well its
+    differently labelled spans match: the figure says so instead of drawing a 0."""
+    out = np.zeros((len(models), len(types)), dtype=bool)
+    for k, model in enumerate(models):
+        by_type = documents[model].get("semeval_by_type") or {}
+        if not by_type:
+            continue  # no per-type scores at all: "n/a", as before
+        for r, name in enumerate(types):  # "actual": the predicted entities of the type
+            out[k, r] = name not in by_type or _get(by_type, (name, "strict", "actual")) == 0
+    return out
+
+
+def _unpredicted_note(documents: Mapping[str, Mapping], models: Sequence[str], unpredicted: np.ndarray) -> str:
+    """The figure's note on the types a model never predicted (empty when every model predicted
+    every type shown)."""
+    if not unpredicted.any():
+        return ""
+    named = []
+    for k, model in enumerate(models):
+        if unpredicted[k].any():
+            exact = _get(documents[model], ("semeval", "exact", "f1"))
+            named.append(f"{model} (overall exact F1 {exact:.2f})" if not math.isnan(exact) else model)
+    return ("none predicted: the model labelled no entity with that type. Each type is scored on its own "
+            "(nervaluate's per-tag scores), so spans under other labels count in no scheme there, exact and "
+            "partial included, while the overall exact and partial F1 ignore the type: " + ", ".join(named) +
+            ". DMBertA recall compares the labels by meaning.")
 
 
 def plot_models(models: Any, path: str | os.PathLike | None = None, **options: Any) -> Figure:

@@ -65,16 +65,22 @@ def _bins(values: list[np.ndarray], thresholds: list[float], bins: int) -> np.nd
 
 
 def _histogram(ax: Axes, sims: np.ndarray, threshold: float, edges: np.ndarray, colour: str) -> Any:
-    """Histogram with the threshold line (the axes' first line) and the rejected side shaded."""
+    """Histogram with the threshold line (the axes' first line) and the rejected side shaded.
+    Half a bin (and 1% of the range) of room on each side: an outer bar ends inside the frame,
+    where a reader sees its whole width, not cut by the axis."""
     from matplotlib.ticker import MaxNLocator
 
     rejected = int((sims < threshold).sum())
     line = ax.axvline(threshold, color=figures.REFERENCE_COLOR, linestyle="--", linewidth=1.6,
                       label=f"threshold {threshold:g}: NRR {rejected / sims.size:.1%} "
                             f"({rejected} of {sims.size} rejected)")
-    ax.hist(sims, bins=list(edges), color=colour, alpha=0.9, edgecolor="white", linewidth=0.5)
-    ax.axvspan(edges[0], threshold, color=REJECTED_COLOR, alpha=0.08, linewidth=0)
-    ax.set_xlim(edges[0], edges[-1])
+    counts, _edges, _bars = ax.hist(sims, bins=list(edges), color=colour, alpha=0.9, edgecolor="white",
+                                    linewidth=0.5)
+    room = 0.5 * (edges[1] - edges[0]) + 0.01 * (edges[-1] - edges[0])
+    left, right = edges[0] - room, edges[-1] + room
+    ax.axvspan(left, threshold, color=REJECTED_COLOR, alpha=0.08, linewidth=0)
+    ax.set_xlim(left, right)
+    ax.set_ylim(0, max(1.0, float(np.max(counts))) * 1.08)  # the tallest bar below the frame's top
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("Answers")
     ax.grid(axis="y")
@@ -84,15 +90,15 @@ def _histogram(ax: Axes, sims: np.ndarray, threshold: float, edges: np.ndarray, 
 def plot_similarities(result: NRRResult, fname: str | os.PathLike | None = None, *, bins: int = 40,
                       title: str | None = None) -> Figure:
     """Histogram of the similarities with the threshold line (the first line of ``axes[0]``)
-    and the rejected side shaded; NRR and counts in the legend."""
+    and the rejected side shaded; NRR and counts in the legend, above the bars (never over one)."""
     ((sims, threshold),) = _systems({"": result}, None).values()
     with figures.style():
         figure = figures.new_figure(figures.WIDTH, 4.8)
         ax = figure.subplots()
-        _histogram(ax, sims, threshold, _bins([sims], [threshold], bins), figures.PALETTE[0])
+        line = _histogram(ax, sims, threshold, _bins([sims], [threshold], bins), figures.PALETTE[0])
         ax.set_xlabel("Similarity to the reference (best reference per answer)")
-        ax.legend(loc="best")
-        ax.set_title(figures.label(title or "Negative rejection: similarity of each answer", 80))
+        figures.legend(figure, [line], [line.get_label()], ax=ax)
+        figure.suptitle(figures.label(title or "Negative rejection: similarity of each answer", 80))
     return figures.save_if_path(figure, fname, "--plot")
 
 
@@ -108,8 +114,9 @@ def plot_similarity_histograms(results: Mapping[str, Any], path: str | os.PathLi
         grid, _key = figures.panels(figure, len(systems), 1, sharex=True, key=False)
         for (name, (sims, cut)), ax, colour in zip(systems.items(), grid[:, 0], figures.colors(len(systems))):
             _histogram(ax, sims, cut, edges, colour)
-            ax.legend(loc="best")
-            ax.set_title(figures.label(name, 60), loc="left")
+            # the system's name and its NRR above its panel, outside the bars
+            ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), borderaxespad=0.2, title=figures.label(name, 60),
+                      alignment="left")
         grid[-1, 0].set_xlabel("Similarity to the reference (best reference per answer)")
         figure.suptitle(figures.label(title or "Similarity of each answer, per system", 80))
     return figures.save_if_path(figure, path, option)
