@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +34,7 @@ from rapidscore.bertscore.finishing import (
 )
 from rapidscore.bertscore.idf import DocumentFrequencies
 from rapidscore.bertscore.idf_source import IdfSource
+from rapidscore.bertscore.plan import ScoringPlan, make_plan
 from rapidscore.bertscore.result import BERTScoreResult
 from rapidscore.bertscore.settings import BERTScoreSettings, build_bertscore_signature
 from rapidscore.bertscore.streaming import PairScore
@@ -51,34 +51,6 @@ __all__ = ["BERTScore", "BERTScoreResult", "ScoringPlan", "score", "normalize_in
 # Whether device_engine=None picks the device engine for backend="torch" on the CPU: no, the
 # C++ kernel on host arrays measured faster there (docs/architecture.md, "The device engine").
 DEVICE_ENGINE_ON_CPU = False
-
-
-@dataclass(frozen=True)
-class ScoringPlan:
-    """What one BERTScore call scores, before any model runs.
-
-    ``texts``: the unique stripped sentences to encode. ``pairs``: (m, 2) int64, (candidate,
-    reference) as indices into ``texts``, candidate by candidate. ``owners``: (m,) the candidate
-    number of each pair (sorted). ``n_candidates``: N, the length of the results.
-    """
-
-    texts: list
-    pairs: np.ndarray
-    owners: np.ndarray
-    n_candidates: int
-
-    @classmethod
-    def from_normalized(cls, cands: list, groups: list) -> ScoringPlan:
-        """The plan of validated inputs (``normalize_inputs``' output): one list of references
-        per candidate."""
-        unique: dict = {}
-        cand_index = [unique.setdefault(c.strip(), len(unique)) for c in cands]
-        ref_index = [unique.setdefault(r.strip(), len(unique)) for group in groups for r in group]
-        owners = np.repeat(np.arange(len(groups), dtype=np.int64), [len(g) for g in groups])
-        pairs = np.empty((len(ref_index), 2), dtype=np.int64)
-        pairs[:, 0] = np.asarray(cand_index, dtype=np.int64)[owners] if len(owners) else 0
-        pairs[:, 1] = ref_index
-        return cls(texts=list(unique), pairs=pairs, owners=owners, n_candidates=len(cands))
 
 
 class BERTScore:
@@ -344,15 +316,9 @@ class BERTScore:
     # -- phases -------------------------------------------------------------------------------
 
     def plan(self, cands: Sequence[str], refs) -> ScoringPlan:
-        """Phase 1: validate (once), strip, deduplicate (once); no model runs."""
-        cands, groups = normalize_inputs(cands, refs)
-        if self.long_texts == "window":  # named by the caller's index, before anything is tokenised
-            from rapidscore.encoder.tokens.windows import check_window_texts
-
-            check_window_texts(cands, "cands", stripped=True)
-            for i, group in enumerate(groups):
-                check_window_texts(group, f"refs[{i}]", stripped=True)
-        return ScoringPlan.from_normalized(cands, groups)
+        """Phase 1: validate (once), strip, deduplicate (once); no model runs
+        (``rapidscore.bertscore.plan``)."""
+        return make_plan(cands, refs, self.long_texts)
 
     def encode(self, plan: ScoringPlan, *, progress: bool | None = None) -> TokenStore:
         """Phase 2: token ids and embeddings of the plan's sentences."""
