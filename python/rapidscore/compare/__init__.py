@@ -6,7 +6,8 @@
   adjusted for the number of systems (Holm by default).
 - :mod:`.statistics`: :class:`ItemStats`, the per-item statistics of a system:
   :func:`mean_of`, :func:`ratio_of`, :func:`precision_recall_f1_of`.
-- :mod:`.resampling`: the vectorised, blocked resampling core. :mod:`.inputs`: systems from the
+- :mod:`.resampling`: the resampling core (the splitmix64 kernel of
+  :mod:`rapidscore.kernels.resampling` by default, numpy's streams on request). :mod:`.inputs`: systems from the
   result files the other commands write. :mod:`.tables`: markdown / LaTeX tables.
   :mod:`.cli`: ``rapidscore compare``.
 
