@@ -3,7 +3,7 @@
 # to a temporary directory) with ASan + UBSan; any finding (a sanitizer report, a difference
 # from the reference, a crash) fails the script and leaves the input in build/fuzz/.
 #
-#   fuzz/run.sh -max_total_time=60        (CI: 60 s per harness)
+#   fuzz/run.sh -max_total_time=20        (CI: 20 s per harness, past each harness's coverage plateau)
 #   fuzz/run.sh -runs=1000000             (local: one million inputs per harness)
 # Extra arguments go to every harness (libFuzzer flags). Build first: fuzz/build.sh.
 set -euo pipefail
