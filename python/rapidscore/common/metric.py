@@ -257,18 +257,17 @@ class FrontEnds:
     """How the front ends (the CLI, the HTTP service, Ray, ``BatchingScorer``) name, describe and
     present a metric (every field has a default; a metric declares only what differs).
 
-    ``aliases``: older names that still resolve to the metric (CLI command, HTTP path, Ray
-    ``metric=``); ``summary``: one line describing it (command help, OpenAPI, Ray docstrings);
-    ``command``: the module of its own CLI command (``add_arguments``, ``run``; None: the generic
-    command of ``rapidscore.metric_cli``); ``batch_class_names``: its Ray batch class
-    (``rapidscore.integrations.ray.<name>``), first its own, later ones older names (none:
-    ``MetricBatch`` with ``metric=``); ``response_fields``: the HTTP answer's fields and their
-    types (the OpenAPI schema), each read from the result (an output column, an attribute or key
-    of the result) or else the settings (None: each output column as a list, and
-    ``signature``); ``example``: one row of inputs (in the order of ``inputs``) a server scores
-    before it turns ready; ``engine_types``: the classes (``"module:QualifiedName"``) of engines
-    a user builds for the metric (a ``BatchingScorer`` given one picks it); ``takes_solo``:
-    whether :meth:`Metric.task` takes a ``solo`` engine (the same settings with more threads)."""
+    ``aliases``: older names that still resolve to it (CLI command, HTTP path, Ray ``metric=``);
+    ``summary``: one line (command help, OpenAPI, Ray docstrings); ``command``: the module of its
+    own CLI command (``add_arguments``, ``run``; None: the generic ``rapidscore.metric_cli``);
+    ``batch_class_names``: its Ray batch class (``rapidscore.integrations.ray.<name>``), then
+    older names (none: ``MetricBatch`` with ``metric=``); ``response_fields``: the HTTP answer's
+    fields and types (the OpenAPI schema), each read from the result (an output column, an
+    attribute or key) or else the settings (None: each output column as a list, and
+    ``signature``); ``example``: one row of inputs a server scores before it turns ready;
+    ``engine_types``: the classes (``"module:QualifiedName"``) of engines a user builds (a
+    ``BatchingScorer`` given one picks the metric); ``takes_solo``: whether
+    :meth:`Metric.task` takes a ``solo`` engine (the same settings with more threads)."""
 
     aliases: tuple[str, ...] = ()
     summary: str = ""
@@ -280,8 +279,7 @@ class FrontEnds:
     takes_solo: bool = False
 
 
-# The names a metric declared before they were grouped (class attributes), still read when a
-# subclass sets them: (group, field) of each
+# Older declarations (class attributes of their own), still read: name -> (group, field)
 _GROUPED = {
     "row_noun": ("rows", "noun"), "aligned_rows": ("rows", "aligned"), "min_rows": ("rows", "minimum"),
     "dataset_pass": ("rows", "dataset_pass"),
