@@ -50,6 +50,14 @@ class BERTScoreEngine:
         return self.scorer.signature
 
 
+def idf_of_the_references(counts: Any) -> Any:
+    """The idf source of a dataset pass's document counts: the scored references' own, signed
+    ``idf:yes`` as ``idf=True`` is."""
+    from rapidscore.bertscore.idf_source import IdfSource
+
+    return IdfSource.references(counts)
+
+
 class MeanTotals(Totals):
     """Mean of each named output column over the rows seen (BERTScore's P, R, F1)."""
 
@@ -76,7 +84,8 @@ class BERTScoreMetric(Metric):
               Column("reference", "texts", "its reference, or a list of references (best P, R, F1)",
                      request_field="references"))
     outputs = ("precision", "recall", "f1")
-    rows = Rows(dataset_pass=DatasetPass("idf", "reference", count_documents, merge_document_counts))
+    rows = Rows(dataset_pass=DatasetPass("idf", "reference", count_documents, merge_document_counts,
+                                         becomes=idf_of_the_references))
     front_ends = FrontEnds(
         summary="BERTScore precision, recall and F1 (bert-score compatible)",
         command="rapidscore.bertscore.cli",

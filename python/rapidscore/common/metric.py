@@ -223,16 +223,16 @@ class DatasetPass:
     """A first pass over a whole dataset that fills a build option before any row is scored
     (BERTScore's ``idf=True``: the document counts of every reference). Front ends that score a
     dataset in parts (Ray) run ``count`` per block, in parallel, and ``merge`` the partials.
-
     ``option``: the build option it fills when that option is ``True``; ``column``: the input
     column it reads; ``count(values, options) -> partial`` (values: the column's cells of one
-    block; options: the other build options); ``merge(partials) -> value``. Both module-level
-    functions (they travel to workers)."""
+    block; options: the other build options); ``merge(partials) -> value``: module-level
+    functions (they travel to workers); ``becomes(value)``: the option's value (None: ``value``)."""
 
     option: str
     column: str
     count: Callable[[list, dict], Any]
     merge: Callable[[list], Any]
+    becomes: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)

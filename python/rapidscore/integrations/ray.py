@@ -363,11 +363,7 @@ def score_dataset(dataset: Any, metric: str | Metric | None = None, *, concurren
         build_options = {k: v for k, v in options.items() if k not in keywords}
         counted = _dataset_pass(dataset, step, source, build_options, batch_size=4096,
                                 id_column=options.get("id_column"), owner=f"{metric.name} {step.option} pass")
-        if isinstance(counted, DocumentFrequencies):  # idf of the scored references: signed "idf:yes" as idf=True
-            from rapidscore.bertscore.idf_source import IdfSource
-
-            counted = IdfSource.references(counted)
-        options[step.option] = counted
+        options[step.option] = counted if step.becomes is None else step.becomes(counted)
     remote: dict[str, Any] = {}
     if num_gpus is not None:
         remote["num_gpus"] = num_gpus
