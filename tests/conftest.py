@@ -12,7 +12,11 @@ automatically when their recipe in rapidscore/testing/ or the transformers/token
 
 from __future__ import annotations
 
+import ast
+import functools
+import itertools
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -50,6 +54,52 @@ def pytest_runtest_setup(item):
     for signum, handler in _SESSION_SIGNAL_HANDLERS.items():
         if signal.getsignal(signum) is not handler:
             signal.signal(signum, handler)
+
+
+# A module marked slow as a whole is not even imported when -m deselects every slow test (the fast
+# tier): its imports (bert-score, evaluate, ray, openvino, ...) were a good part of the fast tier's
+# collection time, and marker filtering only happens after a module is imported.
+_SLOW_MODULES: dict[Path, bool] = {}
+
+
+def _marked_slow_as_a_whole(path: Path) -> bool:
+    """Whether the module sets ``pytestmark`` to ``pytest.mark.slow``, or to a list holding it."""
+    if path not in _SLOW_MODULES:
+        _SLOW_MODULES[path] = False
+        for node in ast.parse(path.read_bytes(), filename=str(path)).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "pytestmark" for t in node.targets):
+                values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+                _SLOW_MODULES[path] = any(ast.unparse(v) == "pytest.mark.slow" for v in values)
+    return _SLOW_MODULES[path]
+
+
+@functools.cache
+def _deselects_every_slow_test(markexpr: str) -> bool:
+    """Whether ``-m markexpr`` is false for every test marked slow, whatever its other marks
+    (decided with pytest's own parser of -m, over every combination of the other names in it)."""
+    from _pytest.mark.expression import Expression
+
+    if not markexpr or "=" in markexpr:  # keyword arguments of marks: not worth deciding here
+        return False
+    others = sorted(set(re.findall(r"[\w:+\-.\[\]\\/]+", markexpr)) - {"and", "or", "not", "slow"})
+    if len(others) > 8:
+        return False
+    try:
+        expression = Expression.compile(markexpr)
+    except Exception:  # pytest reports a bad -m itself
+        return False
+    for present in itertools.product((False, True), repeat=len(others)):
+        marks = {"slow", *(name for name, on in zip(others, present) if on)}
+        if expression.evaluate(marks.__contains__):  # no keyword arguments here (above)
+            return False
+    return True
+
+
+def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
+    if (collection_path.suffix == ".py" and collection_path.name.startswith("test_")
+            and _deselects_every_slow_test(config.option.markexpr) and _marked_slow_as_a_whole(collection_path)):
+        return True
+    return None  # let pytest decide (its --ignore options, the other hooks)
 
 
 def pytest_configure(config):
