@@ -1,7 +1,10 @@
-"""Sequence classifiers run like the encoders: a model with its classification head (exported
-once to ONNX with it, ``encoder/export/classifier_export.py``, or the torch model), tokenised by the
-encoder's :class:`~rapidscore.encoder.tokens.tokenization.BatchTokenizer`, batched under the same token
-budget (``plan_batches`` / ``pad_batch``), on the same runtimes.
+"""Sequence classifiers on the encoders' runtime stack: a model with its classification head
+(exported once to ONNX with it, ``encoder/export/classifier_export.py``, or the torch model read
+through :class:`ClassifierLogits`, its output head), made by the runtimes' ``make_runner``, held
+as a ``cache.LoadedModel`` and run by a ``model_runtime.ModelRuntime`` (batches under the token
+budget, padding, a lock for a runner that is not thread-safe, rows to the host); tokenised by the
+encoder's :class:`~rapidscore.encoder.tokens.tokenization.BatchTokenizer`, long texts windowed by
+``encoder/tokens/windows.py``. Nothing here makes a session or a model itself.
 
 Where each precision holds (:data:`CLASSIFIER_PRECISIONS`): ``fp32`` is exact on every backend
 (ONNX Runtime on the CPU and CUDA, OpenVINO on the CPU, torch on the CPU and CUDA: logits within
@@ -13,7 +16,6 @@ and ``fast`` are refused (int8 is calibrated on the encoders' hidden states, not
 from __future__ import annotations
 
 import os
-import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from rapidscore.common.inputs import as_texts
-from rapidscore.encoder.cache import KeyedCache
+from rapidscore.encoder.cache import KeyedCache, LoadedModel
 from rapidscore.encoder.export.classifier_export import (
     NotAClassifierError,
     cached_classifier_export,
@@ -30,28 +32,30 @@ from rapidscore.encoder.export.classifier_export import (
     load_classification_model,
 )
 from rapidscore.encoder.loaded import record_model
+from rapidscore.encoder.model_runtime import ModelRuntime
 from rapidscore.encoder.model_source import resolve_model
 from rapidscore.encoder.runtime import (
     RUNTIMES,
-    RunnerBase,
+    Runner,
     backend_for,
     capabilities,
     check_options,
     hf_backend,
     make_runner,
 )
-from rapidscore.encoder.tokens.batching import default_batch_tokens, pad_batch, plan_batches
-from rapidscore.encoder.tokens.tokenization import BatchTokenizer, TokenizerSpec, load_spec
+from rapidscore.encoder.tokens.batching import default_batch_tokens
+from rapidscore.encoder.tokens.tokenization import BatchTokenizer, load_spec
 from rapidscore.encoder.tokens.windows import check_long_texts, check_window_texts, count_windows, split_windows
 from rapidscore.errors import RapidscoreWarning, TruncationWarning, check_positive_int
 from rapidscore.threads import check_num_threads
 
-__all__ = ["CLASSIFIER_PRECISIONS", "SequenceClassifier", "NotAClassifierError", "softmax_or_sigmoid"]
+__all__ = ["CLASSIFIER_PRECISIONS", "ClassifierLogits", "SequenceClassifier", "NotAClassifierError",
+           "softmax_or_sigmoid"]
 
 #: backend -> precision -> "exact" or "approximate": each capability table's ``classifier``
 #: (the devices: the table's precisions)
 CLASSIFIER_PRECISIONS: dict[str, dict[str, str]] = {name: dict(caps.classifier) for name, caps in RUNTIMES.items()}
-_LOADED = KeyedCache(4)  # loaded classifiers (runner, tokenizer, head), shared by detectors
+_LOADED = KeyedCache(4)  # loaded classifiers (LoadedModel: runner, tokenizer), shared by detectors
 
 
 def softmax_or_sigmoid(logits: np.ndarray, problem_type: str | None) -> np.ndarray:
@@ -64,78 +68,55 @@ def softmax_or_sigmoid(logits: np.ndarray, problem_type: str | None) -> np.ndarr
     return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
-class _TorchClassifier(RunnerBase):
-    """The torch model with its head; returns float32 logits on the host. Thread-safe (eval mode,
-    inference_mode: no state kept between calls). Set up as the encoder's torch runner is
-    (``runtime.torch.prepare_torch``)."""
+class ClassifierLogits:
+    """The classifier's output head (``runtime.OutputHead``) for a backend that runs the model
+    itself (torch): ``AutoModelForSequenceClassification`` with its trained head, read as its
+    logits (batch, labels)."""
 
-    returns = "numpy"
-    thread_safe = True
+    purpose = "a classifier with backend='torch' or its ONNX export"
+    layer = None
+    token_outputs = False  # one row per text
 
-    def __init__(self, model_dir: Path, device: str, precision: str, num_threads: int | None):
-        from rapidscore.encoder.runtime.torch import prepare_torch
+    def load(self, model_dir: Path, device: str) -> Any:
+        # eager attention on every device: the attention the ONNX export traces
+        return load_classification_model(model_dir)
 
-        torch, dtype = prepare_torch(device, precision, num_threads,
-                                     "a classifier with backend='torch' or its ONNX export")
-        self.model = load_classification_model(model_dir).to(device=device, dtype=dtype)
-        self._torch, self.device, self.precision = torch, device, precision
-        self.provider = f"torch-{device}"
-
-    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        from rapidscore.device.tf32 import exact_fp32
-
-        torch = self._torch
-        with torch.inference_mode(), exact_fp32(self.device if self.precision == "fp32" else "cpu"):
-            logits = self.model(input_ids=torch.from_numpy(input_ids).to(self.device),
-                                attention_mask=torch.from_numpy(attention_mask).to(self.device)).logits
-            return logits.float().cpu().numpy()
-
-
-class _Loaded:
-    """What a classifier runs with: its runner (made on first use, once), tokenizer, head."""
-
-    def __init__(self, make: Any, spec: TokenizerSpec, tokenizer_source: Any, head: dict, backend: str,
-                 entry: Path | None):
-        self._make, self._runner, self._lock = make, None, threading.Lock()
-        self.spec, self.tokenizer_source, self.head, self.backend, self.cache_entry = (
-            spec, tokenizer_source, head, backend, entry)
-
-    @property
-    def runner(self) -> Any:
-        if self._runner is None:
-            with self._lock:
-                if self._runner is None:
-                    self._runner = self._make()
-        return self._runner
+    def read(self, model: Any, input_ids: Any, attention_mask: Any) -> Any:
+        return model(input_ids=input_ids, attention_mask=attention_mask).logits
 
 
 def _load(model_dir: Path, backend: str, device: str, precision: str, num_threads: int | None,
-          cache_dir: Path | None) -> _Loaded:
+          cache_dir: Path | None) -> LoadedModel:
+    """The classifier's loaded model: its exported graph on a backend that runs graphs (the runner
+    made on first use where the backend's table says so), else, and where the export does not
+    reproduce the model (a warning), the model itself through :class:`ClassifierLogits`."""
     from rapidscore.encoder.export.onnx_export import ExportMismatchError
 
-    head = classifier_head(model_dir)  # no torch: a model without a head fails before any work
     if capabilities(backend).onnx_graph:
         try:
-            entry, _ = cached_classifier_export(model_dir, cache_dir=cache_dir)
+            entry, exported = cached_classifier_export(model_dir, cache_dir=cache_dir)
         except ExportMismatchError as exc:
             warnings.warn(f"{exc}; running this classifier with backend='torch' instead of {backend!r}",
                           RapidscoreWarning, stacklevel=5)
             backend = hf_backend()
         else:
-            graph = entry / "model.onnx"
+            graph_backend = backend
 
-            def make() -> Any:
-                return make_runner(backend, onnx_path=graph, device=device, precision=precision,
+            def new_runner() -> Runner:
+                return make_runner(graph_backend, onnx_path=entry / "model.onnx", device=device, precision=precision,
                                    num_threads=num_threads, compile_cache=entry.parent.parent / "openvino")
 
-            return _Loaded(make, load_spec(entry / "tokenizer_spec.json"), entry / "tokenizer.json", head, backend,
-                           entry)
+            lazy = device in capabilities(backend).lazy_devices
+            return LoadedModel(None if lazy else new_runner(), load_spec(entry / "tokenizer_spec.json"),
+                               entry / "tokenizer.json", entry, exported, make_runner=new_runner if lazy else None,
+                               backend=backend)
     from rapidscore.encoder.torch_model import load_tokenizer, tokenizer_spec
 
     tokenizer, config = load_tokenizer(model_dir, None)
-    runner = _TorchClassifier(model_dir, device, precision, num_threads)
-    return _Loaded(lambda: runner, tokenizer_spec(tokenizer, config), tokenizer.backend_tokenizer.to_str(), head,
-                   backend, None)
+    runner = make_runner(backend, model_dir=model_dir, head=ClassifierLogits(), device=device, precision=precision,
+                         num_threads=num_threads)
+    return LoadedModel(runner, tokenizer_spec(tokenizer, config), tokenizer.backend_tokenizer.to_str(), None, False,
+                       backend=backend)
 
 
 class SequenceClassifier:
@@ -150,7 +131,8 @@ class SequenceClassifier:
     counted, a TruncationWarning) or ``"window"`` (every window of the text, see
     :meth:`window_logits`). ``max_length``: the truncation length (default: the model's).
 
-    Thread-safe: the runners are, and the loaded model is made once (``KeyedCache``).
+    Thread-safe: the runtime is (a runner that is not thread-safe is called under a lock), and the
+    loaded model is made once (``KeyedCache``).
     """
 
     def __init__(self, model: str | os.PathLike, *, backend: str | None = None, device: str = "cpu",
@@ -169,19 +151,23 @@ class SequenceClassifier:
         record_model(model_dir)  # a command run asks which models it used (encoder/loaded.py)
         self.model_name = os.fspath(model)
         cache = None if cache_dir is None else Path(cache_dir)
+        head = classifier_head(model_dir)  # no torch: a model without a head fails before any work
+        self.labels: tuple[str, ...] = tuple(head["labels"])
+        self.problem_type: str | None = head["problem_type"]
         key = (str(self.model_dir), backend, device, precision, num_threads, None if cache is None else str(cache))
-        self.loaded = _LOADED.get(key, lambda: _load(self.model_dir, backend, device, precision, num_threads, cache))
-        self.backend, self.device, self.precision = self.loaded.backend, device, precision
-        self.labels: tuple[str, ...] = tuple(self.loaded.head["labels"])
-        self.problem_type: str | None = self.loaded.head["problem_type"]
+        self.loaded = loaded = _LOADED.get(key, lambda: _load(model_dir, backend, device, precision, num_threads,
+                                                              cache))
+        assert loaded.backend is not None  # (_load names the backend that runs it)
+        self.backend, self.device, self.precision = loaded.backend, device, precision
+        self.runtime = ModelRuntime(loaded, device, hidden_size=len(self.labels), pad_id=loaded.spec.pad_id)
         self.batch_tokens = check_positive_int(default_batch_tokens(device, precision) if batch_tokens is None
                                                else batch_tokens, "batch_tokens")
         self.max_batch_size = check_positive_int(max_batch_size, "max_batch_size")
         if max_length is not None:
             check_positive_int(max_length, "max_length")
-            if max_length > self.loaded.spec.max_length:
-                raise ValueError(f"max_length={max_length} exceeds the model's {self.loaded.spec.max_length} tokens")
-        self.tokenizer = BatchTokenizer(self.loaded.tokenizer_source, self.loaded.spec, max_length,
+            if max_length > loaded.spec.max_length:
+                raise ValueError(f"max_length={max_length} exceeds the model's {loaded.spec.max_length} tokens")
+        self.tokenizer = BatchTokenizer(loaded.tokenizer_source, loaded.spec, max_length,
                                         truncate=self.long_texts == "truncate")
 
     @property
@@ -198,17 +184,8 @@ class SequenceClassifier:
                 f"precision={self.precision!r}, labels={self.labels})")
 
     def _run(self, ids: list[np.ndarray]) -> np.ndarray:
-        """Logits (len(ids), num_labels) float32 of token id sequences, batch by batch."""
-        out = np.empty((len(ids), len(self.labels)), dtype=np.float32)
-        if not ids:
-            return out
-        lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
-        runner = self.loaded.runner
-        for batch in plan_batches(lengths, self.batch_tokens, self.max_batch_size):
-            input_ids, attention_mask = pad_batch([ids[k] for k in batch], self.loaded.spec.pad_id)
-            logits = runner(input_ids, attention_mask)
-            out[batch] = logits if isinstance(logits, np.ndarray) else logits.float().cpu().numpy()
-        return out
+        """Logits (len(ids), num_labels) float32 of token id sequences (``ModelRuntime.output_rows``)."""
+        return self.runtime.output_rows(ids, batch_tokens=self.batch_tokens, max_batch_size=self.max_batch_size)
 
     def logits(self, texts: Sequence[str], *, warn_truncation: bool = True) -> np.ndarray:
         """Logits (n, num_labels) float32 (``long_texts="truncate"``: texts cut at ``max_length``,

@@ -89,14 +89,14 @@ class Encoder:
         record_model(self.model_dir)
         config = read_config(self.model_dir)
         self.hidden_size, self.model_type = hidden_size(config), config.get("model_type")
-        backend, device = self.backend, self.device = settings.backend, settings.device
-        loaded, loaded_here, self.settings, load_args = load_settings(settings)
-        self.precision = self.settings.precision  # (fp32 where "fast" became int8 and the model refused it)
-        self.batch_tokens = options["batch_tokens"] or default_batch_tokens(device, self.precision)
+        loaded, loaded_here, ran, load_args = load_settings(settings)
+        # what runs: torch where no ONNX graph matches the model, fp32 where "fast" chose int8 and the model refused it
+        self.settings = ran.running_on(loaded.backend)
+        self.precision, self.backend, self.device = ran.precision, self.settings.backend, ran.device
+        self.batch_tokens = options["batch_tokens"] or default_batch_tokens(self.device, self.precision)
         self.max_batch_size, self.num_threads = options["max_batch_size"], num_threads
         self.roberta_positions = self.model_type in ROBERTA_LIKE
         self.loaded = loaded
-        self.backend = loaded.backend or backend  # "torch" where the model has no matching ONNX graph
         self.padding_sensitive = loaded.padding_sensitive  # (ConvBERT-like: batches of one length)
         self.cache_entry = loaded.cache_entry
         self.exported = loaded.exported and loaded_here  # whether creating this encoder ran the export
@@ -107,8 +107,8 @@ class Encoder:
             if self.max_length - len(prefix) - len(suffix) < 1:
                 raise ValueError(f"long_texts='window' needs room for text in a window: max_length="
                                  f"{self.max_length} holds only the {len(prefix) + len(suffix)} special tokens")
-        self.runtime = ModelRuntime(loaded, load_args, config=config, hidden_size=self.hidden_size,
-                                    pad_id=self.spec.pad_id, roberta_positions=self.roberta_positions)
+        self.runtime = ModelRuntime.for_encoder(loaded, load_args, config=config, hidden_size=self.hidden_size,
+                                                pad_id=self.spec.pad_id, roberta_positions=self.roberta_positions)
         # ``sentence`` is made on first use; its max_seq_length applies where no max_length was given.
         self._max_length_given = max_length is not None
         self._sentence: SentenceEncoder | None = None

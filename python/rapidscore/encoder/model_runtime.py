@@ -1,8 +1,10 @@
-"""``ModelRuntime``: one encoder's loaded model at work: its runner (and the lock of a runner that
-is not thread-safe), the unpadded graph where its capability table has one, batch planning and
-the model run over batches (``encoder/forward.py``), with the token vectors put in place.
+"""``ModelRuntime``: one loaded model at work: its runner (and the lock of a runner that is not
+thread-safe), the unpadded graph where its capability table has one, batch planning and the model
+run over batches (``encoder/forward.py``), with the token vectors put in place; or, for a model
+with an output head of its own (the sequence classifier), one row per sequence.
 
-``Encoder.runtime`` is one; the device engines and the sentence path call it directly.
+``Encoder.runtime`` is one; the device engines and the sentence path call it directly;
+``SequenceClassifier.runtime`` is another.
 """
 
 from __future__ import annotations
@@ -24,31 +26,41 @@ __all__ = ["ModelRuntime"]
 
 
 class ModelRuntime:
-    """The loaded model ``loaded`` of one encoder at work (see the module).
+    """The loaded model ``loaded`` at work on ``device`` (see the module): an encoder's
+    (:meth:`for_encoder`), or a model with an output head of its own, one row per sequence (the
+    sequence classifier: :meth:`output_rows`).
 
-    ``load_args``: ``load_model``'s arguments of ``loaded``; ``config``: the model's config.json;
-    ``hidden_size``: its vectors' width; ``pad_id``, ``roberta_positions``: what the unpadded
-    graph's inputs need."""
+    ``hidden_size``: the width of its vectors (a head's rows); ``pad_id``: the padding token id;
+    ``roberta_positions``, ``unpadded_args``: what the unpadded graph needs (its ``load_model``
+    arguments, None where it does not run)."""
 
-    def __init__(self, loaded: LoadedModel, load_args: LoadArgs, *, config: dict, hidden_size: int, pad_id: int,
-                 roberta_positions: bool) -> None:
-        _, layer, backend, device, precision = load_args[:5]
+    def __init__(self, loaded: LoadedModel, device: str, *, hidden_size: int, pad_id: int,
+                 roberta_positions: bool = False, unpadded_args: LoadArgs | None = None) -> None:
         self.loaded = loaded
         self.device, self.hidden_size = device, hidden_size
         self.pad_id, self.roberta_positions = pad_id, roberta_positions
         # ConvBERT-like models read the padding: their batches hold sentences of one length only.
         self.padding_sensitive = loaded.padding_sensitive
-        # The unpadded graph (embed_ids(unpadded=True)), loaded on first use where the backend's
-        # table runs it on this device (fp32 only: int8 scales its activations per batch).
-        unpadded = device in capabilities(backend).unpadded and precision == "fp32" and \
-            unpadded_supported(config, layer)
-        self._unpadded_load_args = load_args if unpadded else None
+        self._unpadded_load_args = unpadded_args
         self._unpadded_runner: Any = None
         # The loaded model's runner; a CPU ONNX Runtime session is made on first use (``runner``).
         self._runner: Any = None
         self._runner_lock: threading.Lock | None = None
         if loaded.runner_created:
             self._use(loaded.runner)
+
+    @classmethod
+    def for_encoder(cls, loaded: LoadedModel, load_args: LoadArgs, *, config: dict, hidden_size: int, pad_id: int,
+                    roberta_positions: bool) -> ModelRuntime:
+        """An encoder's runtime: ``load_args``, ``load_model``'s arguments of ``loaded``; ``config``,
+        the model's config.json. The unpadded graph (``embed_ids(unpadded=True)``) is loaded on
+        first use where the backend's table runs it on this device (fp32 only: int8 scales its
+        activations per batch)."""
+        _, layer, backend, device, precision = load_args[:5]
+        unpadded = device in capabilities(backend).unpadded and precision == "fp32" and \
+            unpadded_supported(config, layer)
+        return cls(loaded, device, hidden_size=hidden_size, pad_id=pad_id, roberta_positions=roberta_positions,
+                   unpadded_args=load_args if unpadded else None)
 
     @property
     def runner(self) -> Runner:
@@ -126,6 +138,19 @@ class ModelRuntime:
             return run_packed(ids)
         with self._runner_lock:
             return run_packed(ids)
+
+    def output_rows(self, ids: list[np.ndarray], *, batch_tokens: int, max_batch_size: int) -> np.ndarray:
+        """One row (``hidden_size`` wide) of a model with an output head of its own per token id
+        sequence of ``ids``, float32 on the host, in the order of ``ids``: batch by batch under the
+        token budget (``batch_plan``), right padded (the sequence classifier's logits)."""
+        out = np.empty((len(ids), self.hidden_size), dtype=np.float32)
+        if not ids:
+            return out
+        lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
+        for batch, _, rows in self.hidden_batches(ids, self.batch_plan(lengths, batch_tokens, max_batch_size),
+                                                  progress=False):
+            out[batch] = rows if isinstance(rows, np.ndarray) else rows.cpu().numpy()
+        return out
 
     def hidden_batches(self, ids, batches, progress: bool) -> Iterator[tuple[Any, np.ndarray, Any]]:
         """(batch, attention mask, hidden states) per batch of ``batches`` (``batch_plan``): the

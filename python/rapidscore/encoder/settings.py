@@ -10,6 +10,7 @@ made here, once. The object is frozen and hashable: it is the key of ``get_encod
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,14 +19,23 @@ from typing import Any
 
 import numpy as np
 
-from rapidscore.encoder.model_source import DEFAULT_MODEL, ROBERTA_LIKE, num_layers, read_config, resolve_model
+from rapidscore.encoder.model_source import (
+    DEFAULT_MODEL,
+    ROBERTA_LIKE,
+    embedded_model_dir,
+    is_embedded_model,
+    num_layers,
+    read_config,
+    resolve_model,
+)
 from rapidscore.encoder.precision import FAST, resolve_precision
 from rapidscore.encoder.runtime import backend_for, check_options
 from rapidscore.encoder.tokens.windows import check_long_texts
 from rapidscore.errors import check_positive_int
 from rapidscore.threads import check_num_threads
 
-__all__ = ["EncoderSettings", "resolve_encoder_settings", "OPTION_DEFAULTS", "default_backend", "usable_positions"]
+__all__ = ["EncoderSettings", "resolve_encoder_settings", "given_encoder_settings", "check_encoder_runs",
+           "OPTION_DEFAULTS", "default_backend", "usable_positions"]
 
 #: the Encoder keywords besides model, layer, backend, device and precision, with their defaults
 #: (an option given at its default is not stored: equal meanings give equal settings)
@@ -67,6 +77,81 @@ class EncoderSettings:
     def encoder_options(self) -> dict[str, Any]:
         """The options as ``Encoder`` keywords (every one, defaults included)."""
         return {**OPTION_DEFAULTS, **dict(self.options)}
+
+    def running_on(self, backend: str | None) -> EncoderSettings:
+        """These settings with the backend that runs the loaded model (``LoadedModel.backend``:
+        torch where the model has no matching ONNX graph); the same object where it is theirs."""
+        if backend is None or backend == self.backend:
+            return self
+        return dataclasses.replace(self, backend=backend)
+
+
+#: the Encoder arguments an encoder given to a metric is checked against, at their defaults
+_GIVEN_DEFAULTS: Mapping[str, Any] = {"model": None, "layer": None, "backend": None, "device": "cpu",
+                                      "precision": "fp32", **OPTION_DEFAULTS}
+
+
+def given_encoder_settings(encoder: Any, **given: Any) -> EncoderSettings:
+    """The settings of an encoder the user gave a metric (``encoder.settings``: what it runs, as
+    loaded), checked against the ``Encoder`` arguments the user gave beside it (``model``,
+    ``layer``, ``backend``, ``device``, ``precision``, ``OPTION_DEFAULTS``' names): a ValueError
+    naming both values for the first that differs. An argument at its ``Encoder`` default counts
+    as not given; ``model`` is compared by directory, ``precision`` with the mode asked for too
+    ("fast"), an option with the encoder's value in use too (``batch_tokens``' default)."""
+    settings = getattr(encoder, "settings", None)
+    if not isinstance(settings, EncoderSettings):
+        raise TypeError(f"encoder must be a rapidscore Encoder (with its settings), got {type(encoder).__name__}")
+    for name, value in given.items():
+        if name not in _GIVEN_DEFAULTS:
+            raise TypeError(f"given_encoder_settings() got an unexpected keyword argument {name!r}")
+        if value is None or value == _GIVEN_DEFAULTS[name]:
+            continue
+        if name == "model":
+            same = os.fspath(value) == settings.model or _local_model_dir(value) == settings.model_dir.resolve()
+            runs: Any = settings.model
+        elif name in ("layer", "backend", "device"):
+            runs = getattr(settings, name)
+            same = value == runs
+        elif name == "precision":
+            runs = settings.precision
+            same = value in (runs, settings.requested_precision)
+        else:
+            stored = settings.option(name, OPTION_DEFAULTS[name])
+            runs = getattr(encoder, name, stored) if name in ("batch_tokens", "max_length") else stored  # in use
+            same = _same_option(value, stored) or _same_option(value, runs)
+        if not same:
+            raise ValueError(f"{name}={value!r} but the given encoder has {name}={runs!r}: leave {name} out, or "
+                             f"pass an encoder made with {name}={value!r}")
+    return settings
+
+
+def check_encoder_runs(encoder: Any, settings: EncoderSettings) -> None:
+    """A ValueError naming the first field (both values) where ``encoder`` runs other settings
+    than ``settings`` (an encoder handed over with settings resolved without it)."""
+    runs = getattr(encoder, "settings", None)
+    if runs == settings:
+        return
+    if not isinstance(runs, EncoderSettings):
+        raise TypeError(f"encoder must be a rapidscore Encoder (with its settings), got {type(encoder).__name__}")
+    name = next(f.name for f in dataclasses.fields(settings)
+                if f.compare and getattr(runs, f.name) != getattr(settings, f.name))
+    raise ValueError(f"the given encoder runs {name}={getattr(runs, name)!r} where the settings say "
+                     f"{getattr(settings, name)!r}: resolve the settings with this encoder (encoder=)")
+
+
+def _local_model_dir(model: Any) -> Path | None:
+    """The directory a model spelling names without asking the hub: a directory, or the embedded
+    model's name; None for a hub id (compared by its spelling: no download to compare)."""
+    name = os.fspath(model)
+    if os.path.isdir(name):
+        return Path(name).resolve()
+    return embedded_model_dir() if is_embedded_model(name) else None
+
+
+def _same_option(value: Any, runs: Any) -> bool:
+    if isinstance(value, os.PathLike) or isinstance(runs, os.PathLike):
+        return runs is not None and os.fspath(value) == os.fspath(runs)
+    return bool(value == runs)
 
 
 def default_backend(backend: str | None, precision: str) -> str:

@@ -1,7 +1,9 @@
 """Execution backends behind one contract (the runner), each described by one capability table.
 
 A runner maps int64 ``(input_ids, attention_mask)`` of shape (batch, seq) to float32 hidden
-states (batch, seq, dim), or (layers + 1, batch, seq, dim) for an all-layers model. Each runner
+states (batch, seq, dim), or (layers + 1, batch, seq, dim) for an all-layers model; a model with
+an output head of its own (the sequence classifier, ``encoder/classifier.py``) to the head's rows
+(batch, labels): the same runners, given its exported graph or its :class:`OutputHead`. Each runner
 declares:
 
 - ``returns``: "numpy" (host arrays) or "torch" (tensors on the runner's device), so the encoder
@@ -31,11 +33,11 @@ from pathlib import Path
 
 from rapidscore.common.choices import BACKENDS, DEVICES, PRECISIONS
 from rapidscore.encoder.runtime import onnx, openvino, torch
-from rapidscore.encoder.runtime.capabilities import RUNNER_MEMBERS, Capabilities, Runner, RunnerBase, either
+from rapidscore.encoder.runtime.capabilities import RUNNER_MEMBERS, Capabilities, OutputHead, Runner, RunnerBase, either
 
-__all__ = ["BACKENDS", "DEVICES", "Capabilities", "RUNTIMES", "Runner", "RunnerBase", "RUNNER_MEMBERS", "capabilities",
-           "check_options", "check_unpadded", "backend_for", "make_runner", "register_backend", "unregister_backend",
-           "hf_backend"]
+__all__ = ["BACKENDS", "DEVICES", "Capabilities", "OutputHead", "RUNTIMES", "Runner", "RunnerBase", "RUNNER_MEMBERS",
+           "capabilities", "check_options", "check_unpadded", "backend_for", "make_runner", "register_backend",
+           "unregister_backend", "hf_backend"]
 
 #: every backend's table, by name; in order of preference (``backend_for``)
 RUNTIMES: dict[str, Capabilities] = {caps.backend: caps for caps in (
@@ -117,17 +119,23 @@ def check_unpadded(backend: str) -> None:
 
 def make_runner(backend: str, *, onnx_path: Path | None = None, model_dir: Path | None = None,
                 layer: int | str | None = None, device: str = "cpu", precision: str = "fp32",
-                num_threads: int | None = None, compile_cache: Path | None = None) -> Runner:
+                num_threads: int | None = None, compile_cache: Path | None = None,
+                head: OutputHead | None = None) -> Runner:
     """The runner of ``backend`` (its table's ``make``): of the ONNX graph ``onnx_path`` where the
-    backend runs the exported graph (onnx, openvino), else of the model ``model_dir`` at ``layer``."""
+    backend runs the exported graph (onnx, openvino; a model's own head is in its graph), else of
+    the model ``model_dir`` at ``layer``, or read through ``head`` (an :class:`OutputHead`: the
+    classifier's logits)."""
     caps = capabilities(backend)
     if caps.onnx_graph:
         if onnx_path is None:
             raise ValueError(f"the {backend} backend needs onnx_path")
+        if head is not None:
+            raise ValueError(f"the {backend} backend runs an exported graph, whose head is in the graph: no head=")
         source = onnx_path
     else:
-        if model_dir is None or layer is None:
-            raise ValueError(f"the {backend} backend needs model_dir and layer")
+        if model_dir is None or (layer is None and head is None):
+            raise ValueError(f"the {backend} backend needs model_dir and layer (or an output head)")
         source = model_dir
+    heads = {} if head is None else {"head": head}  # (a table's make without a head keeps its old signature)
     return caps.make(source, layer=layer, device=device, precision=precision, num_threads=num_threads,
-                     compile_cache=compile_cache)
+                     compile_cache=compile_cache, **heads)

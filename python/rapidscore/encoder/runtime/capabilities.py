@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["Capabilities", "Runner", "RunnerBase", "RUNNER_MEMBERS", "either"]
+__all__ = ["Capabilities", "OutputHead", "Runner", "RunnerBase", "RUNNER_MEMBERS", "either"]
 
 
 class Runner(Protocol):
@@ -71,6 +72,31 @@ class RunnerBase:
         raise ValueError(f"{type(self).__name__} ({self.provider}) does not run the unpadded graph")
 
 
+class OutputHead(Protocol):
+    """What a runner of the model itself (a backend without ``onnx_graph``: torch) loads from the
+    model directory and returns: the encoder's hidden states at a layer (``runtime.torch.HiddenStates``,
+    the default), or a head of the model's own (the sequence classifier's logits,
+    ``encoder/classifier.py``). A backend that runs an exported graph has the head in the graph."""
+
+    @property
+    def purpose(self) -> str:  # who needs the torch stack (the ImportError that names the extra)
+        ...
+
+    @property
+    def layer(self) -> int | str | None:  # the hidden state read (an int or "all"); None: a head of the model's own
+        ...
+
+    @property
+    def token_outputs(self) -> bool:  # one vector per token, (batch, seq, dim): CUDA-graph buckets, packed forward
+        ...
+
+    def load(self, model_dir: Path, device: str) -> Any:  # the torch module, in eval mode, on the CPU
+        ...
+
+    def read(self, model: Any, input_ids: Any, attention_mask: Any) -> Any:  # its output of device tensors
+        ...
+
+
 #: the members of the runner contract (``Runner``), for checks of a runner assigned from outside
 RUNNER_MEMBERS = ("provider", "returns", "thread_safe", "device", "model", "packed", "graphs", "to_device",
                   "run_packed", "run_feed")
@@ -93,7 +119,9 @@ class Capabilities:
     - ``needs``: the extras that install it, any one of them (``pip install 'rapidscore[EXTRA]'``).
     - ``onnx_graph``: it runs the exported ONNX graph (``onnx_export``), else the Hugging Face model.
     - ``make``: its runner, ``make(source, layer=, device=, precision=, num_threads=,
-      compile_cache=)``; ``source`` is the graph file, or the model directory.
+      compile_cache=)``; ``source`` is the graph file, or the model directory; a backend without
+      ``onnx_graph`` also takes ``head=`` (an :class:`OutputHead`, for a model with a head of its
+      own: the classifier's), where one is given.
     - ``fast``: what ``precision="fast"`` is on each device, where the machine has it
       (``encoder/precision.py``).
     - ``native_bf16``: ``native_bf16(device)``, whether the device runs its bf16 natively.

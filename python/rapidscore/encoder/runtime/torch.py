@@ -16,14 +16,14 @@ import numpy as np
 
 from rapidscore.device.cuda_graphs import cuda_graphs_wanted
 from rapidscore.device.tf32 import exact_fp32
-from rapidscore.encoder.runtime.capabilities import Capabilities, RunnerBase
+from rapidscore.encoder.runtime.capabilities import Capabilities, OutputHead, RunnerBase
 
 if TYPE_CHECKING:
     import torch
 
     from rapidscore.device.cuda_graphs import GraphedForward
 
-__all__ = ["TorchRunner", "bf16_supported", "check_torch_precision", "exact_fp32", "prepare_torch",
+__all__ = ["TorchRunner", "HiddenStates", "bf16_supported", "check_torch_precision", "exact_fp32", "prepare_torch",
            "require_torch_stack", "CAPABILITIES"]
 
 
@@ -94,12 +94,41 @@ def prepare_torch(device: str, precision: str, num_threads: int | None,
     return torch, {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
 
 
-class TorchRunner(RunnerBase):
-    """The truncated torch model in inference mode. Returns float32 tensors on its device.
+class HiddenStates:
+    """The torch runner's default output head (``runtime.OutputHead``): the encoder cut at ``layer``
+    as bert-score reads it (``torch_model.hidden_state_of``), (batch, seq, dim), or
+    (layers + 1, batch, seq, dim) for ``layer="all"``."""
 
-    On CUDA, attention runs through PyTorch's scaled-dot-product attention (SDPA) where the model
-    family supports it, else the eager implementation (``attention`` says which; the CPU runs
-    eager, measured no slower), and inputs go through pinned host memory with non-blocking copies.
+    purpose = "backend='torch'"
+    token_outputs = True
+
+    def __init__(self, layer: int | str):
+        self.layer = layer
+
+    def load(self, model_dir: Path, device: str) -> torch.nn.Module:
+        from rapidscore.encoder.torch_model import load_truncated_model
+
+        # SDPA's fused kernels pay off on GPUs; on a 2-core EPYC MiniLM ran 3.80 s under SDPA
+        # against 3.68 s eager (28,900 tokens), so the CPU keeps the eager attention.
+        attention = "sdpa" if device == "cuda" else "eager"
+        all_layers = self.layer == "all"
+        return load_truncated_model(model_dir, None if all_layers else int(self.layer), all_layers, attention=attention)
+
+    def read(self, model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        from rapidscore.encoder.torch_model import hidden_state_of
+
+        return hidden_state_of(model, input_ids, attention_mask, self.layer)
+
+
+class TorchRunner(RunnerBase):
+    """The torch model in inference mode, read through its output ``head`` (``runtime.OutputHead``;
+    default :class:`HiddenStates` at ``layer``: the truncated encoder). Returns float32 tensors on
+    its device.
+
+    On CUDA, the encoder's attention runs through PyTorch's scaled-dot-product attention (SDPA)
+    where the model family supports it, else the eager implementation (``attention`` says which;
+    the CPU runs eager, measured no slower), and inputs go through pinned host memory with
+    non-blocking copies.
 
     Thread-safe: an eval-mode forward pass under ``torch.inference_mode`` keeps no state between
     calls, so threads may share the model.
@@ -108,30 +137,28 @@ class TorchRunner(RunnerBase):
     returns = "torch"
     thread_safe = True
 
-    def __init__(self, model_dir: Path, layer: int | str, device: str, num_threads: int | None,
-                 precision: str = "fp32"):
-        torch, dtype = prepare_torch(device, precision, num_threads)
-
-        from rapidscore.encoder.torch_model import hidden_state_of, load_truncated_model
-
-        all_layers = layer == "all"
+    def __init__(self, model_dir: Path, layer: int | str | None, device: str, num_threads: int | None,
+                 precision: str = "fp32", *, head: OutputHead | None = None):
+        if head is None:
+            if layer is None:
+                raise ValueError("a torch runner needs a layer, or an output head of the model's own")
+            head = HiddenStates(layer)
+        self.head: OutputHead = head
+        torch, dtype = prepare_torch(device, precision, num_threads, head.purpose)
         self._torch = torch
-        self._forward = hidden_state_of
         self.device = device
-        self.layer = layer
+        self.layer = head.layer
         self.precision = precision
-        # SDPA's fused kernels pay off on GPUs; on a 2-core EPYC MiniLM ran 3.80 s under SDPA
-        # against 3.68 s eager (28,900 tokens), so the CPU keeps the eager attention.
-        attention = "sdpa" if device == "cuda" else "eager"
-        model = load_truncated_model(model_dir, None if all_layers else int(layer), all_layers, attention=attention)
+        model = head.load(model_dir, device)
         self.attention = getattr(model.config, "_attn_implementation", "eager")
         self.model = model.to(device=device, dtype=dtype)
         self.provider = f"torch-{device}"
         self._pin = device == "cuda"
         # Small batches through captured CUDA graphs (device/cuda_graphs.py): on by default
         # on CUDA (RAPIDSCORE_CUDA_GRAPHS=0 turns them off), captured by the scorer's warm-up.
+        # Their buckets hold token outputs: a head of one row per text runs without them.
         self.graphs: GraphedForward | None = None
-        if device == "cuda" and cuda_graphs_wanted(self.model):
+        if device == "cuda" and head.token_outputs and cuda_graphs_wanted(self.model):
             self.enable_graphs()
 
     def to_device(self, array: np.ndarray) -> torch.Tensor:
@@ -148,6 +175,8 @@ class TorchRunner(RunnerBase):
         run eagerly. Buckets are captured by ``graphs.warm_up()``; until then batches run as before."""
         from rapidscore.device.cuda_graphs import GraphedForward, model_limits
 
+        if not self.head.token_outputs:
+            raise ValueError("CUDA-graph buckets hold token outputs; this runner's head gives one row per text")
         self.graphs = GraphedForward(self.forward, self.device, to_device=self.to_device,
                                      **{**model_limits(self.model), **options})
         return self.graphs
@@ -163,12 +192,11 @@ class TorchRunner(RunnerBase):
         return self.forward(self.to_device(input_ids), self.to_device(attention_mask))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Hidden states (batch, seq, dim), or (layers + 1, batch, seq, dim), float32, of inputs
-        already on the device."""
+        """The head's output, float32, of inputs already on the device: hidden states (batch, seq,
+        dim), or (layers + 1, batch, seq, dim); a head of the model's own its rows (batch, labels)."""
         torch = self._torch
         with torch.inference_mode(), exact_fp32(self.device if self.precision == "fp32" else "cpu"):
-            hidden = self._forward(self.model, input_ids, attention_mask, self.layer)
-            return hidden.float()
+            return self.head.read(self.model, input_ids, attention_mask).float()
 
     @functools.cached_property
     def packed(self) -> bool:
@@ -176,7 +204,7 @@ class TorchRunner(RunnerBase):
         families of ``model_source.UNPADDED_FAMILIES`` at an int layer >= 1; never "all")."""
         from rapidscore.device.packed import packed_supported
 
-        return packed_supported(self.model, self._packed_layer())
+        return self.head.token_outputs and packed_supported(self.model, self._packed_layer())
 
     def run_packed(self, ids: list[np.ndarray]) -> torch.Tensor:
         """Hidden states (T, dim), float32 on the runner's device, of the T tokens of ``ids`` (one
@@ -194,14 +222,16 @@ class TorchRunner(RunnerBase):
             return packed_hidden(self.model, tensors).float()
 
     def _packed_layer(self) -> int | str:
-        return self.layer if self.layer == "all" else int(self.layer)
+        layer = self.layer
+        if layer is None:  # (packed is False: a head of the model's own)
+            raise ValueError("a runner of a head of the model's own has no packed forward")
+        return layer if layer == "all" else int(layer)
 
 
 def make(source: Path, *, layer: int | str | None, device: str, precision: str, num_threads: int | None,
-         compile_cache: Path | None) -> TorchRunner:
-    """The runner of the model directory ``source`` cut at ``layer``."""
-    assert layer is not None
-    return TorchRunner(source, layer, device, num_threads, precision)
+         compile_cache: Path | None, head: OutputHead | None = None) -> TorchRunner:
+    """The runner of the model directory ``source`` cut at ``layer``, or read through ``head``."""
+    return TorchRunner(source, layer, device, num_threads, precision, head=head)
 
 
 # The capability table (``rapidscore.encoder.runtime``): fp16 on CUDA, bf16 where it is native.
