@@ -268,6 +268,7 @@ def test_truncation_is_warned_at_the_caller_and_scores_as_the_host_path(tiny_mod
 # -- memory: chunks under the token budget -----------------------------------------------------
 
 
+@pytest.mark.slow  # ~11 s of CPU on the 2-core machine
 def test_chunks_stay_within_the_token_budget_and_score_as_one_chunk(tiny_model_path, monkeypatch):
     monkeypatch.setattr(device_engine, "TOKENIZE_SLICE", 16)
     model = str(tiny_model_path("bert"))
@@ -314,6 +315,7 @@ def test_a_tokenizer_error_in_the_background_thread_reaches_the_caller(tiny_mode
 # -- threads, latency path -------------------------------------------------------------------
 
 
+@pytest.mark.slow  # 16 scorings twice, from 8 threads: ~40 s of CPU
 def test_many_threads_on_one_device_engine_scorer_get_the_sequential_results(tiny_model_path, monkeypatch):
     monkeypatch.setattr(device_engine, "TOKENIZE_SLICE", 8)  # each call runs its own tokeniser thread
     scorer = BERTScore(str(tiny_model_path("bert")), 3, backend="torch", device_engine=True, idf=True)
@@ -348,6 +350,7 @@ def test_sentence_vectors_pooled_on_the_device_match_the_host_pooling(tiny_model
     np.testing.assert_allclose(raw, encoder.pool(encoder.encode(texts), pooling, normalize=False), rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow  # ~14 s of CPU
 def test_sentence_vectors_from_many_threads_equal_the_sequential_ones(tiny_model_path):
     encoder = Encoder(str(tiny_model_path("bert")), 3, backend="torch", batch_tokens=64)
     jobs = [CANDS[k:] + REFS[:k] for k in range(len(CANDS))] * 2
