@@ -118,14 +118,18 @@ class BERTScore:
     def from_settings(cls, settings: BERTScoreSettings, *, encoder: Encoder | None = None) -> BERTScore:
         """The scorer of resolved ``settings`` (``rapidscore.bertscore.settings.resolve_settings``),
         resolving nothing again. ``encoder``: the one to score with (default: the process's shared
-        encoder of ``settings.encoder``)."""
+        encoder of ``settings.encoder``); one that runs other settings is a ValueError naming the
+        first that differs (resolve the settings with ``encoder=``)."""
         scorer = cls.__new__(cls)
         cls._setup(scorer, settings, encoder)
         return scorer
 
     def _setup(self, settings: BERTScoreSettings, encoder: Encoder | None) -> None:
         from rapidscore.encoder import get_encoder
+        from rapidscore.encoder.settings import check_encoder_runs
 
+        if encoder is not None:  # the signature describes what runs: settings made without it are refused
+            check_encoder_runs(encoder, settings.encoder)
         self.settings = settings
         # the process-wide cache: one loaded model per setting, keyed by the encoder's settings
         self.encoder = get_encoder(settings.encoder) if encoder is None else encoder

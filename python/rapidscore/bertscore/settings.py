@@ -114,8 +114,12 @@ def resolve_settings(model: str | os.PathLike | None = None, layer: int | None =
                      **encoder_options: Any) -> BERTScoreSettings:
     """The :class:`BERTScoreSettings` of any spelling (``BERTScore``'s keywords; ``idf_file``
     beside a boolean ``idf`` as the CLI and the service give it). ``encoder``: an encoder to
-    score with instead of the shared one (its settings are taken as they are; ``model`` then
-    defaults to its model). ``encoder_options``: the other ``Encoder`` keywords
+    score with instead of the shared one: the settings take what it runs (its settings as loaded:
+    model, layer, backend, device, precision, max_length and batch options), and ``model`` defaults
+    to its model; a ``model``, ``layer``, ``backend``, ``device``, ``precision`` or encoder option
+    given beside it that differs from it is a ValueError naming both values (one at its default
+    counts as not given; ``layer`` is not compared with ``all_layers``, which needs an encoder of
+    ``layer="all"``). ``encoder_options``: the other ``Encoder`` keywords
     (``batch_tokens``, ``num_threads``, ``cache_dir``, ...). A TypeError or ValueError names the
     first value that is not valid; an idf file is read and checked now, before any model loads."""
     from rapidscore.bertscore.baselines import default_baseline_path
@@ -124,8 +128,10 @@ def resolve_settings(model: str | os.PathLike | None = None, layer: int | None =
 
     _check_model(model)
     _check_layer(layer)
-    if model is None and encoder is not None:
-        model = encoder.model_name
+    given = None if encoder is None else _given_encoder(encoder, model, layer, all_layers, backend=backend,
+                                                           device=device, precision=precision, **encoder_options)
+    if model is None and given is not None:
+        model = given.model
     model_name = choose_model(model, lang)
     if layer is None and not all_layers:
         from rapidscore.bertscore.model_table import tuned_layer
@@ -159,14 +165,14 @@ def resolve_settings(model: str | os.PathLike | None = None, layer: int | None =
         resolved_baseline: Path | None = Path(path)
     else:
         resolved_baseline = Path(baseline_path) if baseline_path is not None else None
-    if encoder is None:
+    if given is None:
         # long_texts only when it is not the default: default encoders stay shared with other metrics
         window = {"long_texts": "window"} if long_texts == "window" else {}
         encoder_settings = _encoder_settings.resolve_encoder_settings(model_name, layer="all" if all_layers else layer,
                                                                      backend=backend, device=device,
                                                                      precision=precision, **encoder_options, **window)
     else:
-        encoder_settings = encoder.settings
+        encoder_settings = given
     encoder_mode = encoder_settings.option("long_texts", "truncate")
     if long_texts is not None and long_texts != encoder_mode:
         raise ValueError(f"long_texts={long_texts!r} but the given encoder has long_texts={encoder_mode!r}; "
@@ -179,6 +185,20 @@ def resolve_settings(model: str | os.PathLike | None = None, layer: int | None =
         baseline_path=resolved_baseline, custom_baseline=baseline_path is not None,
         use_fast_tokenizer=use_fast_tokenizer, long_texts=encoder_mode, reference_empty_rule=reference_empty_rule,
         device_engine=device_engine, idf_sents=unused_sents, progress=progress)
+
+
+def _given_encoder(encoder: Any, model: Any, layer: int | None, all_layers: bool, **given: Any) -> EncoderSettings:
+    """What the encoder given to a scorer runs (its settings, as loaded), checked against the
+    model, layer and encoder options given beside it (``rapidscore.encoder.settings.given_encoder_settings``:
+    a ValueError naming both values) and against ``all_layers``."""
+    settings = _encoder_settings.given_encoder_settings(encoder, model=model, layer=None if all_layers else layer,
+                                                        **given)
+    if all_layers and settings.layer != "all":
+        raise ValueError(f"all_layers=True scores every hidden state, but the given encoder has layer="
+                         f"{settings.layer!r}: pass an encoder made with layer='all'")
+    if not all_layers and settings.layer == "all":
+        raise ValueError("the given encoder has layer='all': pass all_layers=True, or an encoder of one layer")
+    return settings
 
 
 def build_bertscore_signature(settings: BERTScoreSettings, idf_field: str, *, max_length: int,
