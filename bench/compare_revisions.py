@@ -493,7 +493,7 @@ def compare_speed(builds: list[Build], rounds: int, reps: int, inputs: Path, cwd
 # --------------------------------------------------------------------------------------------
 
 def markdown(data: dict, command: str) -> str:
-    lines = [f"## The working tree against {data['base']}", "",
+    lines = [f"## {data['commit']} against {data['base']}", "",
              f"{data['date']}, {common.machine_line(data['machine'])}. Tree: {data['tree_how']}. "
              f"Base: {data['base_how']}. Command: `{command}` ({data['seconds']:.0f} s).", ""]
     numbers = data.get("numbers")
@@ -524,15 +524,17 @@ def markdown(data: dict, command: str) -> str:
             if entry["html_added_lines"]:
                 lines.append(f"- {backend}: lines the tree's pages add: " + ", ".join(
                     f"{name} {count}" for name, count in entry["html_added_lines"].items()))
+        lines += [""]
         for backend, entry in commands.items():
             for diff in entry["differences"]:
                 lines.append(f"- {backend}: `{json.dumps(diff)}`")
+        lines += [""] if any(entry["differences"] for entry in commands.values()) else []
     speed = data.get("speed")
     if speed:
         s = speed["summary"]
         lines += ["### Speed (onnx; each round one process per build, order rotated; base/tree > 1: the tree is "
                   "faster)", "",
-                  "| workload | base | working tree | base / tree (median of rounds) | range of rounds |",
+                  "| workload | base | tree | base / tree (median of rounds) | range of rounds |",
                   "|---|---:|---:|---:|---|",
                   f"| W1 `BERTScore.score`, {data['w1_pairs']:,} MiniLM pairs, median of {data['w1_reps']} (s) | "
                   f"{s['w1_s']['base']:.2f} | {s['w1_s']['tree']:.2f} | {s['w1_s']['base_over_tree']:.2f} | "

@@ -54,7 +54,7 @@ TREE_JSON = BASE_JSON.replace(b"idf:yes|", b"idf:yes+uniform|").replace(
     b"  ]\n}", b'  ],\n  "references_sha256": "' + DIGEST.encode() + b'"\n}')
 
 
-def test_the_intended_json_changes_are_undone_and_a_changed_number_is_not():
+def test_the_intended_json_changes_are_undone_and_a_changed_number_is_not() -> None:
     assert TREE_JSON != BASE_JSON
     assert revisions.normalise(TREE_JSON, "run/nrr.json") == revisions.normalise(BASE_JSON, "run/nrr.json")
     changed = TREE_JSON.replace(b"0.6922147870063782", b"0.6922147870063783")
@@ -74,7 +74,7 @@ TREE_PAGE = (b'<p class="caption" id="bertscore-summary-caption">Mean precision,
              b'<figure id="figure-bertscore-intervals"></figure>')
 
 
-def test_a_page_may_add_lines_but_not_change_one():
+def test_a_page_may_add_lines_but_not_change_one() -> None:
     base, tree = revisions.normalise(BASE_PAGE, "report.html"), revisions.normalise(TREE_PAGE, "report.html")
     added, problem = revisions.additions_only(base, tree)
     assert problem is None and added == 4  # the CI header and cell, the figure's two tags
@@ -85,7 +85,7 @@ def test_a_page_may_add_lines_but_not_change_one():
     assert revisions.normalise(TREE_PAGE, "cli/report.out") == TREE_PAGE
 
 
-def test_every_command_of_the_examples_is_run_and_quick_keeps_what_the_report_reads():
+def test_every_command_of_the_examples_is_run_and_quick_keeps_what_the_report_reads() -> None:
     full = revisions.command_list("onnx", first=True)
     commands = {args[0] for _, args, _ in full}
     assert commands == {"bertscore", "nrr", "ner", "refusal", "abstention", "rgb", "report"}
