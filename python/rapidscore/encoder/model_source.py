@@ -145,7 +145,7 @@ def embedded_model_dir() -> Path | None:
         path = Path(spec.origin).resolve().parent / "model"
         if (path / "config.json").is_file():
             return path
-    from rapidscore.encoder.export.shipped import companion_model_dir
+    from rapidscore.encoder.companion import companion_model_dir
 
     return companion_model_dir()
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import json
 import os
 import threading
@@ -29,39 +28,25 @@ from pathlib import Path
 from typing import Any
 
 from rapidscore.common.processes import process_owner
+from rapidscore.encoder.companion import (
+    COMPANION_DISTRIBUTION,
+    COMPANION_PACKAGE,
+    MANIFEST,
+    companion_dir,
+    companion_model_dir,
+)
 from rapidscore.errors import DamagedCacheError
 
 __all__ = ["COMPANION_DISTRIBUTION", "COMPANION_PACKAGE", "MANIFEST", "SHIPPED_FOLDERS", "companion_dir",
            "companion_model_dir", "shipped_entry", "is_shipped", "writable_root", "verify_companion",
            "companion_graphs_note"]
 
-COMPANION_DISTRIBUTION = "rapidscore-embedded-minilm"
-COMPANION_PACKAGE = "rapidscore_embedded_minilm"
-MANIFEST = "manifest.json"
 # What the manifest records: every file under these folders of the package.
 SHIPPED_FOLDERS = ("model", "onnx")
 
 # Packages already checked by this process (by directory): the check runs once per process.
 _verified: set[str] = set()
 _lock = threading.Lock()
-
-
-def companion_dir() -> Path | None:
-    """The installed companion package's directory, or None (found without importing it)."""
-    try:
-        spec = importlib.util.find_spec(COMPANION_PACKAGE)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or spec.origin is None:
-        return None
-    root = Path(spec.origin).resolve().parent
-    return root if (root / MANIFEST).is_file() else None
-
-
-def companion_model_dir() -> Path | None:
-    """The model directory (without weights) of the companion package, or None."""
-    root = companion_dir()
-    return root / "model" if root is not None and (root / "model" / "config.json").is_file() else None
 
 
 def shipped_entry(key: str) -> Path | None:
