@@ -149,6 +149,11 @@ class KeyedCache:
         with self._lock:
             return len(self._values)
 
+    def values(self) -> list[Any]:
+        """The cached values, least recently used first (a copy)."""
+        with self._lock:
+            return list(self._values.values())
+
 
 MODELS = KeyedCache(MAX_MODELS)
 

@@ -7,13 +7,16 @@ device and precision). Thread-safe: concurrent first requests build one encoder.
 from __future__ import annotations
 
 import os
+import threading
+
+import numpy as np
 
 from rapidscore.encoder.cache import MAX_MODELS, MODELS, KeyedCache
 from rapidscore.encoder.encoder import Encoder
 from rapidscore.encoder.loaded import record_model
 from rapidscore.encoder.settings import EncoderSettings, resolve_encoder_settings
 
-__all__ = ["get_encoder", "clear_cache", "cache_info"]
+__all__ = ["get_encoder", "clear_cache", "cache_info", "fill_working_memory"]
 
 _ENCODERS = KeyedCache(4 * MAX_MODELS)
 
@@ -48,3 +51,22 @@ def cache_info() -> dict:
     """Counts for tests and monitoring: models loaded so far, and how many are cached now."""
     return {"models_loaded": MODELS.builds, "models_cached": len(MODELS),
             "encoders_built": _ENCODERS.builds, "encoders_cached": len(_ENCODERS)}
+
+
+def fill_working_memory(concurrency: int) -> None:
+    """Run every shared encoder's largest batch (the rows of ``max_length`` tokens its token budget
+    allows) ``concurrency`` times at once, results dropped.
+
+    For a serving process whose runtime keeps freed memory for reuse (one shared ONNX Runtime
+    arena): its memory then reaches the high-water mark of ``concurrency`` workers' batches at
+    start, instead of in steps whenever traffic first forms a larger batch (bench/soak_serve.py)."""
+    for encoder in _ENCODERS.values():
+        rows = max(1, min(encoder.max_batch_size, encoder.batch_tokens // encoder.max_length))
+        filler = np.resize(encoder.tokenize(["a"])[0], encoder.max_length)
+        batch = [filler] * rows
+        threads = [threading.Thread(target=encoder.embed_ids, args=(batch,), kwargs={"progress": False},
+                                    name="rapidscore-fill-memory") for _ in range(max(1, concurrency))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()

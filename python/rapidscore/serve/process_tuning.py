@@ -21,6 +21,7 @@ def tune_process(service: Any) -> None:
     glibc's allocator is kept from holding freed memory (:func:`_bound_allocator`)."""
     sys.setswitchinterval(0.001)
     _bound_allocator()
+    _share_runtime_arena(service)
 
     def freeze_when_ready() -> None:
         service.ready.wait()
@@ -38,6 +39,8 @@ _MMAP_THRESHOLD = 128 * 1024
 # Arenas (per-thread heaps): by default 8 per core, each keeping its own freed memory; the worker,
 # runtime and event-loop threads then hold memory in as many heaps as they happen to touch.
 _ARENA_MAX = 2
+# The shared runtime arena's first region; it grows by exactly what a run asks beyond it.
+_ARENA_FIRST_REGION = 256 * 2**20
 
 
 def _bound_allocator() -> None:
@@ -60,3 +63,16 @@ def _bound_allocator() -> None:
         mallopt(_M_ARENA_MAX, _ARENA_MAX)
     if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
         mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+
+
+def _share_runtime_arena(service: Any) -> None:
+    """One ONNX Runtime CPU arena for every session of the server, filled to the workers' largest
+    batches before the server turns ready (``share_cpu_arena``, ``fill_working_memory``): its
+    memory is then the models plus that high-water mark, flat under any traffic, instead of
+    rising and falling (or, with per-session arenas, growing) with the batches in flight."""
+    from rapidscore.encoder.runtime.onnx import share_cpu_arena
+    from rapidscore.encoder.shared import fill_working_memory
+
+    share_cpu_arena(_ARENA_FIRST_REGION)
+    if service.config.warmup:
+        service.before_ready.append(lambda: fill_working_memory(service.config.workers))

@@ -9,7 +9,7 @@ import contextlib
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -64,6 +64,9 @@ class ScoringService:
         self.config = config or ServeConfig()
         self.metrics = ServerMetrics()
         self.ready = threading.Event()
+        # run once the engines are loaded and warm, before ``ready`` (the process's own settings
+        # add to it: serve/process_tuning.py)
+        self.before_ready: list[Callable[[], None]] = []
         self.load_error: BaseException | None = None
         self.batcher = MicroBatcher(batch_tokens=self.config.batch_tokens,
                                     max_batch_requests=self.config.max_batch_requests,
@@ -254,6 +257,8 @@ class ScoringService:
                         columns = {column.name: [value] for column, value in zip(metric.inputs, example)}
                         args, kwargs = self.task_arguments(metric, columns, {})
                         scorer.warm_up(*args, **kwargs)
+            for step in self.before_ready:
+                step()
         except BaseException as exc:
             self.load_error = exc
             raise

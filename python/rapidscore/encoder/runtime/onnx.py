@@ -65,6 +65,24 @@ def missing_cuda_provider_message(available: list[str], installed: list[str]) ->
     return message + "Or use backend='torch' with a CUDA build of torch (docs/gpu.md)."
 
 
+_SHARED_CPU_ARENA: list[int] = []  # the initial size of the process's one CPU arena, once registered
+
+
+def share_cpu_arena(initial_bytes: int) -> None:
+    """Give every ONNX Runtime session made after this call one CPU arena of the process (grown by
+    exactly what a run asks for, starting at ``initial_bytes``), instead of malloc per tensor.
+    For a process that only serves: its memory then stays at the arena's high-water mark instead
+    of rising and falling with each batch in flight. Idempotent."""
+    if _SHARED_CPU_ARENA:
+        return
+    ort = import_onnxruntime("a shared CPU arena")
+    info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+    # arena_extend_strategy 1: kSameAsRequested (the default, powers of two, overshoots by up to 2x)
+    config = ort.OrtArenaCfg({"max_mem": 0, "arena_extend_strategy": 1, "initial_chunk_size_bytes": int(initial_bytes)})
+    ort.create_and_register_allocator(info, config)
+    _SHARED_CPU_ARENA.append(int(initial_bytes))
+
+
 class OnnxRunner(RunnerBase):
     """An ONNX Runtime session. Thread-safe: ``InferenceSession.run`` may be called from many
     threads at once; they share the session's intra-op pool (sized to the thread budget). The
@@ -97,6 +115,9 @@ class OnnxRunner(RunnerBase):
         # shapes (a server's window requests) kept finding no free block of their size, so it grew
         # without bound; malloc gives large blocks back when a run ends (bench/RESULTS.md, soak).
         options.enable_cpu_mem_arena = False
+        if device != "cuda" and _SHARED_CPU_ARENA:
+            options.enable_cpu_mem_arena = True
+            options.add_session_config_entry("session.use_env_allocators", "1")
         self._torch: Any = None
         self._device_id = 0
         if device == "cuda":
