@@ -10,7 +10,7 @@ import re
 import pytest
 
 from rapidscore.cli import main
-from rapidscore.common.figures import wilson_interval
+from rapidscore.common.intervals import wilson_interval
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "abstention")
 

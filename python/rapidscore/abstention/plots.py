@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rapidscore.common import figures
+from rapidscore.common.intervals import wilson_interval
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -44,7 +45,7 @@ def rate_interval(aggregate: Any) -> tuple[float, float, float]:
     if n == 0 or math.isnan(aggregate.mean):
         return float("nan"), float("nan"), float("nan")
     mean = min(max(float(aggregate.mean), 0.0), 1.0)
-    low, high = figures.wilson_interval(mean * n, n)
+    low, high = wilson_interval(mean * n, n)
     return 100 * mean, 100 * low, 100 * high
 
 

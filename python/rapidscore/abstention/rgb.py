@@ -33,8 +33,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rapidscore.common import figures
-from rapidscore.common.figures import check_confidence
+from rapidscore.common import intervals
+from rapidscore.common.intervals import check_confidence
 from rapidscore.common.metric import ColumnError
 from rapidscore.errors import FlagError
 
@@ -48,13 +48,13 @@ __all__ = ["FlagError", "RGBRejectionResult", "RGB_PHRASES", "rgb_negative_rejec
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """The Wilson score interval (no continuity correction) of ``successes`` out of ``n``
-    questions, both counts (``rapidscore.common.figures.wilson_interval`` computes it):
+    questions, both counts (``rapidscore.common.intervals.wilson_interval`` computes it):
     ``(low, high)`` within [0, 1]."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
     if isinstance(successes, bool) or not isinstance(successes, int) or not 0 <= successes <= n:
         raise ValueError(f"successes must be an int in [0, n={n}], got {successes!r}")
-    return figures.wilson_interval(successes, n, confidence)
+    return intervals.wilson_interval(successes, n, confidence)
 
 
 def rgb_signature(detector: Any, confidence: float = 0.95, negatives: str = "flagged") -> str:

@@ -4,7 +4,7 @@ Figures are meant for a paper or a slide: at the default DPI (150) they are at l
 (:data:`MIN_WIDTH` inches), in DejaVu Sans (the font matplotlib ships, so the same pixels on every
 machine), with a colour-blind-safe palette (Okabe-Ito), a diverging map centred at 0 for
 correlations, and rates drawn on a 0-100 % axis with intervals bounded to it
-(:func:`wilson_interval`).
+(``common/intervals.py``).
 
 Layout is computed, never hoped for: every figure uses matplotlib's constrained layout, and
 :func:`fit` then measures the drawn text (the renderer's window extents) and grows the canvas until
@@ -17,8 +17,8 @@ large results tree). Every figure function returns its ``Figure``; :func:`save` 
 or SVG / PDF when the path ends so) through the output layer, :func:`to_svg` returns SVG text for
 an HTML report.
 
-:func:`wilson_interval` and the rest of the non-drawing helpers import numpy only: a CLI may use
-them for text output without the [plot] extra.
+The non-drawing helpers import numpy only: a CLI may use them for text output without the
+[plot] extra.
 """
 
 from __future__ import annotations
@@ -27,13 +27,11 @@ import contextlib
 import io
 import logging
 import math
-import numbers
 import os
 import textwrap
 import warnings
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -45,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["save_if_path", "DPI", "WIDTH", "HEIGHT", "MIN_WIDTH", "PALETTE", "DIVERGING", "SEQUENTIAL", "STYLE",
            "matplotlib_modules", "style", "new_figure", "save", "to_svg", "fit", "text_boxes", "clipped_texts",
-           "overlapping_texts", "wilson_interval", "check_confidence", "label", "text_color", "integer_axis",
+           "overlapping_texts", "label", "text_color", "integer_axis",
            "percent_axis", "panels", "legend", "legend_height", "colors"]
 
 DPI = 150  # the default output resolution (PNG); vector formats ignore it
@@ -345,37 +343,6 @@ def to_svg(figure: Figure) -> str:
     text = buffer.getvalue().decode("utf-8")
     start = text.find("<svg")  # inline SVG: no XML declaration or DOCTYPE
     return text[start:] if start > 0 else text
-
-
-# ---- statistics ---------------------------------------------------------------------------------------
-
-def wilson_interval(successes: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion ``successes / n`` (Wilson 1927; Newcombe 1998, method
-    3, without continuity correction): ``(centre -+ half) / (1 + z^2/n)`` with ``centre = p +
-    z^2/(2n)``, ``half = z sqrt(p(1-p)/n + z^2/(4n^2))``, ``z`` the two-sided normal quantile of
-    ``confidence``; clipped to [0, 1]. ``successes`` in [0, n] may be fractional (a mean of 0/1
-    values times ``n``); NaNs when ``n == 0``. The one implementation: the RGB rates
-    (``rapidscore.abstention.wilson_interval``, counts only) and the abstention figures use it."""
-    check_confidence(confidence)
-    if isinstance(n, bool) or not isinstance(n, numbers.Real) or n < 0 or not math.isfinite(n):
-        raise ValueError(f"n must be a finite count >= 0, got {n!r}")
-    if n == 0:
-        return float("nan"), float("nan")
-    if isinstance(successes, bool) or not isinstance(successes, numbers.Real) or not 0 <= successes <= n:
-        raise ValueError(f"successes must be in [0, n={n}], got {successes!r}")
-    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    p, z2 = successes / n, z * z
-    denominator = 1.0 + z2 / n
-    centre = (p + z2 / (2.0 * n)) / denominator
-    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def check_confidence(confidence: Any) -> float:
-    """``confidence`` as a float in (0, 1), else a ValueError naming it."""
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be a number in (0, 1), e.g. 0.95; got {confidence!r}")
-    return float(confidence)
 
 
 # ---- text and axes ----------------------------------------------------------------------------------

@@ -5,8 +5,7 @@ Formats, from the extension (``.gz`` of each, except Parquet, decided by the suf
 - ``txt`` (any other extension): one text per line, stripped (as bert-score's CLI reads its
   files); blank lines stay, as empty strings. A row is ``{"text": line}``.
 - ``jsonl``: one JSON object per non-blank line.
-- ``json``: one document, a top-level array of objects (rows) or of strings (texts, rows
-  ``{"text": string}`` as for txt). Read whole into memory.
+- ``json``: one document read whole, an array of objects (rows) or of strings (rows ``{"text": string}``).
 - ``csv``, ``tsv``: a header row, then one row per record (quoted fields may span lines).
 - ``parquet``: read lazily in record batches (pyarrow).
 
@@ -335,11 +334,10 @@ def iter_rows(path: str | os.PathLike, fmt: str | None = None, *, columns: Seque
 
 
 def _column_needed(where: str, what: str, columns: Sequence[str] | None = None) -> ValueError:
-    """The error of ``what`` ("JSONL input") whose values sit under a key nobody named: one message
-    on every route, naming a command's ``--column`` and a library call's ``column=``."""
+    """One message on every route for a table read without its column name (``--column``/``column=``)."""
     known = f"; columns: {list(columns)}" if columns is not None else ""
-    return ValueError(f"{where}: {what} needs a column name: give --column KEY (column= in Python), the key "
-                      f"holding the values{known}")
+    return ValueError(f"{where}: {what} needs a column name: give --column KEY (column= in Python), the key holding "
+                      f"the values{known}")
 
 
 def _pick_column(where: str, column: str | None, columns: list[str], kind: str) -> str:
@@ -490,8 +488,7 @@ def parallel_items(text_path: str, reference_paths: Sequence[str], text_column: 
 
 
 def count_rows(path: str, fmt: str | None = None) -> int | None:
-    """Rows of a file for a progress bar's ETA (a fast pass: lines, or Parquet metadata); None
-    for stdin."""
+    """Rows of a file for a progress bar's ETA (a fast pass: lines, or Parquet metadata); None for stdin."""
     fmt = detect_format(path, given=fmt)
     if path == STDIN or not os.path.isfile(path):
         return None
