@@ -14,7 +14,9 @@ import base64
 import hashlib
 import importlib.util
 import json
+import os
 import re
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -23,6 +25,7 @@ import numpy as np
 import pytest
 
 from rapidscore.encoder import Encoder, clear_cache, model_source
+from rapidscore.encoder import companion as companion_module
 from rapidscore.encoder.export import disk_cache, shipped
 from rapidscore.encoder.export.onnx_export import cache_key, cached_export
 from rapidscore.errors import DamagedCacheError, ModelNotFoundError
@@ -55,13 +58,28 @@ def companion(exported, tmp_path, monkeypatch) -> dict:
     model, export_cache, expected = exported
     site = tmp_path / "site"
     manifest = _build_script().stage_package(model, "test", site, [1], cache_dir=export_cache)
-    monkeypatch.syspath_prepend(str(site))
+    # found as an installed package would be: companion_dir's own lookup is tested in a child
+    # process with the staged site on PYTHONPATH (test_the_companion_is_found_where_python_finds_it)
+    found = (site / shipped.COMPANION_PACKAGE).resolve()
+    monkeypatch.setattr(companion_module, "companion_dir", lambda: found)
+    monkeypatch.setattr(shipped, "companion_dir", lambda: found)
     monkeypatch.setattr(shipped, "_verified", set())
     user_cache = tmp_path / "user-cache"
     monkeypatch.setenv("RAPIDSCORE_CACHE", str(user_cache))
     yield {"model": model, "package": site / shipped.COMPANION_PACKAGE, "manifest": manifest,
            "expected": expected, "user_cache": user_cache}
     clear_cache()
+
+
+def test_the_companion_is_found_where_python_finds_it(companion) -> None:
+    site = companion["package"].parent
+    probe = ("from rapidscore.encoder.companion import companion_dir, companion_model_dir; "
+             "print(companion_dir()); print(companion_model_dir())")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(site), os.environ.get("PYTHONPATH"))))}
+    child = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert child.returncode == 0, child.stderr
+    root = companion["package"].resolve()
+    assert child.stdout.split() == [str(root), str(root / "model")]
 
 
 def test_a_shipped_entry_is_used_in_place_without_an_export(companion) -> None:
