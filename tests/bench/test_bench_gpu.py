@@ -15,37 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rapidscore.testing.scripts import load_script
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "bench" / "bench_gpu.py"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _load_bench_gpu():
-    """bench_gpu.py as a module. Run as a script, its folder is its sys.path[0] and it imports its
-    siblings bench/common.py and bench/gpu_peak.py as ``common`` and ``gpu_peak``: loaded here
-    first and named so only while the script's top runs (sys.path stays as it is)."""
-    siblings = ("common", "gpu_peak")
-    saved = {name: sys.modules.get(name) for name in siblings}
-    for name in siblings:
-        sys.modules[name] = _load(name, SCRIPT.parent / f"{name}.py")
-    try:
-        return _load("bench_gpu_under_test", SCRIPT)
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                del sys.modules[name]
-            else:
-                sys.modules[name] = module
-
-
-bench_gpu = _load_bench_gpu()
+bench_gpu = load_script(SCRIPT, "bench_gpu_under_test", siblings=("common", "gpu_peak"))
 gpu_peak = bench_gpu.gpu_peak
 
 

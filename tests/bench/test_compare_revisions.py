@@ -6,36 +6,15 @@ Two builds' outputs are compared byte for byte after the changes made on purpose
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from rapidscore.testing.scripts import load_script
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "bench" / "compare_revisions.py"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _load_compare_revisions():
-    """The script as a module; its sibling bench/common.py is ``common`` only while its top runs."""
-    saved = sys.modules.get("common")
-    sys.modules["common"] = _load("common", SCRIPT.parent / "common.py")
-    try:
-        return _load("compare_revisions_under_test", SCRIPT)
-    finally:
-        if saved is None:
-            del sys.modules["common"]
-        else:
-            sys.modules["common"] = saved
-
-
-revisions = _load_compare_revisions()
+revisions = load_script(SCRIPT, "compare_revisions_under_test")
 
 BASE_JSON = b"""{
   "hash": "sentence-transformers/all-MiniLM-L6-v2_L6_idf",

@@ -31,28 +31,17 @@ import numpy as np
 import pytest
 
 import rapidscore.bert_score as drop_in
-from rapidscore.abstention.pipeline import find_experiments, find_taxonomy
 from rapidscore.abstention.names import Names, display_model, display_technique, model_labels
+from rapidscore.abstention.pipeline import find_experiments, find_taxonomy
 from rapidscore.abstention.report import missing_note
 from rapidscore.cli import main
 from rapidscore.errors import ModelNotFoundError
+from rapidscore.testing.command_output import error_line, write_lines
 
 ANSWERS = ["Rob Halford is the lead vocalist of the heavy metal band Judas Priest.",
            "Rob Halford is a British singer.", "He plays football for a club in Madrid."]
 EXPECTED = ["Rob Halford is the singer of Judas Priest."] * 3
 BAR = re.compile(r"\d+%\|")  # tqdm's bar: "50%|█████     | 1/2"
-
-
-def write_lines(path, lines) -> str:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return str(path)
-
-
-def error_line(capsys) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 # ---- 1. a model that cannot be loaded offline ----------------------------------------------------

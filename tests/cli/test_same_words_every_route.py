@@ -19,20 +19,9 @@ import pytest
 
 from rapidscore.cli import main
 from rapidscore.common.readers import read_texts
+from rapidscore.testing.command_output import error_line, write_lines
 
 SCORE_LINE = re.compile(r" P: \d\.\d{6} R: \d\.\d{6} F1: \d\.\d{6}$", re.MULTILINE)
-
-
-def write_lines(path, lines) -> str:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return str(path)
-
-
-def error_line(capsys) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.fixture
