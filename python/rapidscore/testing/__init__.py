@@ -15,6 +15,8 @@ synthetic data of real shapes.
 - :mod:`.streams`: waiting for a streamed command's resume state to record rows (before a kill).
 - :mod:`.approximation`: word-salad texts and a brute-force Kendall tau, for checking a
   non-exact mode (bf16, int8, "fast") against fp32.
+- :mod:`.command_output`, :mod:`.scripts`: a command's one error line, files of lines, and a
+  bench/ or tools/ script loaded as a module (its sibling modules beside it).
 
 Importing this package is cheap. Used by rapidscore's own test suite and bench/, and by anyone
 who wants to test code that uses rapidscore without downloading a model or a data set. It sits
