@@ -5,11 +5,16 @@ loaded, and glibc's allocator bounded."""
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import threading
 from typing import Any
 
-__all__ = ["tune_process"]
+__all__ = ["tune_process", "SHARED_ARENA_VARIABLE"]
+
+# Set to 1, the server holds its runtime memory in one arena (_share_runtime_arena): flat at its
+# high-water mark instead of given back after each batch; off by default (docs/hardening.md).
+SHARED_ARENA_VARIABLE = "RAPIDSCORE_SERVE_SHARED_ARENA"
 
 
 def tune_process(service: Any) -> None:
@@ -21,7 +26,8 @@ def tune_process(service: Any) -> None:
     glibc's allocator is kept from holding freed memory (:func:`_bound_allocator`)."""
     sys.setswitchinterval(0.001)
     _bound_allocator()
-    _share_runtime_arena(service)
+    if os.environ.get(SHARED_ARENA_VARIABLE) == "1":
+        _share_runtime_arena(service)
 
     def freeze_when_ready() -> None:
         service.ready.wait()
