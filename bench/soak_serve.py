@@ -181,8 +181,6 @@ def main() -> None:
     parser.add_argument("--source", help="run the server from this source tree's python/ (its _core built), not "
                         "the installed rapidscore: another revision, or a copy that later edits cannot reach")
     parser.add_argument("--serve-arg", action="append", default=[], help="an extra argument of rapidscore serve")
-    parser.add_argument("--shared-arena", action="store_true",
-                        help="the server holds its runtime memory in one arena (RAPIDSCORE_SERVE_SHARED_ARENA=1)")
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "soak_serve.json"))
     args = parser.parse_args()
@@ -190,8 +188,6 @@ def main() -> None:
     bodies = request_bodies(600, args.seed)
     port = free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    if args.shared_arena:
-        env["RAPIDSCORE_SERVE_SHARED_ARENA"] = "1"
     if args.source:
         command = [args.python, "-c", _FROM_SOURCE, "serve"]
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(Path(args.source) / "python"), env.get("PYTHONPATH"))))

@@ -414,7 +414,7 @@ def _expect_records(report, n):
 def _without_pyarrow(call):
     import sys
 
-    saved = {name: sys.modules.get(name) for name in ("pyarrow", "pyarrow.parquet")}
+    saved = {name: sys.modules.get(name) for name in ("pyarrow", "pyarrow.parquet", "pyarrow.lib")}
     sys.modules.update(dict.fromkeys(saved))  # None: the import fails as if pyarrow were not installed
     try:
         return call()
@@ -516,6 +516,7 @@ CLI_CASES = [
     ("serve-open-bind", ["serve", "--host", "0.0.0.0"], "host 0.0.0.0 is reachable from other machines"),
     ("serve-header-timeout", ["serve", "--header-timeout", "0"], "header_timeout must be a positive number"),
     ("serve-max-connections", ["serve", "--max-connections", "0"], "max_connections must be a positive int"),
+    ("serve-runtime-memory", ["serve", "--runtime-memory", "4096"], "runtime_memory must be a whole number of MiB"),
     ("serve-key-file-missing", ["serve", "--api-key-file", "{root}/no-such-key"], "API key file not found"),
     ("serve-cors-origin", ["serve", "--cors-origin", "https://app.example.com/"], "is not an origin"),
 ]

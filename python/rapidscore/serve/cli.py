@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="requests waiting before new ones get 503 (default 1024)")
     parser.add_argument("--workers", type=int, default=None,
                         help="batches encoded at once (default 2; on a CPU each gets threads / workers)")
+    parser.add_argument("--runtime-memory", type=int, default=None, metavar="MIB",
+                        help="MiB of runtime memory reserved for the batches and kept, so that the server's memory "
+                             "stays flat (default 1024; 0: none kept, each batch's memory given back)")
     parser.add_argument("--solo-threads", type=int, default=None,
                         help="runtime threads of a batch that runs while the other workers are idle (default: "
                              "every core, on a CPU with 2+ workers; 0: off)")
@@ -117,8 +120,8 @@ def run(args: argparse.Namespace) -> int:
         args.config, host=args.host, port=args.port, model=args.model, layer=args.layer, backend=args.backend,
         device=args.device, precision=args.precision, num_threads=args.threads, long_texts=args.long_texts,
         batch_tokens=args.batch_tokens, max_batch_requests=args.max_batch_requests,
-        max_queue=args.max_queue,
-        workers=args.workers, solo_threads=args.solo_threads, max_items=args.max_items,
+        max_queue=args.max_queue, workers=args.workers, runtime_memory=args.runtime_memory,
+        solo_threads=args.solo_threads, max_items=args.max_items,
         max_body_bytes=args.max_body_bytes, max_texts=args.max_texts, max_tokens=args.max_tokens, warmup=args.warmup,
         log_level=args.log_level, header_timeout=args.header_timeout, body_timeout=args.body_timeout,
         max_header_bytes=args.max_header_bytes, max_connections=args.max_connections,

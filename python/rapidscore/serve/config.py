@@ -51,6 +51,10 @@ class ServeConfig:
     workers are idle, so that a lone request gets every core; a second copy of the model's
     session. Default: the thread budget, on a CPU with 2+ workers and ``num_threads`` unset;
     0 turns it off).
+    Memory: ``runtime_memory`` (MiB: the ONNX Runtime memory that ``rapidscore serve`` reserves
+    for its batches in one arena of the process, kept for its life so that its memory stays flat;
+    what a batch needs past it is given back when it ends; 0: no arena, every batch's memory given
+    back when it ends. A process that embeds the service never gets the arena.)
     Limits per request: ``max_items`` (candidates, answers, responses or records; more: 413),
     ``max_body_bytes`` (more: 413), ``max_texts`` (texts sent: candidates and every reference,
     answers and references, or responses; more: 413), ``max_tokens`` (tokens of its distinct
@@ -81,6 +85,7 @@ class ServeConfig:
     max_batch_requests: int = 256
     max_queue: int = 1024
     workers: int = 2
+    runtime_memory: int = 1024
     solo_threads: int | None = None
     max_items: int = 1024
     max_body_bytes: int = 1_000_000
@@ -214,6 +219,10 @@ class ServeConfig:
         for name in ("batch_tokens", "max_batch_requests", "max_queue", "workers", "max_items", "max_body_bytes",
                      "max_texts", "max_tokens", "max_header_bytes", "max_connections"):
             check_positive_int(getattr(self, name), name)
+        if isinstance(self.runtime_memory, bool) or not isinstance(self.runtime_memory, int) \
+                or not 0 <= self.runtime_memory < 2048:
+            raise ValueError(f"runtime_memory must be a whole number of MiB from 0 (no arena) to 2047, "
+                             f"got {self.runtime_memory!r}")
         for name in ("header_timeout", "body_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \

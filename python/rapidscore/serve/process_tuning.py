@@ -5,16 +5,11 @@ loaded, and glibc's allocator bounded."""
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import threading
 from typing import Any
 
-__all__ = ["tune_process", "SHARED_ARENA_VARIABLE"]
-
-# Set to 1, the server holds its runtime memory in one arena (_share_runtime_arena): flat at its
-# high-water mark instead of given back after each batch; off by default (docs/hardening.md).
-SHARED_ARENA_VARIABLE = "RAPIDSCORE_SERVE_SHARED_ARENA"
+__all__ = ["tune_process"]
 
 
 def tune_process(service: Any) -> None:
@@ -23,10 +18,11 @@ def tune_process(service: Any) -> None:
     On 2 cores at 32 clients, p99 went from 166 ms to 120 ms with both: a 1 ms GIL switch interval
     (the event loop waits less behind a worker's Python between runtime calls) and, once the
     models are loaded, ``gc.freeze()`` (collections stop rescanning the models' objects). And
-    glibc's allocator is kept from holding freed memory (:func:`_bound_allocator`)."""
+    glibc's allocator is kept from holding freed memory (:func:`_bound_allocator`), and the
+    runtime's batches get one arena of ``runtime_memory`` MiB (:func:`_share_runtime_arena`)."""
     sys.setswitchinterval(0.001)
     _bound_allocator()
-    if os.environ.get(SHARED_ARENA_VARIABLE) == "1":
+    if service.config.runtime_memory and service.config.device == "cpu":
         _share_runtime_arena(service)
 
     def freeze_when_ready() -> None:
@@ -45,8 +41,6 @@ _MMAP_THRESHOLD = 128 * 1024
 # Arenas (per-thread heaps): by default 8 per core, each keeping its own freed memory; the worker,
 # runtime and event-loop threads then hold memory in as many heaps as they happen to touch.
 _ARENA_MAX = 2
-# The shared runtime arena's first region; it grows by exactly what a run asks beyond it.
-_ARENA_FIRST_REGION = 256 * 2**20
 
 
 def _bound_allocator() -> None:
@@ -72,13 +66,14 @@ def _bound_allocator() -> None:
 
 
 def _share_runtime_arena(service: Any) -> None:
-    """One ONNX Runtime CPU arena for every session of the server, filled to the workers' largest
-    batches before the server turns ready (``share_cpu_arena``, ``fill_working_memory``): its
-    memory is then the models plus that high-water mark, flat under any traffic, instead of
-    rising and falling (or, with per-session arenas, growing) with the batches in flight."""
+    """One ONNX Runtime CPU arena for every session of the server (``share_cpu_arena``: a reserve
+    of ``runtime_memory`` MiB kept, growth past it given back), used up to the workers' largest
+    batches before the server turns ready (``fill_working_memory``): its memory is then the models
+    plus the high-water mark of the batches inside the reserve, flat under any traffic, instead of
+    rising and falling with the batches in flight (or, with per-session arenas, growing)."""
     from rapidscore.encoder.runtime.onnx import share_cpu_arena
     from rapidscore.encoder.shared import fill_working_memory
 
-    share_cpu_arena(_ARENA_FIRST_REGION)
+    share_cpu_arena(service.config.runtime_memory * 2**20)
     if service.config.warmup:
         service.before_ready.append(lambda: fill_working_memory(service.config.workers))

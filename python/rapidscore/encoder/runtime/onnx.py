@@ -65,22 +65,38 @@ def missing_cuda_provider_message(available: list[str], installed: list[str]) ->
     return message + "Or use backend='torch' with a CUDA build of torch (docs/gpu.md)."
 
 
-_SHARED_CPU_ARENA: list[int] = []  # the initial size of the process's one CPU arena, once registered
+_SHARED_CPU_ARENA: list[int] = []  # the reserve of the process's one CPU arena, once registered
+# Regions the arena grows by past its reserve: powers of two from 32 MiB, at most 256 MiB each;
+# each is given back by the run that leaves it empty (the run option below).
+_GROWTH_FIRST_BYTES = 32 * 2**20
+_GROWTH_LARGEST_BYTES = 256 * 2**20
+_SHRINK_AFTER_RUN = ("memory.enable_memory_arena_shrinkage", "cpu:0")
 
 
-def share_cpu_arena(initial_bytes: int) -> None:
-    """Give every ONNX Runtime session made after this call one CPU arena of the process (grown by
-    exactly what a run asks for, starting at ``initial_bytes``), instead of malloc per tensor.
-    For a process that only serves: its memory then stays at the arena's high-water mark instead
-    of rising and falling with each batch in flight. Idempotent."""
+def share_cpu_arena(reserve_bytes: int) -> None:
+    """Give every ONNX Runtime CPU session made after this call one arena of the process, instead
+    of malloc per tensor: a first region of ``reserve_bytes`` kept for the life of the process
+    (address space; pages count in RSS once a batch has used them), and regions past it given
+    back by the run that leaves them empty. For a process that only serves: its memory then stays
+    at the high-water mark its batches reached inside the reserve instead of rising and falling
+    with each batch, and never holds more than the reserve past the batches in flight. Idempotent
+    (the first reserve stays)."""
     if _SHARED_CPU_ARENA:
         return
+    reserve = int(reserve_bytes)
+    if not 0 < reserve < 2**31:  # OrtArenaCfg's sizes are C ints
+        raise ValueError(f"the shared arena's reserve must be 1 byte to 2 GiB - 1, got {reserve_bytes!r}")
     ort = import_onnxruntime("a shared CPU arena")
     info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
-    # arena_extend_strategy 1: kSameAsRequested (the default, powers of two, overshoots by up to 2x)
-    config = ort.OrtArenaCfg({"max_mem": 0, "arena_extend_strategy": 1, "initial_chunk_size_bytes": int(initial_bytes)})
+    # arena_extend_strategy 0 (kNextPowerOfTwo): the first region is the reserve and is never
+    # shrunk; with 1 (kSameAsRequested) every tensor that found no free block got a region of its
+    # own size, blocks never merged across regions, and a server's arena grew 0.65 -> 1.7 GiB
+    # over 7 minutes of mixed shapes (bench/RESULTS.md, soak).
+    config = ort.OrtArenaCfg({"max_mem": 0, "arena_extend_strategy": 0, "initial_chunk_size_bytes": reserve,
+                              "initial_growth_chunk_size_bytes": _GROWTH_FIRST_BYTES,
+                              "max_power_of_two_extend_bytes": _GROWTH_LARGEST_BYTES})
     ort.create_and_register_allocator(info, config)
-    _SHARED_CPU_ARENA.append(int(initial_bytes))
+    _SHARED_CPU_ARENA.append(reserve)
 
 
 class OnnxRunner(RunnerBase):
@@ -115,9 +131,12 @@ class OnnxRunner(RunnerBase):
         # shapes (a server's window requests) kept finding no free block of their size, so it grew
         # without bound; malloc gives large blocks back when a run ends (bench/RESULTS.md, soak).
         options.enable_cpu_mem_arena = False
+        self._run_options: Any = None
         if device != "cuda" and _SHARED_CPU_ARENA:
             options.enable_cpu_mem_arena = True
             options.add_session_config_entry("session.use_env_allocators", "1")
+            self._run_options = ort.RunOptions()
+            self._run_options.add_run_config_entry(*_SHRINK_AFTER_RUN)
         self._torch: Any = None
         self._device_id = 0
         if device == "cuda":
@@ -150,13 +169,13 @@ class OnnxRunner(RunnerBase):
         feed = {"input_ids": input_ids, "attention_mask": attention_mask}
         feed = {k: v for k, v in feed.items() if k in self._inputs}
         if not self.io_binding:
-            return self.session.run(None, feed)[0]
+            return self.session.run(None, feed, self._run_options)[0]
         return self._run_bound(feed, input_ids.shape)
 
     def run_feed(self, feed: dict[str, np.ndarray]) -> np.ndarray:
         """Run the graph on named host inputs (those it declares) and return its output on the
         host: the unpadded graph's call (``Encoder.embed_ids(unpadded=True)``)."""
-        return self.session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+        return self.session.run(None, {k: v for k, v in feed.items() if k in self._inputs}, self._run_options)[0]
 
     def output_shape(self, batch: int, sequence: int) -> tuple[int, ...]:
         """Shape of the hidden states for a (batch, sequence) input."""
@@ -189,7 +208,7 @@ class OnnxRunner(RunnerBase):
         binding.bind_output(self._output_name, device_type, self._device_id, np.float32, list(shape), pointer)
         # run_with_iobinding returns after the CUDA provider synchronised its stream (the
         # session's default), so the tensor is complete when torch reads it.
-        self.session.run_with_iobinding(binding)
+        self.session.run_with_iobinding(binding, self._run_options)
         return out
 
 
