@@ -276,10 +276,10 @@ def _open_parquet(path: str) -> Any:
 
 def _parquet_rows(path: str, columns: Sequence[str] | None,
                   check_columns: Callable[[list[str], str], None] | None) -> Iterator[tuple[dict, str]]:
+    name = display_name(path)
+    table = _open_parquet(path)  # first: without pyarrow, the ImportError naming the file
     from pyarrow.lib import ArrowException
 
-    name = display_name(path)
-    table = _open_parquet(path)
     if check_columns is not None:
         check_columns(list(table.schema_arrow.names), name)
     number = 0
