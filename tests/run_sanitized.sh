@@ -4,6 +4,9 @@
 #
 #   tests/run_sanitized.sh [pytest args...]      (default: every native-kernel test:
 #                                                 tests/kernels and tests/hardening/test_native_hardening.py)
+#   tests/run_sanitized.sh --build-only DIR      only build the sanitized wheel into DIR (pip's isolated
+#                                                 build: needs no installed package, e.g. beside a venv's
+#                                                 install in CI), then stop
 #
 # Environment:
 #   PYTHON        interpreter whose installed packages (numpy, pytest, hypothesis, torch,
@@ -12,6 +15,8 @@
 #   RAPIDSCORE_SRC=worktree   build the current working tree (tracked + untracked, not ignored)
 #                 instead of the committed HEAD.
 #   KEEP_TMP=1    keep the temporary directory (printed at the end).
+#   SANITIZED_WHEEL=path.whl  install this wheel (made by --build-only from the same tree) instead
+#                 of building one.
 # Exit status: pytest's. Any ASan/UBSan report aborts the process (halt_on_error=1).
 set -euo pipefail
 
@@ -31,6 +36,15 @@ else
     git -C "$REPO" archive HEAD | tar -xf - -C "$TMP/src"
 fi
 
+BUILD_SETTINGS=(--config-settings=cmake.define.RAPIDSCORE_SANITIZE=ON --config-settings=cmake.build-type=Debug
+                --config-settings=build-dir="$TMP/build")
+if [[ "${1:-}" == --build-only ]]; then
+    OUT=${2:?--build-only needs a directory}
+    mkdir -p "$OUT"
+    "$PYTHON" -m pip wheel --quiet --no-deps -w "$OUT" "$TMP/src" "${BUILD_SETTINGS[@]}"
+    exit 0
+fi
+
 # 2. Temporary venv that sees $PYTHON's packages through a .pth line (only sys.path entries,
 #    so an editable rapidscore installed there is not picked up) and gets its own rapidscore.
 "$PYTHON" -m venv "$TMP/venv"
@@ -39,10 +53,11 @@ DEPS=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 VSITE=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$DEPS" > "$VSITE/_borrowed_deps.pth"
 
-"$VPY" -m pip install --quiet --no-build-isolation --no-deps "$TMP/src" \
-    --config-settings=cmake.define.RAPIDSCORE_SANITIZE=ON \
-    --config-settings=cmake.build-type=Debug \
-    --config-settings=build-dir="$TMP/build"
+if [[ -n "${SANITIZED_WHEEL:-}" ]]; then
+    "$VPY" -m pip install --quiet --no-deps "$SANITIZED_WHEEL"
+else
+    "$VPY" -m pip install --quiet --no-build-isolation --no-deps "$TMP/src" "${BUILD_SETTINGS[@]}"
+fi
 
 # The instrumented module can only be loaded with the ASan runtime preloaded. libstdc++ is
 # preloaded too: python does not link it, and ASan's __cxa_throw interceptor must find it at
