@@ -17,11 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rapidscore.common.cli_options import add_common_options, positive_int, run_only, show_progress
+from rapidscore.common.cli_options import add_common_options, positive_int, run_only
 from rapidscore.common.file_options import input_option, output_option
 
 if TYPE_CHECKING:
@@ -31,13 +30,6 @@ __all__ = ["MetricCommand"]
 
 # the argparse dest of a request option's flag (prefixed: an option's name may be any command's dest)
 _DEST = "metric_option_"
-
-
-def _key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    return key.strip(), value
 
 
 def _option_value(text: str) -> Any:
@@ -108,7 +100,7 @@ class MetricCommand:
         self.name = name
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        from rapidscore.common.stream_io import INPUT_FORMATS, OUTPUT_FORMATS
+        from rapidscore.common.stream_io import INPUT_FORMATS, OUTPUT_FORMATS, add_column_option, key_value
         from rapidscore.metrics import get_metric
 
         metric = get_metric(self.name)
@@ -124,15 +116,14 @@ class MetricCommand:
             help="one row per input row: .jsonl, .csv or .parquet (default '-': JSONL on stdout)"), stream=True)
         parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default=None,
                             help="format of --output (default: from the extension; jsonl for stdout)")
-        parser.add_argument("--column", action="append", type=_key_value, default=[], metavar="INPUT=COLUMN",
-                            help="read the metric's input INPUT from the file's column COLUMN (repeatable)")
+        add_column_option(parser)
         parser.add_argument("--id-column", default=None, help="copy this input column to the output rows")
         run_only(parser.add_argument("--chunk-size", type=positive_int, default=4096, metavar="N",
                                      help="rows per chunk (default 4096)"))
         run_only(parser.add_argument("--resume", action="store_true",
                                      help="continue a partly written --output (checked against its input and "
                                           "settings)"))
-        parser.add_argument("--set", dest="options", action="append", type=_key_value, default=[],
+        parser.add_argument("--set", dest="options", action="append", type=key_value, default=[],
                             metavar="NAME=VALUE", help="an option of the metric (a JSON value, else text), "
                                                        "e.g. --set method=keyword; repeatable")
         add_common_options(parser, model=False, progress_default=True,
@@ -140,20 +131,11 @@ class MetricCommand:
         _add_request_options(parser, metric)
 
     def run(self, args: argparse.Namespace) -> int:
-        from rapidscore.common.metric import RowNames, output_rows, request_options
-        from rapidscore.common.readers import count_rows, iter_rows
-        from rapidscore.common.stream import chunks
-        from rapidscore.common.stream_io import run_stream
+        from rapidscore.common.metric import request_options
+        from rapidscore.common.stream_io import stream_metric_file
         from rapidscore.metrics import get_metric
 
         metric = get_metric(self.name)
-        mapping = dict(args.column)
-        unknown = sorted(set(mapping) - {c.name for c in metric.inputs})
-        if unknown:
-            raise ValueError(f"--column: {metric.name} has no input {unknown} (its inputs: "
-                             f"{[c.name for c in metric.inputs]})")
-        if args.json and args.output == "-":
-            raise ValueError("--json prints the totals on stdout: give --output FILE for the rows")
         options = {key: _option_value(value) for key, value in args.options}
         for option in request_options(metric):
             value = getattr(args, _DEST + option.name, None)
@@ -169,48 +151,5 @@ class MetricCommand:
                 from rapidscore.threads import set_thread_budget
 
                 set_thread_budget(args.threads)
-        engine = metric.build(**options)
-        sources = [(c.name, mapping.get(c.name, c.name), c.optional) for c in metric.inputs]
-
-        def items():
-            for row, where in iter_rows(args.input, args.input_format):
-                values = []
-                for name, column, optional in sources:
-                    if column not in row and not optional:
-                        raise ValueError(f"{where}: no column {column!r} for the input {name!r} (columns: "
-                                         f"{list(row)}; map one with --column {name}=COLUMN)")
-                    values.append(row.get(column))
-                if args.id_column and args.id_column not in row:
-                    raise ValueError(f"{where}: no --id-column {args.id_column!r} (columns: {list(row)})")
-                # (first input, [other inputs], id): the writer hashes the first two for --resume
-                yield values[0], values[1:], row.get(args.id_column) if args.id_column else None
-
-        totals = metric.totals()
-
-        def score_chunks(rows, first_index: int):
-            index = first_index
-            for chunk in chunks(rows, args.chunk_size):
-                columns = {name: [item[0] if k == 0 else item[1][k - 1] for item in chunk]
-                           for k, (name, _column, _optional) in enumerate(sources)}
-                outputs = metric.score(engine, columns, RowNames(metric.rows.noun, index))
-                if totals is not None:
-                    totals.update(outputs)
-                out = [{"index": index + k, **({"id": item[2]} if args.id_column else {}), **values}
-                       for k, (item, values) in enumerate(zip(chunk, output_rows(outputs, metric.outputs)))]
-                index += len(chunk)
-                yield chunk, out
-
-        columns = ["index", *(["id"] if args.id_column else []), *metric.outputs]
-        settings = {"command": metric.name, "signature": metric.signature(engine), "columns": mapping,
-                    "options": args.options, "id_column": args.id_column}
-        run_stream(items=items(), score_chunks=score_chunks, output=args.output, output_fmt=args.output_format,
-                   columns=columns, settings=settings, resume=args.resume, progress=show_progress(args),
-                   total=count_rows(args.input, args.input_format), unit=metric.rows.noun, quiet=args.quiet)
-        if totals is not None:
-            summary = totals.summary()
-            if args.json:
-                print(json.dumps({"metric": metric.name, "signature": settings["signature"], **summary}))
-            elif not args.quiet:
-                print(f"{metric.name}: " + ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
-                                                      for k, v in summary.items()), file=sys.stderr)
+        stream_metric_file(metric, lambda: metric.build(**options), args, {"options": args.options})
         return 0

@@ -40,6 +40,13 @@ def _pair(i: int) -> dict:
             "reference": f"a dog {i} lay on a rug {'there ' * (i % 4)}"}
 
 
+def _entities(i: int) -> dict:
+    text = f"Ada Lovelace met Charles Babbage in London {i}" + "!" * (i % 3)
+    predicted = [[0, 12, "PER"]] if i % 2 else [[36, 42, "LOC"], [17, 24, "PER"]]
+    # the columns in the metric's order of inputs (the state's digest of the rows read is in that order)
+    return {"gold": [[0, 12, "PER"], [17, 32, "PER"], [36, 42, "LOC"]], "predicted": predicted, "text": text}
+
+
 FAMILIES = {
     "bertscore": Family(
         "bertscore",
@@ -59,6 +66,16 @@ FAMILIES = {
         [("--threshold", [], ["--threshold", "0.5"], "--threshold: 0.8 then, 0.5 now"),
          ("--method", [], ["--method", "bertscore"], "--method: \"embedding\" then, \"bertscore\" now")],
         model_option="--model"),
+    "ner": Family(
+        "ner",
+        lambda data, out, model: ["ner", "--input", str(data), "--output", str(out), "--label-model", model,
+                                  "--chunk-size", str(CHUNK), "-q"],
+        _entities, {"gold": [], "text": "a record without its predictions"}, "no column 'predicted'",
+        [("--min-jaccard", [], ["--min-jaccard", "0.5"], "--min-jaccard: 0.0 then, 0.5 now"),
+         ("--semeval-matching", [], ["--semeval-matching", "nervaluate"],
+          "--semeval-matching: \"optimal\" then, \"nervaluate\" now"),
+         ("--label-similarity", [], ["--label-similarity", "exact"], "labels:embedding")],
+        model_option="--label-model"),
     "refusal": Family(
         "refusal",
         lambda data, out, model: ["refusal", "--input", str(data), "--output", str(out), "--set", "method=keyword",
@@ -78,12 +95,12 @@ FAMILIES = {
 
 def write_input(path: Path, family: Family, bad_row: int | None = None, edit_row: int | None = None) -> Path:
     """The command's ROWS input rows (``bad_row``: that row replaced by the stopping row;
-    ``edit_row``: that row's text changed, the row count kept)."""
+    ``edit_row``: that row's first text changed, the row count kept)."""
     rows = [family.row(i) for i in range(ROWS)]
     if bad_row is not None:
         rows[bad_row] = family.bad
     if edit_row is not None:
-        key = next(iter(rows[edit_row]))
+        key = next(key for key, value in rows[edit_row].items() if isinstance(value, str))
         rows[edit_row] = {**rows[edit_row], key: rows[edit_row][key] + " edited"}
         if family.name == "bertscore":  # the reference: what --idf counts documents in
             rows[edit_row]["reference"] = "a completely different reference about zebras and trains"

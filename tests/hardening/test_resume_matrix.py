@@ -1,4 +1,4 @@
-"""The resume matrix of every streaming command (bertscore, nrr, refusal, a registered metric's
+"""The resume matrix of every streaming command (bertscore, nrr, ner, refusal, a registered metric's
 generic command): a first run stops at a seeded row, then ``--resume`` with the same settings
 gives the bytes of one uninterrupted run; another setting, another input, damaged rows or a
 damaged state are refused naming what differs (the files left as they were), or continued only
@@ -392,7 +392,7 @@ def test_a_damaged_state_is_refused_naming_the_field(family, model, damage, tmp_
 # -- a real kill ------------------------------------------------------------------------------------
 
 @pytest.mark.slow  # a CLI process killed with SIGKILL, then resumed: several seconds each
-@pytest.mark.parametrize("name", ["bertscore", "nrr", "refusal"])
+@pytest.mark.parametrize("name", ["bertscore", "nrr", "ner", "refusal"])
 def test_a_sigkilled_run_resumes_to_the_uninterrupted_output(name, tiny_bert, tmp_path, tmp_path_factory):
     family = FAMILIES[name]
     runs = matrix_of(family, tiny_bert if family.model_option else "", tmp_path)

@@ -77,6 +77,7 @@ class FileRun:
     models: dict[str, Callable[[], str]] = field(default_factory=dict)  # model directory -> its fingerprint
     model_directories: list[ModelDirectory] = field(default_factory=list)  # no output is written inside one
     model_mark: Any = None  # the model source's mark: models loaded after it are the run's
+    model_options: list[str] = field(default_factory=list)  # the options that name a model (its content: models)
     # (commit, discard, (target, option) or None) of each output waiting for the run's end
     _commits: list[tuple[Callable[[], None], Callable[[], None], tuple[str, str] | None]] = field(
         default_factory=list)
@@ -170,6 +171,7 @@ class FileRun:
                 result[f"{item.option} sha256"] = file_sha256(item.path)
         if self.models:  # content fingerprints, not names: two spellings of one model are one model
             result["models"] = sorted({digest() for digest in self.models.values()})
+            result["model options"] = self.model_options  # their values are reported on a resume, not compared
         return result
 
 
@@ -198,7 +200,8 @@ def command_run(actions: Sequence[argparse.Action], args: argparse.Namespace) ->
     files = declared_files(actions, args)
     check_files(files)
     # a model's name stays among the options (a resume state reports it; its content is in "models")
-    run = FileRun(files=files, options=fingerprint_options(actions, args), model_directories=model_directories(files))
+    run = FileRun(files=files, options=fingerprint_options(actions, args), model_directories=model_directories(files),
+                  model_options=sorted(option_name(a) for a in actions if file_role(a) == "model"))
     if _MODEL_SOURCE:  # models loaded before the run are its own only if it uses them again
         run.model_mark = _MODEL_SOURCE[0](None)[0]
     token = _RUN.set(run)

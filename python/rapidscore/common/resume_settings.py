@@ -3,7 +3,8 @@
 A resumed stream (``common/stream_writer.py``) refuses other settings and names each difference:
 the differing fields of a signature, or a window around the first differing character of a long
 value. A model recorded by its content fingerprint ("models") is compared by it; its spelling
-(``-m``, the signature's model field) is reported, not compared.
+(the options declared as naming a model, recorded as "model options", and the signature's fields
+that spell them) is reported, not compared.
 
 Imports only the standard library.
 """
@@ -15,7 +16,7 @@ from typing import Any
 
 __all__ = ["settings_meaning", "model_spelling_keys", "settings_difference", "shown_value", "signature_fields"]
 
-# the options that spell a model: reported on a resume, not compared (its content is, as "models")
+# a state written before "model options" was recorded: the options every model command has
 _MODEL_NAME_OPTIONS = ("-m", "--model")
 SHOWN = 40  # characters of a value shown in full; a longer one is shown where it differs
 
@@ -26,15 +27,27 @@ def signature_fields(signature: str) -> dict[str, str]:
     return {part.partition(":")[0]: part for part in signature.split("|")}
 
 
+def _model_options(settings: dict) -> tuple[str, ...]:
+    recorded = settings.get("model options")
+    return tuple(recorded) if isinstance(recorded, list) else _MODEL_NAME_OPTIONS
+
+
+def _spells_a_model(field: str, settings: dict) -> bool:
+    """Whether a signature field names a model: its ``model`` field, or one whose value is what
+    a model option was given."""
+    name, _, value = field.partition(":")
+    return name == "model" or any(value == settings.get(option) for option in _model_options(settings))
+
+
 def settings_meaning(settings: dict) -> dict:
     """The settings a resume compares: with a model's content fingerprint ("models") recorded, its
-    name (``-m``/``--model``, the signature's model field) is left out."""
+    name (the model options' values, the signature's fields that spell them) is left out."""
     if "models" not in settings:
         return settings
-    meaning = {k: v for k, v in settings.items() if k not in _MODEL_NAME_OPTIONS}
+    meaning = {k: v for k, v in settings.items() if k not in _model_options(settings)}
     signature = meaning.get("signature")
     if isinstance(signature, str):
-        meaning["signature"] = "|".join(f for f in signature.split("|") if f.partition(":")[0] != "model")
+        meaning["signature"] = "|".join(f for f in signature.split("|") if not _spells_a_model(f, settings))
     return meaning
 
 
@@ -42,10 +55,12 @@ def model_spelling_keys(then: dict, now: dict) -> set[str]:
     """The model-name entries that differ between two settings that both record models."""
     if "models" not in then or "models" not in now:
         return set()
-    keys = {k for k in _MODEL_NAME_OPTIONS if then.get(k) != now.get(k)}
-    if isinstance(then.get("signature"), str) and isinstance(now.get("signature"), str) and \
-            signature_fields(then["signature"]).get("model") != signature_fields(now["signature"]).get("model"):
-        keys.add("signature")
+    keys = {k for k in {*_model_options(then), *_model_options(now)} if then.get(k) != now.get(k)}
+    if isinstance(then.get("signature"), str) and isinstance(now.get("signature"), str):
+        old = [f for f in then["signature"].split("|") if _spells_a_model(f, then)]
+        new = [f for f in now["signature"].split("|") if _spells_a_model(f, now)]
+        if old != new:
+            keys.add("signature")
     return keys
 
 

@@ -25,9 +25,8 @@ from rapidscore.common.readers import FORMATS, count_rows, iter_rows, parallel_i
 from rapidscore.common.stream_writer import OUTPUT_FORMATS, StreamWriter, output_format
 from rapidscore.errors import ResumeError
 
-__all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "iter_rows", "row_items", "file_items",
-           "count_rows",
-           "StreamWriter", "run_stream", "ResumeError"]
+__all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "add_stream_arguments", "add_column_option", "iter_rows", "row_items",
+           "file_items", "count_rows", "StreamWriter", "run_stream", "stream_metric_file", "ResumeError"]
 
 INPUT_FORMATS = FORMATS  # the formats of every reader, batch or streaming
 
@@ -54,6 +53,20 @@ def add_stream_arguments(parser: argparse.ArgumentParser, *, item: str = "pair")
     run_only(group.add_argument("--chunk-size", type=positive_int, default=None, metavar="N",
                                 help="items per chunk at most (default: the metric's)"))
     return group
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """A ``NAME=VALUE`` argument (``--column``, ``--set``) as ``(name, value)``."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def add_column_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--column INPUT=COLUMN``: where a metric's input is read from (:func:`stream_metric_file`)."""
+    parser.add_argument("--column", action="append", type=key_value, default=[], metavar="INPUT=COLUMN",
+                        help="read the metric's input INPUT from the file's column COLUMN (repeatable)")
 
 
 # -- reading: the one reader of every command (common/readers.py) -------------------------------
@@ -162,3 +175,72 @@ def run_stream(*, items: Iterator, score_chunks: Callable[..., Iterator[tuple[li
         resumed = f" ({writer.resumed_rows} from the earlier run)" if writer.resumed_rows else ""
         print(f"wrote {writer.rows} rows to {output}{resumed}{rate}", file=sys.stderr)
     return writer.rows
+
+
+def stream_metric_file(metric: Any, build: Callable[[], Any], args: argparse.Namespace, settings: dict) -> None:
+    """Score the rows of ``args.input`` with a registered metric's engine (``build()``, called
+    once the options are checked) into ``args.output``
+    (one row per input row: index, id, the metric's output columns), chunk by chunk, resumable:
+    the streamed mode of the generic command and of a metric's own command. ``args``: the options
+    of :func:`add_stream_arguments` and :func:`add_column_option`, ``quiet``, ``progress``.
+    ``settings``: what the resume state records besides the run's options (the engine's
+    signature is added). The metric's totals, where it has them, end the run: one JSON document
+    on stdout with ``--json`` (then ``--output`` must be a file), else one line on stderr."""
+    from rapidscore.common.cli_options import show_progress
+    from rapidscore.common.metric import RowNames, output_rows
+    from rapidscore.common.stream import chunks
+
+    if args.json and args.output == "-":
+        raise ValueError("--json prints the totals on stdout: give --output FILE for the rows")
+    mapping = dict(args.column)
+    unknown = sorted(set(mapping) - {c.name for c in metric.inputs})
+    if unknown:
+        raise ValueError(f"--column: {metric.name} has no input {unknown} (its inputs: "
+                         f"{[c.name for c in metric.inputs]})")
+    sources = [(c.name, mapping.get(c.name, c.name), c.optional) for c in metric.inputs]
+    engine = build()
+
+    def items():
+        for row, where in iter_rows(args.input, args.input_format):
+            values = []
+            for name, column, optional in sources:
+                if column not in row and not optional:
+                    raise ValueError(f"{where}: no column {column!r} for the input {name!r} (columns: "
+                                     f"{list(row)}; map one with --column {name}=COLUMN)")
+                values.append(row.get(column))
+            if args.id_column and args.id_column not in row:
+                raise ValueError(f"{where}: no --id-column {args.id_column!r} (columns: {list(row)})")
+            # (first input, [other inputs], id): the writer hashes the first two for --resume
+            yield values[0], values[1:], row.get(args.id_column) if args.id_column else None
+
+    totals = metric.totals()
+
+    def score_chunks(rows, first_index: int):
+        index = first_index
+        for chunk in chunks(rows, args.chunk_size or 4096):
+            columns = {name: [item[0] if k == 0 else item[1][k - 1] for item in chunk]
+                       for k, (name, _column, _optional) in enumerate(sources)}
+            outputs = metric.score(engine, columns, RowNames(metric.rows.noun, index))
+            if totals is not None:
+                totals.update(outputs)
+            out = [{"index": index + k, **({"id": item[2]} if args.id_column else {}), **values}
+                   for k, (item, values) in enumerate(zip(chunk, output_rows(outputs, metric.outputs)))]
+            index += len(chunk)
+            yield chunk, out
+
+    columns = ["index", *(["id"] if args.id_column else []), *metric.outputs]
+    recorded = {"command": metric.name, "signature": metric.signature(engine), "columns": mapping,
+                "id_column": args.id_column, **settings}
+    run_stream(items=items(), score_chunks=score_chunks, output=args.output, output_fmt=args.output_format,
+               columns=columns, settings=recorded, resume=args.resume, progress=show_progress(args),
+               total=count_rows(args.input, args.input_format), unit=metric.rows.noun, quiet=args.quiet)
+    if totals is None:
+        return
+    if args.json:
+        import json
+
+        print(json.dumps({"metric": metric.name, "signature": recorded["signature"], **totals.summary()}))
+    elif not args.quiet:  # totals may say themselves in a line (NER's nested summary), else each value
+        line = totals.line() if hasattr(totals, "line") else ", ".join(
+            f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in totals.summary().items())
+        print(f"{metric.name}: {line}", file=sys.stderr)

@@ -4,6 +4,7 @@ Examples::
 
     rapidscore ner --gold gold.jsonl --pred gliner=gliner.jsonl --pred spacy=spacy.jsonl
     rapidscore ner --gold combined.jsonl --json          # "gold" + "predictions" per line
+    rapidscore ner --input records.jsonl --output scores.jsonl   # streamed: "gold", "predicted" per row
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 
 from rapidscore.common.cli_options import add_common_options, encoder_options, show_progress
 from rapidscore.common.file_options import input_option, model_option, output_option
+from rapidscore.common.stream_io import add_column_option, add_stream_arguments
 
 # Kept import-light: the evaluation modules (numpy, the encoder) load inside run().
 
@@ -26,7 +28,7 @@ def _model_file(value: str) -> tuple:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    input_option(parser.add_argument("--gold", required=True, metavar="FILE",
+    input_option(parser.add_argument("--gold", default=None, metavar="FILE",
                         help="gold JSONL ({'id', 'text' or 'prompt', 'labels'} per line; the rows of a .json "
                              "array, .csv/.tsv or .parquet work too, .gz too), or a combined file "
                              "with 'gold' and 'predictions': {model: ...} per line when no --pred is given"))
@@ -65,6 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                            "matplotlib; PNG, or SVG / PDF by the extension)"))
     output_option(parser.add_argument("--plot-by-type", default=None, metavar="FILE",
                                       help="save each entity type's SemEval F1 and DMBertA recall per model"))
+    # one row per record in, one row of scores per record out, resumable (docs/ner.md, "Streaming")
+    add_column_option(add_stream_arguments(parser, item="record"))
     # --backend/--device/--precision: the label encoder of --label-similarity embedding
     add_common_options(parser,  # bars as every command's: on a terminal, after a second of work
                        json_help="print one JSON document keyed by model name (scores, SemEval per entity type, "
@@ -72,7 +76,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                  "missed/spurious entities)")
 
 
+# the options of the batch mode only (entity files joined by id, tag files, figures)
+_BATCH_ONLY = (("gold", "--gold"), ("pred", "--pred"), ("scheme", "--scheme"), ("strict", "--strict"),
+               ("plot", "--plot"), ("plot_by_type", "--plot-by-type"))
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.input is not None or args.output is not None:
+        return _stream(args)
+    if args.gold is None:
+        raise ValueError("give --gold FILE (and --pred NAME=FILE per model), or --input FILE --output FILE to "
+                         "stream records")
+    if args.resume or args.column or args.id_column or args.chunk_size is not None:
+        raise ValueError("--resume, --column, --id-column and --chunk-size belong to the streamed mode "
+                         "(--input FILE --output FILE)")
     if args.scheme is not None:
         if args.plot or args.plot_by_type:
             raise ValueError("--plot/--plot-by-type draw entity evaluations (DMBertA, SemEval): leave out --scheme")
@@ -114,6 +131,39 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:  # -q: the table only
         _print_repairs(result)
     print(result.table(markdown=True))
+    return 0
+
+
+def _stream(args: argparse.Namespace) -> int:
+    """``--input FILE --output FILE``: one row per record (columns ``gold``, ``predicted`` and
+    optionally ``text``, or others named by ``--column``), one row of scores per record out, in
+    chunks, resumable; the corpus totals on stderr (``--json``: stdout)."""
+    from rapidscore.common.readers import load_json
+    from rapidscore.common.stream_io import stream_metric_file
+    from rapidscore.ner.metric import METRIC
+
+    given = [flag for dest, flag in _BATCH_ONLY if getattr(args, dest) not in (None, False, [])]
+    if given:
+        raise ValueError(f"{', '.join(given)}: not with --input/--output (the streamed mode reads gold and "
+                         "predicted entities from one file's columns)")
+    if args.input is None or args.output is None:
+        raise ValueError("the streamed mode needs both --input FILE and --output FILE ('-': stdout)")
+    label_map = None
+    if args.label_map:
+        label_map = load_json(args.label_map)
+        if not isinstance(label_map, dict):
+            raise ValueError(f"{args.label_map}: the label map must be a JSON object {{label: canonical}}")
+    options = dict(format=args.format, gold_format=args.gold_format, label_similarity=args.label_similarity,
+                   label_model=args.label_model, label_map=label_map, min_jaccard=args.min_jaccard,
+                   min_overlap_percent=args.min_overlap_percent, semeval_matching=args.semeval_matching,
+                   trim=not args.no_trim, on_missing_surface=args.on_missing_surface, **encoder_options(args))
+
+    def build():
+        engine = METRIC.build(**options)
+        engine.similarity.load()  # the label model's content joins the resume state before the first row
+        return engine
+
+    stream_metric_file(METRIC, build, args, {})
     return 0
 
 

@@ -41,11 +41,15 @@ def default_embedder(model: str | None = None, encoder_options: Mapping | None =
     options = dict(encoder_options or {})
     progress = bool(options.pop("progress", False))  # a per-call option, not part of the encoder
 
-    def embed(labels: list) -> np.ndarray:
+    def load():
         from rapidscore.encoder import get_encoder
 
-        return get_encoder(model, **options).sentence_embeddings(list(labels), progress=progress)
+        return get_encoder(model, **options)
 
+    def embed(labels: list) -> np.ndarray:
+        return load().sentence_embeddings(list(labels), progress=progress)
+
+    embed.load = load  # type: ignore[attr-defined]  # LabelSimilarity.load: the model now, not at first use
     return embed
 
 
@@ -116,6 +120,13 @@ class LabelSimilarity:
         self._vectors: dict = {}
         self.embedded_labels = 0  # how many distinct labels went through the embedder
         self.embedder_calls = 0
+
+    def load(self) -> None:
+        """Load the default embedder's model now rather than at the first label (a streamed command
+        records the models it runs in its resume state before the first row)."""
+        load = getattr(self._embedder, "load", None)
+        if load is not None:
+            load()
 
     def canonical(self, label: str) -> str:
         """Normalised label after the label map."""

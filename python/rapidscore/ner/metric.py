@@ -112,6 +112,13 @@ class NerTotals(Totals):
     def summary(self) -> dict:
         return {"n_records": self.n_records, "dmberta": self.dmberta, "semeval": self.semeval}
 
+    def line(self) -> str:
+        """The summary in one line (the streamed command's last line on stderr)."""
+        dmberta = self.dmberta
+        semeval = " ".join(f"{scheme} {summary['f1']:.4f}" for scheme, summary in self.semeval.items())
+        return (f"{self.n_records} records, DMBertA mean {dmberta['mean']:.4f} (P {dmberta['precision']:.4f} "
+                f"R {dmberta['recall']:.4f} F1 {dmberta['f1']:.4f}), SemEval F1 {semeval}")
+
 
 def _semeval_columns() -> tuple[str, ...]:
     from rapidscore.ner.evaluation import SEMEVAL_SCHEMES
