@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -201,6 +202,32 @@ def test_another_model_is_refused_and_a_copy_of_the_same_resumes(name, tiny_bert
     same = matrix_of(family, str(copy), tmp_path)
     assert same.resume() == 0
     assert same.out.read_bytes() == runs.whole(tmp_path_factory)
+
+
+# the refusal command's embedding detector loads its encoder at the first response: it is loaded
+# before the first row, so that the state records its content as for the other commands (a model
+# named by `--set model=PATH` is an opaque --set value: its spelling is compared too)
+EMBEDDING_REFUSAL = replace(
+    FAMILIES["refusal"], name="refusal-embedding", model_option="--set model",
+    argv=lambda data, out, model: ["refusal", "--input", str(data), "--output", str(out), "--set", "method=embedding",
+                                   "--set", f"model={model}", "--chunk-size", str(CHUNK), "-q"])
+
+
+@pytest.mark.slow  # a second model, and a copy of the first exported again
+@pytest.mark.parametrize(("family", "copy_resumes"), [(FAMILIES["ner"], True), (EMBEDDING_REFUSAL, False)],
+                         ids=["ner", "refusal-embedding"])
+def test_a_model_loaded_at_first_use_is_recorded_by_its_content(family, copy_resumes, tiny_bert, tiny_model_path,
+                                                                tmp_path, tmp_path_factory, capsys):
+    runs = matrix_of(family, tiny_bert, tmp_path)
+    runs.stop(tmp_path_factory)
+    assert runs.read_state()["settings"]["models"]
+    matrix_of(family, str(tiny_model_path("roberta")), tmp_path).refused(capsys, names="models")
+    copy = tmp_path / "the-same-weights"
+    shutil.copytree(tiny_bert, copy)
+    if not copy_resumes:
+        matrix_of(family, str(copy), tmp_path).refused(capsys, names="--set")
+    assert matrix_of(family, str(copy) if copy_resumes else tiny_bert, tmp_path).resume() == 0
+    assert runs.out.read_bytes() == runs.whole(tmp_path_factory)
 
 
 def test_the_model_spelling_is_reported_on_resume(tiny_bert, tmp_path, tmp_path_factory, capsys):

@@ -354,6 +354,11 @@ class EmbeddingDetector(Detector):
             self._embed = encoder.sentence_embeddings
         return self._embed
 
+    def load(self) -> None:
+        """Load the encoder now rather than at the first response (a streamed command records
+        the models it runs in its resume state before the first row)."""
+        self._embedder()
+
     def _unit(self, texts: list[str]) -> np.ndarray:
         vectors = np.asarray(self._embedder()(texts), dtype=np.float64)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):

@@ -157,13 +157,7 @@ def _stream(args: argparse.Namespace) -> int:
                    label_model=args.label_model, label_map=label_map, min_jaccard=args.min_jaccard,
                    min_overlap_percent=args.min_overlap_percent, semeval_matching=args.semeval_matching,
                    trim=not args.no_trim, on_missing_surface=args.on_missing_surface, **encoder_options(args))
-
-    def build():
-        engine = METRIC.build(**options)
-        engine.similarity.load()  # the label model's content joins the resume state before the first row
-        return engine
-
-    stream_metric_file(METRIC, build, args, {})
+    stream_metric_file(METRIC, lambda: METRIC.build(**options), args, {})
     return 0
 
 

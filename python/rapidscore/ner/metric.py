@@ -46,6 +46,10 @@ class NEREngine:
     options: dict
     labels: dict = field(default_factory=dict)
 
+    def load(self) -> None:
+        """Load the label model now rather than at the first label (see ``LabelSimilarity.load``)."""
+        self.similarity.load()
+
     @property
     def signature(self) -> str:
         from rapidscore.ner.evaluation import ner_signature
