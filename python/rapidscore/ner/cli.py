@@ -96,7 +96,6 @@ def run(args: argparse.Namespace) -> int:
         from rapidscore.ner.conll import run_tag_command
 
         return run_tag_command(args)
-    from rapidscore.common.readers import load_json
     from rapidscore.ner.evaluation import compare
     from rapidscore.ner.records import read_combined_jsonl, read_jsonl
 
@@ -109,11 +108,7 @@ def run(args: argparse.Namespace) -> int:
         predictions = {name: read_jsonl(path) for name, path in args.pred}
     else:
         gold, predictions = read_combined_jsonl(args.gold)
-    label_map = None
-    if args.label_map:
-        label_map = load_json(args.label_map)
-        if not isinstance(label_map, dict):
-            raise ValueError(f"{args.label_map}: the label map must be a JSON object {{label: canonical}}")
+    label_map = _label_map(args)
 
     result = compare(
         gold, predictions, format=args.format, gold_format=args.gold_format,
@@ -134,11 +129,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _label_map(args: argparse.Namespace) -> dict | None:
+    from rapidscore.common.readers import load_json
+
+    if not args.label_map:
+        return None
+    label_map = load_json(args.label_map)
+    if not isinstance(label_map, dict):
+        raise ValueError(f"{args.label_map}: the label map must be a JSON object {{label: canonical}}")
+    return label_map
+
+
 def _stream(args: argparse.Namespace) -> int:
     """``--input FILE --output FILE``: one row per record (columns ``gold``, ``predicted`` and
     optionally ``text``, or others named by ``--column``), one row of scores per record out, in
     chunks, resumable; the corpus totals on stderr (``--json``: stdout)."""
-    from rapidscore.common.readers import load_json
     from rapidscore.common.stream_io import stream_metric_file
     from rapidscore.ner.metric import METRIC
 
@@ -148,13 +153,8 @@ def _stream(args: argparse.Namespace) -> int:
                          "predicted entities from one file's columns)")
     if args.input is None or args.output is None:
         raise ValueError("the streamed mode needs both --input FILE and --output FILE ('-': stdout)")
-    label_map = None
-    if args.label_map:
-        label_map = load_json(args.label_map)
-        if not isinstance(label_map, dict):
-            raise ValueError(f"{args.label_map}: the label map must be a JSON object {{label: canonical}}")
     options = dict(format=args.format, gold_format=args.gold_format, label_similarity=args.label_similarity,
-                   label_model=args.label_model, label_map=label_map, min_jaccard=args.min_jaccard,
+                   label_model=args.label_model, label_map=_label_map(args), min_jaccard=args.min_jaccard,
                    min_overlap_percent=args.min_overlap_percent, semeval_matching=args.semeval_matching,
                    trim=not args.no_trim, on_missing_surface=args.on_missing_surface, **encoder_options(args))
     stream_metric_file(METRIC, lambda: METRIC.build(**options), args, {})
