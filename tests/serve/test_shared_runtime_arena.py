@@ -102,3 +102,50 @@ def test_the_reserve_is_kept_and_growth_past_it_given_back(minilm_path) -> None:
     # A batch of 32 x 512 positions needs far more than the 16 MiB reserve (without the shrinking
     # run option it held +67 MiB here); what stays is the reserve and the allocator's slack.
     assert held["after"] - held["loaded"] < 16 + 24, held
+
+
+# The whole reserve made resident before the server turns ready (serve/process_tuning.py): from
+# then on, batches of shapes never seen before find its pages already counted.
+_RESIDENT_CHILD = r"""
+import ctypes, json, sys
+import numpy as np
+from rapidscore.serve import process_tuning
+reserve = int(sys.argv[2]) * 2**20
+before = process_tuning._anonymous_mappings()
+from rapidscore.encoder.runtime.onnx import share_cpu_arena
+share_cpu_arena(reserve)
+from rapidscore.encoder import get_encoder
+from rapidscore.encoder.shared import fill_working_memory
+ctypes.CDLL(None).mallopt(-3, 128 * 1024)  # the server's fixed mmap threshold
+
+def rss_mib():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
+
+encoder = get_encoder(sys.argv[1], backend="onnx", batch_tokens=4096)
+row = np.resize(encoder.tokenize(["a"])[0], encoder.max_length)
+first = np.asarray(encoder.embed_ids([row[:40], row[:7]], progress=False).embeddings)
+fill_working_memory(1)
+filled = rss_mib()
+resident = process_tuning._make_resident(before, reserve)
+made = rss_mib()
+for rows, length in ((3, 300), (9, 97), (1, 512), (5, 211), (8, 512)):
+    encoder.embed_ids([row[:length]] * rows, progress=False)
+again = np.asarray(encoder.embed_ids([row[:40], row[:7]], progress=False).embeddings)
+print(json.dumps({"resident": resident, "filled": filled, "made": made, "after": rss_mib(),
+                  "same": bool(np.array_equal(first, again))}))
+"""
+
+
+@pytest.mark.slow  # a child process loads the real MiniLM
+def test_the_whole_reserve_is_resident_before_ready(minilm_path) -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc/self/maps and calls madvise")
+    child = subprocess.run([sys.executable, "-c", _RESIDENT_CHILD, str(minilm_path), "512"], capture_output=True,
+                           text=True, timeout=300)
+    assert child.returncode == 0, child.stderr
+    held = json.loads(child.stdout.strip().splitlines()[-1])
+    assert 512 * 2**20 <= held["resident"] <= 640 * 2**20, held  # the reserve's mapping (and merged neighbours)
+    assert held["made"] - held["filled"] > 64, held  # the fill (a batch of 4,096 tokens) touched part of it
+    assert held["after"] - held["made"] < 24, held  # batches of other shapes add only the allocator's slack
+    assert held["same"], held  # no number changes
