@@ -91,14 +91,20 @@ print(json.dumps({"loaded": loaded, "after": rss_mib()}))
 """
 
 
-@pytest.mark.slow  # a child process loads the real MiniLM
-def test_the_reserve_is_kept_and_growth_past_it_given_back(minilm_path) -> None:
+def _child_result(code: str, model, reserve_mib: int, needs: str) -> dict:
+    """The last JSON line of ``code`` run in a child process (the arena is process-wide) with the
+    model and a reserve of ``reserve_mib``; skipped off Linux (``needs``: why)."""
     if not sys.platform.startswith("linux"):
-        pytest.skip("reads /proc/self/status and calls glibc's malloc_trim")
-    child = subprocess.run([sys.executable, "-c", _GROWTH_CHILD, str(minilm_path), "16"], capture_output=True,
+        pytest.skip(needs)
+    child = subprocess.run([sys.executable, "-c", code, str(model), str(reserve_mib)], capture_output=True,
                            text=True, timeout=300)
     assert child.returncode == 0, child.stderr
-    held = json.loads(child.stdout.strip().splitlines()[-1])
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow  # a child process loads the real MiniLM
+def test_the_reserve_is_kept_and_growth_past_it_given_back(minilm_path) -> None:
+    held = _child_result(_GROWTH_CHILD, minilm_path, 16, "reads /proc/self/status and calls glibc's malloc_trim")
     # A batch of 32 x 512 positions needs far more than the 16 MiB reserve (without the shrinking
     # run option it held +67 MiB here); what stays is the reserve and the allocator's slack.
     assert held["after"] - held["loaded"] < 16 + 24, held
@@ -139,12 +145,7 @@ print(json.dumps({"resident": resident, "filled": filled, "made": made, "after":
 
 @pytest.mark.slow  # a child process loads the real MiniLM
 def test_the_whole_reserve_is_resident_before_ready(minilm_path) -> None:
-    if not sys.platform.startswith("linux"):
-        pytest.skip("reads /proc/self/maps and calls madvise")
-    child = subprocess.run([sys.executable, "-c", _RESIDENT_CHILD, str(minilm_path), "512"], capture_output=True,
-                           text=True, timeout=300)
-    assert child.returncode == 0, child.stderr
-    held = json.loads(child.stdout.strip().splitlines()[-1])
+    held = _child_result(_RESIDENT_CHILD, minilm_path, 512, "reads /proc/self/maps and calls madvise")
     assert 512 * 2**20 <= held["resident"] <= 640 * 2**20, held  # the reserve's mapping (and merged neighbours)
     assert held["made"] - held["filled"] > 64, held  # the fill (a batch of 4,096 tokens) touched part of it
     assert held["after"] - held["made"] < 24, held  # batches of other shapes add only the allocator's slack
