@@ -88,9 +88,12 @@ class RefusalMetric(Metric):
     def build(self, *, method: Any = "heuristic", **options: Any) -> Any:
         """``method`` and ``options`` as ``rapidscore.abstention.detect_refusal``: the detector
         (and its model) is built once."""
-        from rapidscore.abstention.detectors import get_detector
+        from rapidscore.abstention.detectors import EmbeddingDetector, get_detector
 
-        return get_detector(method, **options)
+        detector = get_detector(method, **options)
+        if isinstance(detector, EmbeddingDetector):
+            detector.load()  # its encoder loads here, once, not at the first response
+        return detector
 
     def score(self, engine: Any, columns: Mapping[str, Sequence], names: RowNames | None = None) -> dict[str, Any]:
         import numpy as np

@@ -1,16 +1,13 @@
 """The metric contract: what a metric is, once, for every layer that runs metrics.
 
-A :class:`Metric` says its name (and the older names users call it by), its input columns, its
-output columns, how its engine is built (the model loaded once), how a chunk of rows is scored
-into output columns, and how the outputs of many chunks add up to the corpus totals. The
+A :class:`Metric` says its name (and older names), its input and output columns, how its engine is
+built (its models loaded once, there), how a chunk of rows is scored, and its corpus totals. The
 streaming runner (``rapidscore.streaming.score_stream``), the Ray batch classes, the service's
 batching and the CLI's generic command are written against this class and find metrics in the
 registry (``rapidscore.metrics``); a metric's decision rules live in its own package only.
 
-Rows are columns: ``{"candidate": [...], "reference": [...]}``, one list per input column, all of
-one length, plain Python values. A bad row raises TypeError or ValueError naming the row the way
-the caller names rows (a :class:`RowNames`: "item 7" in a stream, "row 7 of the batch (id='x')"
-in Ray).
+Rows are columns (``{"candidate": [...], "reference": [...]}``, plain values); a bad row raises
+TypeError or ValueError naming it as the caller names rows (:class:`RowNames`: "item 7", "row 7").
 """
 
 from __future__ import annotations
@@ -290,13 +287,16 @@ _GROUPED = {
 
 class Totals:
     """Corpus totals of a metric: ``update(outputs)`` with each chunk's output columns, then
-    ``summary()``. Not thread-safe: one per stream."""
+    ``summary()``, or ``line()``: it in one line. Not thread-safe: one per stream."""
 
     def update(self, outputs: Mapping[str, Sequence]) -> None:
         raise NotImplementedError
 
     def summary(self) -> dict:
         raise NotImplementedError
+
+    def line(self) -> str:
+        return ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in self.summary().items())
 
 
 class ServingTask(Protocol):

@@ -184,8 +184,8 @@ def stream_metric_file(metric: Any, build: Callable[[], Any], args: argparse.Nam
     the streamed mode of the generic command and of a metric's own command. ``args``: the options
     of :func:`add_stream_arguments` and :func:`add_column_option`, ``quiet``, ``progress``.
     ``settings``: what the resume state records besides the run's options (the engine's
-    signature is added). An engine that loads its models at first use (one with a ``load()``) loads
-    them before the first row, so that the resume state records their content. The metric's
+    signature is added). ``build`` loads the engine's models (the metric contract), so the resume
+    state records their content before the first row. The metric's
     totals, where it has them, end the run: one JSON document on stdout with ``--json`` (then
     ``--output`` must be a file), else one line on stderr."""
     from rapidscore.common.cli_options import show_progress
@@ -201,8 +201,6 @@ def stream_metric_file(metric: Any, build: Callable[[], Any], args: argparse.Nam
                          f"{[c.name for c in metric.inputs]})")
     sources = [(c.name, mapping.get(c.name, c.name), c.optional) for c in metric.inputs]
     engine = build()
-    if callable(getattr(engine, "load", None)):
-        engine.load()
 
     def items():
         for row, where in iter_rows(args.input, args.input_format):
@@ -244,7 +242,5 @@ def stream_metric_file(metric: Any, build: Callable[[], Any], args: argparse.Nam
         import json
 
         print(json.dumps({"metric": metric.name, "signature": recorded["signature"], **totals.summary()}))
-    elif not args.quiet:  # totals may say themselves in a line (NER's nested summary), else each value
-        line = totals.line() if hasattr(totals, "line") else ", ".join(
-            f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in totals.summary().items())
-        print(f"{metric.name}: {line}", file=sys.stderr)
+    elif not args.quiet:
+        print(f"{metric.name}: {totals.line()}", file=sys.stderr)

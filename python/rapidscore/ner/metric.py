@@ -46,10 +46,6 @@ class NEREngine:
     options: dict
     labels: dict = field(default_factory=dict)
 
-    def load(self) -> None:
-        """Load the label model now rather than at the first label (see ``LabelSimilarity.load``)."""
-        self.similarity.load()
-
     @property
     def signature(self) -> str:
         from rapidscore.ner.evaluation import ner_signature
@@ -183,6 +179,7 @@ class NERMetric(Metric):
         if options.get("num_threads") is not None:
             label_options["num_threads"] = options["num_threads"]
         similarity = make_label_similarity(label_similarity, **label_options)
+        similarity.load()  # the model loads here, once, not at the first label (a stream's resume state records it)
         labels = {"label_similarity": label_similarity, **label_options} if isinstance(label_similarity, str) else {}
         return NEREngine(similarity, options, labels)
 
