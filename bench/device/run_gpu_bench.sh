@@ -69,7 +69,8 @@ export PY=${PYTHON:-$DEFAULT_PY}
 SITE=$WORK/site
 CACHE=$WORK/cache
 CUDA_TESTS=(tests/encoder/test_fast_modes.py tests/bertscore/test_device_engine.py
-            tests/kernels/test_matching_implementations.py tests/encoder/test_engine.py)
+            tests/kernels/test_matching_implementations.py tests/encoder/test_engine.py
+            tests/encoder/test_packed_forward.py)
 for test_file in tests/*/test_*cuda*.py tests/*/test_*gpu*.py; do  # newer CUDA test modules (not bench's)
     [[ -f $test_file && $test_file != tests/bench/* && " ${CUDA_TESTS[*]} " != *" $test_file "* ]] \
         && CUDA_TESTS+=("$test_file")
