@@ -410,19 +410,59 @@ def bare_model_times(device: Device, model_dir: Path, layer: int, batches: list[
     return out
 
 
+#: rapidscore variants a precision may name after "+" (``--precisions fp16+packed``)
+VARIANTS = {
+    "packed": "the packed forward (Encoder(unpadded=True): variable-length attention, batches of real "
+              "tokens up to 4,096 sequences)",
+    "nocudnn": "SDPA with cuDNN's attention excluded (torch.nn.attention.sdpa_kernel around the call)",
+}
+PACKED_MAX_BATCH_SIZE = 4096
+#: G3's CUDA-graph buckets are captured up to this length (the pair is a dozen tokens)
+LATENCY_GRAPH_LENGTH = 64
+
+
+def split_variant(spec: str) -> tuple[str, tuple[str, ...]]:
+    """'fp16+packed' -> ('fp16', ('packed',)); a ValueError naming an unknown variant."""
+    precision, *flags = spec.split("+")
+    unknown = [flag for flag in flags if flag not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown rapidscore variant {'+'.join(unknown)!r} in {spec!r}: known {sorted(VARIANTS)}")
+    return precision, tuple(flags)
+
+
+def variant_call(spec: str, run):
+    """``run`` wrapped as the variant asks (``nocudnn``: SDPA's cuDNN backend excluded)."""
+    if "nocudnn" not in split_variant(spec)[1]:
+        return run
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def without_cudnn(*args, **kwargs):
+        backends = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+        with sdpa_kernel(backends):
+            return run(*args, **kwargs)
+    return without_cudnn
+
+
 def make_scorers(model_dir: Path, layer: int, device: Device, precisions) -> tuple[dict, dict]:
-    """rapidscore BERTScore per precision; a precision the engine refuses here is skipped, with
-    the engine's reason printed and recorded."""
+    """rapidscore BERTScore per precision (or variant, ``VARIANTS``); one the engine refuses here
+    is skipped, with the engine's reason printed and recorded."""
     from rapidscore.bertscore import BERTScore
+    from rapidscore.encoder import Encoder
 
     scorers, skipped = {}, {}
-    for precision in precisions:
+    for spec in precisions:
+        precision, flags = split_variant(spec)
         try:
-            scorers[precision] = BERTScore(str(model_dir), layer, backend="torch", device=device.name,
-                                           precision=precision)
+            if "packed" in flags:
+                encoder = Encoder(str(model_dir), layer, backend="torch", device=device.name, precision=precision,
+                                  unpadded=True, max_batch_size=PACKED_MAX_BATCH_SIZE)
+                scorers[spec] = BERTScore(encoder=encoder)
+            else:
+                scorers[spec] = BERTScore(str(model_dir), layer, backend="torch", device=device.name,
+                                          precision=precision)
         except (ValueError, RuntimeError, ImportError) as exc:
-            skipped[precision] = f"{type(exc).__name__}: {exc}"
-            log(f"  rapidscore {precision}: skipped, the engine refuses it here ({skipped[precision]})")
+            skipped[spec] = f"{type(exc).__name__}: {exc}"
+            log(f"  rapidscore {spec}: skipped, the engine refuses it here ({skipped[spec]})")
     return scorers, skipped
 
 
@@ -443,7 +483,7 @@ def bertscore_workload(name: str, device: Device, model_dir: Path, layer: int, l
     scorers, skipped = make_scorers(model_dir, layer, device, precisions)
     contenders = {key: (lambda s=scorer: s.score(cands, refs)[2].numpy()) for key, scorer in references.items()}
     # reference_batch_size=64: the reference's zero padding reproduced (what the drop-in does).
-    contenders.update({f"rapidscore {p}": (lambda s=scorer: np.asarray(
+    contenders.update({f"rapidscore {p}": variant_call(p, lambda s=scorer: np.asarray(
         s.score(cands, refs, reference_batch_size=64).f1)) for p, scorer in scorers.items()})
     for key in contenders:  # warm-up on a slice: first-call allocations, kernel choice
         log(f"  warm-up {key}")
@@ -498,7 +538,8 @@ def memory_growth(device: Device, scorers: dict, reference, cands, refs) -> dict
     """Peak and working memory (peak minus allocated before the call) at a quarter of the pairs
     and at all of them, per rapidscore precision and for bert-score b64."""
     sizes = (max(1, len(cands) // 4), len(cands))
-    runs = {f"rapidscore {p}": (lambda c, r, s=s: s.score(c, r, reference_batch_size=64)) for p, s in scorers.items()}
+    runs = {f"rapidscore {p}": variant_call(p, lambda c, r, s=s: s.score(c, r, reference_batch_size=64))
+            for p, s in scorers.items()}
     runs["bert-score b64"] = lambda c, r: reference.score(c, r)
     out: dict = {"pairs": list(sizes), "contenders": {}}
     for key, run in runs.items():
@@ -527,7 +568,16 @@ def latency_workload(device: Device, model_dir: Path, layer: int, label: str, ca
     reference = bert_score.BERTScorer(model_type=str(model_dir), num_layers=layer, device=device.name)
     runs = {"bert-score": lambda: reference.score([cand], [ref])}
     scorers, skipped = make_scorers(model_dir, layer, device, precisions)
-    runs.update({f"rapidscore {p}": (lambda s=s: s.score([cand], [ref])) for p, s in scorers.items()})
+    runs.update({f"rapidscore {p}": variant_call(p, lambda s=s: s.score([cand], [ref])) for p, s in scorers.items()})
+    from rapidscore.device.cuda_graphs import warm_up_graphs
+
+    captured = {}
+    for p, scorer in scorers.items():  # what a service's warm-up does (serve), buckets up to 64 tokens
+        start = time.perf_counter()
+        graphs = warm_up_graphs(scorer.encoder, LATENCY_GRAPH_LENGTH)
+        captured[p] = {"graphs": graphs is not None, "seconds": time.perf_counter() - start}
+        log(f"  rapidscore {p}: CUDA-graph buckets {'captured' if graphs is not None else 'not used'} "
+            f"up to {LATENCY_GRAPH_LENGTH} tokens in {captured[p]['seconds']:.1f} s")
     for run in runs.values():  # warm-up call(s): the low-latency path's own warm-up included
         for _ in range(5):
             run()
@@ -543,7 +593,7 @@ def latency_workload(device: Device, model_dir: Path, layer: int, label: str, ca
                 device.sync()
                 samples[key].append((time.perf_counter() - start) * 1000.0)
     out: dict = {"model": label, "layer": layer, "calls": calls, "candidate": cand, "reference": ref,
-                 "skipped_precisions": skipped, "ms": {}}
+                 "skipped_precisions": skipped, "graph_warm_up": captured, "ms": {}}
     for key, values in samples.items():
         out["ms"][key] = {"p50": common.percentile(values, 50), "p99": common.percentile(values, 99)}
         log(f"  {key}: p50 {out['ms'][key]['p50']:.2f} ms, p99 {out['ms'][key]['p99']:.2f} ms")

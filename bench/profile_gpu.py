@@ -872,8 +872,14 @@ def main(argv=None) -> int:
             # On the CPU the torch backend defaults to the host path (C++ matching): the smoke run asks for
             # the device engine, the path a GPU runs (on CUDA it is the default: bench_gpu's constructor).
             extra = {"device_engine": True} if args.device == "cpu" else {}
-            scorers[precision] = BERTScore(str(minilm), 6, backend="torch", device=args.device, precision=precision,
-                                           **extra)
+            if "+" in precision:  # a variant of bench_gpu's (--precisions fp16+packed)
+                made, refused = bench_gpu.make_scorers(minilm, 6, device, [precision])
+                if precision not in made:
+                    raise ValueError(refused[precision])
+                scorers[precision] = made[precision]
+            else:
+                scorers[precision] = BERTScore(str(minilm), 6, backend="torch", device=args.device,
+                                               precision=precision, **extra)
             if args.smoke:  # the threaded path (chunk_pipeline) runs above one batch of texts: see the docstring
                 scorers[precision].encoder.max_batch_size = 4
         except (ValueError, RuntimeError, ImportError) as exc:

@@ -33,7 +33,8 @@
 #   (other traces stay in $WORK/profile; a file over 16 MiB is left there and named in the log).
 # Environment: OUT (default /tmp/gpu-bench/out, dry run /tmp/gpu-dry-run/out), WORK (scratch,
 # emptied first; default /tmp/gpu-bench/work or /tmp/gpu-dry-run/work), DEVICE_DIR (.device),
-# PYTHON (python3; dry run .venv/bin/python), RUN_BUDGET_S, PYTEST_ARGS (default -x -q), a step's
+# PYTHON (python3; dry run .venv/bin/python), RUN_BUDGET_S, PYTEST_ARGS (default -x -q), PROFILE_ARGS,
+# G1G3_ARGS and G2G4_ARGS (more arguments of the full run's profile and bench steps), a step's
 # limit LIMIT_<STEP> in seconds (LIMIT_CUDA_TESTS=90; 0 skips the step). The dry run uses smaller
 # smoke sizes, limits DRY_LIMIT_SCALE (4) times longer and an 1800 s budget.
 set -uo pipefail
@@ -132,7 +133,8 @@ step_cuda_tests() {
 }
 
 step_profile() {
-    "$PY" bench/profile_gpu.py "${SMOKE[@]}" --out "$WORK/profile" --cache-dir "$CACHE"
+    # shellcheck disable=SC2086  # PROFILE_ARGS is a list of words
+    "$PY" bench/profile_gpu.py "${SMOKE[@]}" --out "$WORK/profile" --cache-dir "$CACHE" ${PROFILE_ARGS:-}
 }
 
 step_bench_g1g3() {
@@ -140,8 +142,9 @@ step_bench_g1g3() {
         "$PY" bench/bench_gpu.py "${SMOKE[@]}" --parts G1,G3 --g1-pairs 40 --reps 1 --latency-calls 5 \
             --out "$WORK/g1g3.md" --cache-dir "$CACHE"
     else
+        # shellcheck disable=SC2086  # G1G3_ARGS is a list of words
         "$PY" bench/bench_gpu.py --parts G1,G3 --g1-pairs 10000 --reps 3 --latency-calls 200 \
-            --out "$WORK/g1g3.md" --cache-dir "$CACHE"
+            --out "$WORK/g1g3.md" --cache-dir "$CACHE" ${G1G3_ARGS:-}
     fi
 }
 
@@ -150,8 +153,9 @@ step_bench_g2g4() {
         "$PY" bench/bench_gpu.py "${SMOKE[@]}" --parts G2,G4 --g2-pairs 20 --g4-texts 80 --reps 1 \
             --out "$WORK/g2g4.md" --cache-dir "$CACHE"
     else
+        # shellcheck disable=SC2086  # G2G4_ARGS is a list of words
         "$PY" bench/bench_gpu.py --parts G2,G4 --g2-pairs 5000 --g4-texts 40000 --reps 2 \
-            --out "$WORK/g2g4.md" --cache-dir "$CACHE"
+            --out "$WORK/g2g4.md" --cache-dir "$CACHE" ${G2G4_ARGS:-}
     fi
 }
 

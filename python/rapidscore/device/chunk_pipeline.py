@@ -44,7 +44,7 @@ import numpy as np
 
 from rapidscore.encoder.forward import Placement, empty_rows, place_batch, place_tokens, put_rows
 from rapidscore.encoder.store import TokenStore
-from rapidscore.encoder.tokens.batching import pad_batch
+from rapidscore.encoder.tokens.batching import packed_batches, pad_batch
 
 __all__ = ["FINISH_BEHIND", "FINISH_WAITING", "PREPARED_AHEAD", "PaddedBatch", "embed_chunks", "run_overlapped"]
 
@@ -137,8 +137,8 @@ def _prepared(encoder, chunks: Iterable[tuple[Any, list[np.ndarray]]]) -> Iterat
         np.cumsum(lengths, out=offsets[1:])
         chunk = _Chunk(key, ids, lengths, offsets)
         inputs, input_lengths, destinations = encoder.tokenizer.model_inputs(ids, lengths, offsets)
-        batches = runtime.batch_plan(input_lengths, encoder.batch_tokens, encoder.max_batch_size) if len(inputs) \
-            else []
+        plan = packed_batches if packed and len(inputs) and input_lengths.min() > 0 else runtime.batch_plan
+        batches = plan(input_lengths, encoder.batch_tokens, encoder.max_batch_size) if len(inputs) else []
         if not batches:
             yield chunk
         for number, batch in enumerate(batches):

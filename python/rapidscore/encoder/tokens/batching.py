@@ -103,6 +103,26 @@ def equal_length_batches(lengths, batch_tokens: int, max_batch_size: int) -> lis
     return batches
 
 
+def packed_batches(lengths, batch_tokens: int, max_batch_size: int) -> list[np.ndarray]:
+    """Batches for the packed forward (no padding): longest first, each holding at most
+    ``batch_tokens`` real tokens (a single longer sequence gets a batch of its own) and
+    ``max_batch_size`` sequences. Padding costs nothing there, so no fill rule: fewer, fuller
+    calls, which is what a GPU's launch-bound small model wants."""
+    if batch_tokens < 1 or max_batch_size < 1:
+        raise ValueError(f"batch_tokens and max_batch_size must be >= 1, got {batch_tokens}, {max_batch_size}")
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    totals = np.cumsum(np.maximum(lengths[order], 1))
+    batches: list[np.ndarray] = []
+    start, n, used = 0, len(order), 0
+    while start < n:
+        end = int(np.searchsorted(totals, used + batch_tokens, side="right"))
+        end = min(max(end, start + 1), start + max_batch_size, n)
+        batches.append(order[start:end])
+        used, start = int(totals[end - 1]), end
+    return batches
+
+
 def pad_batch(sequences: list[np.ndarray], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
     """Right-pad id sequences into (input_ids, attention_mask), both int64 (batch, longest)."""
     lengths = np.fromiter((len(seq) for seq in sequences), dtype=np.int64, count=len(sequences))
