@@ -458,6 +458,62 @@ def _check_exact_fp32():
     assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32  # restored
 
 
+def test_no_cudnn_attention_holds_cudnn_off_while_any_thread_is_inside_and_restores_it():
+    """cuDNN's attention builds a plan per batch shape (first fp16 call ten times slower on an
+    H200): the runner keeps it off; threads overlapping in the block keep it off until the last
+    leaves, then the process's own setting returns, whichever it was."""
+    import threading
+
+    from rapidscore.device.tf32 import no_cudnn_attention
+
+    saved = torch.backends.cuda.cudnn_sdp_enabled()
+    try:
+        for setting in (True, False):
+            torch.backends.cuda.enable_cudnn_sdp(setting)
+            inside, first_out, release_last = threading.Barrier(3), threading.Event(), threading.Event()
+            seen = []
+
+            def worker(last):
+                with no_cudnn_attention():
+                    inside.wait()
+                    seen.append(torch.backends.cuda.cudnn_sdp_enabled())
+                    if last:
+                        release_last.wait(10)
+                if not last:
+                    first_out.set()
+
+            threads = [threading.Thread(target=worker, args=(last,)) for last in (False, True)]
+            for t in threads:
+                t.start()
+            inside.wait()
+            first_out.wait(10)
+            assert not torch.backends.cuda.cudnn_sdp_enabled()  # one thread left, one still inside
+            release_last.set()
+            for t in threads:
+                t.join(10)
+            assert seen == [False, False]
+            assert torch.backends.cuda.cudnn_sdp_enabled() is setting
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(saved)
+
+
+def test_the_torch_runner_runs_its_forward_without_cudnn_attention(tiny_model_path, monkeypatch):
+    from rapidscore.encoder.runtime.torch import TorchRunner
+
+    runner = TorchRunner(tiny_model_path("bert"), 2, "cpu", 1)
+    read = runner.head.read
+    during = []
+
+    def spying(*args, **kwargs):
+        during.append(torch.backends.cuda.cudnn_sdp_enabled())
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(runner.head, "read", spying)
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    runner(np.array([[101, 7, 102]]), np.ones((1, 3), dtype=np.int64))
+    assert during == [False] and torch.backends.cuda.cudnn_sdp_enabled() is before
+
+
 # -- CUDA (where present) ----------------------------------------------------------------------
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU and a CUDA build of torch")

@@ -11,7 +11,8 @@ that path needs is here:
 - :mod:`~rapidscore.device.packed`: the packed (unpadded) forward of the torch runner;
 - :mod:`~rapidscore.device.cuda_graphs`: small batches through captured CUDA graphs;
 - :mod:`~rapidscore.device.matching_torch`: greedy matching on torch tensors, any device;
-- :mod:`~rapidscore.device.tf32`: the switch that keeps CUDA matrix products in exact fp32.
+- :mod:`~rapidscore.device.tf32`: the process-wide switches the torch runner holds while it runs:
+  TF32 off (CUDA matrix products in exact fp32), cuDNN's attention off (a plan per batch shape).
 
 The same code runs on CPU tensors (``BERTScore(backend="torch", device="cpu",
 device_engine=True)``): that twin is how CI exercises the GPU path without a GPU, and

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rapidscore.device.cuda_graphs import cuda_graphs_wanted
-from rapidscore.device.tf32 import exact_fp32
+from rapidscore.device.tf32 import exact_fp32, no_cudnn_attention
 from rapidscore.encoder.runtime.capabilities import Capabilities, OutputHead, RunnerBase
 
 if TYPE_CHECKING:
@@ -127,8 +127,9 @@ class TorchRunner(RunnerBase):
 
     On CUDA, the encoder's attention runs through PyTorch's scaled-dot-product attention (SDPA)
     where the model family supports it, else the eager implementation (``attention`` says which;
-    the CPU runs eager, measured no slower), and inputs go through pinned host memory with
-    non-blocking copies.
+    the CPU runs eager, measured no slower), never through cuDNN's attention kernels
+    (``device.tf32.no_cudnn_attention``: a plan built per batch shape made the first call ten
+    times slower), and inputs go through pinned host memory with non-blocking copies.
 
     Thread-safe: an eval-mode forward pass under ``torch.inference_mode`` keeps no state between
     calls, so threads may share the model.
@@ -195,7 +196,8 @@ class TorchRunner(RunnerBase):
         """The head's output, float32, of inputs already on the device: hidden states (batch, seq,
         dim), or (layers + 1, batch, seq, dim); a head of the model's own its rows (batch, labels)."""
         torch = self._torch
-        with torch.inference_mode(), exact_fp32(self.device if self.precision == "fp32" else "cpu"):
+        with torch.inference_mode(), exact_fp32(self.device if self.precision == "fp32" else "cpu"), \
+                no_cudnn_attention():
             return self.head.read(self.model, input_ids, attention_mask).float()
 
     @functools.cached_property
@@ -218,7 +220,8 @@ class TorchRunner(RunnerBase):
         check_packed(self.model, self._packed_layer())
         tensors = {name: self.to_device(array) for name, array in packed_feed(self.model, ids).items()}
         torch = self._torch
-        with torch.inference_mode(), exact_fp32(self.device if self.precision == "fp32" else "cpu"):
+        with torch.inference_mode(), exact_fp32(self.device if self.precision == "fp32" else "cpu"), \
+                no_cudnn_attention():
             return packed_hidden(self.model, tensors).float()
 
     def _packed_layer(self) -> int | str:
