@@ -144,11 +144,13 @@ def _breakdowns(markdown: str) -> list[tuple[float, float, dict]]:
     return tables
 
 
-@pytest.mark.slow
-def test_smoke_run_on_the_cpu_accounts_for_the_wall_time(tmp_path: Path) -> None:
-    out = tmp_path / "prof"
-    proc = _run("--device", "cpu", "--smoke", "--out", str(out), "--cache-dir", str(tmp_path / "cache"))
-    assert proc.returncode == 0, proc.stderr[-4000:]
+@pytest.mark.slow  # reads the session's dry run of run_gpu_bench.sh (tests/bench/conftest.py): minutes
+def test_smoke_run_on_the_cpu_accounts_for_the_wall_time(gpu_dry_run) -> None:
+    """profile_gpu.py's CPU smoke run at its defaults: the run_gpu_bench.sh dry run's profile step
+    runs exactly that (``--device cpu --smoke --out WORK/profile``), so this reads its outputs."""
+    out = gpu_dry_run.work / "profile"
+    proc = gpu_dry_run.proc
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     markdown = (out / "profile_gpu.md").read_text(encoding="utf-8")
     data = json.loads((out / "profile_gpu.json").read_text(encoding="utf-8"))
     assert "**Smoke run**" in markdown and "measure nothing" in markdown

@@ -6,10 +6,7 @@ keeps going past a failed step and says which steps passed."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,17 +16,6 @@ SCRIPT = REPO_ROOT / "bench" / "device" / "run_gpu_bench.sh"
 STEPS = ("gpu-info", "install", "cuda-tests", "profile", "bench-g1g3", "merge", "bench-g2g4")
 
 pytestmark = pytest.mark.slow  # the smoke runs of bench_gpu.py and profile_gpu.py: minutes on 2 cores
-
-
-def _dry_run(tmp_path: Path, timeout: int, **env: str) -> tuple[subprocess.CompletedProcess, Path]:
-    pytest.importorskip("bert_score", reason="the smoke runs compare with bert-score")
-    pytest.importorskip("sentence_transformers", reason="the smoke runs compare with sentence-transformers")
-    out = tmp_path / "out"
-    environment = {**os.environ, "OUT": str(out), "WORK": str(tmp_path / "work"), "PYTHON": sys.executable,
-                   "DEVICE_DIR": str(tmp_path / "no-device-dir"), **env}
-    proc = subprocess.run(["bash", str(SCRIPT), "--dry-run"], capture_output=True, text=True, env=environment,
-                          cwd=REPO_ROOT, timeout=timeout)
-    return proc, out
 
 
 def _summary(stdout: str) -> dict[str, list[str]]:
@@ -43,8 +29,8 @@ def _summary(stdout: str) -> dict[str, list[str]]:
     return rows
 
 
-def test_the_dry_run_runs_every_step_and_brings_back_what_fits(tmp_path: Path) -> None:
-    proc, out = _dry_run(tmp_path, timeout=2400)
+def test_the_dry_run_runs_every_step_and_brings_back_what_fits(gpu_dry_run) -> None:
+    proc, out = gpu_dry_run.proc, gpu_dry_run.out
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     summary = _summary(proc.stdout)
     assert set(summary) == set(STEPS), summary
@@ -69,8 +55,8 @@ def test_the_dry_run_runs_every_step_and_brings_back_what_fits(tmp_path: Path) -
     assert "=== summary (dry," in log  # the log that comes back holds the whole output
 
 
-def test_a_failed_step_and_a_spent_budget_do_not_stop_the_summary(tmp_path: Path) -> None:
-    proc, _ = _dry_run(tmp_path, timeout=600, RUN_BUDGET_S="30", PYTEST_ARGS="--no-such-pytest-option")
+def test_a_failed_step_and_a_spent_budget_do_not_stop_the_summary(tmp_path: Path, start_dry_run) -> None:
+    proc = start_dry_run(tmp_path, timeout=600, RUN_BUDGET_S="30", PYTEST_ARGS="--no-such-pytest-option").proc
     assert proc.returncode == 1, proc.stdout[-4000:]
     summary = _summary(proc.stdout)
     assert set(summary) == set(STEPS), summary
