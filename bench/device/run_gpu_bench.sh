@@ -12,16 +12,16 @@
 # which passed comes last:
 #   gpu-info    nvidia-smi, torch's view of the GPU (20 s)
 #   install     the carried wheels and rapidscore (its C++ core built there) into $WORK/site, the
-#               embedded MiniLM restored from .device/minilm (150 s). The dry run skips it (this
+#               embedded MiniLM restored from .device/minilm (60 s; 22 s on an H200). The dry run skips it (this
 #               machine's venv has everything; .device's wheels are for the GPU machine's Python)
 #               unless DRY_RUN_INSTALL=1 and $DEVICE_DIR holds wheels for this Python
 #               (DEVICE_PYTHON=3.11 DEVICE_DIR=... bash bench/device/prepare.sh)
 #   cuda-tests  pytest -x -q over the tests with cuda / gpu / device in their ids, in the modules
-#               CUDA_TESTS names and any tests/*/test_*cuda*.py, test_*gpu*.py (60 s; the dry
+#               CUDA_TESTS names and any tests/*/test_*cuda*.py, test_*gpu*.py (75 s; the dry
 #               run only collects them: on a CPU they take minutes, the CUDA ones skipping)
 #   profile     bench/profile_gpu.py: torch.profiler over G1 (10,000 pairs timed, 4,000 profiled)
-#               and G3, fp16 and fp32 (100 s)
-#   bench-g1g3  bench/bench_gpu.py --parts G1,G3, G1 at 10,000 pairs, 3 repetitions (170 s)
+#               and G3, fp16 and fp32 (130 s; it needed ~110 s on an H200)
+#   bench-g1g3  bench/bench_gpu.py --parts G1,G3, G1 at 10,000 pairs, 3 repetitions (230 s)
 #   bench-g2g4  bench/bench_gpu.py --parts G2,G4 at full size (5,000 pairs, 40,000 texts), 2
 #               repetitions (what is left, at most 160 s)
 # After each bench step the parts so far are merged (bench_gpu.py --merge) into $OUT/RESULTS_GPU.md.
@@ -264,12 +264,12 @@ main() {
     fi
     local installed=1
     run_step gpu-info 20
-    run_step install 150 || installed=0
+    run_step install 60 || installed=0
     if (( installed )); then
-        run_step cuda-tests 60
-        run_step profile 100
+        run_step cuda-tests 75
+        run_step profile 130
         collect_profile
-        run_step bench-g1g3 170
+        run_step bench-g1g3 230
         run_step merge 30
         run_step bench-g2g4 160
         run_step merge 30
