@@ -32,19 +32,23 @@ def normalize_label(label: str) -> str:
 def default_embedder(model: str | None = None, encoder_options: Mapping | None = None) -> Embedder:
     """Sentence-embedding function of the shared encoder: the model's sentence-transformers
     pipeline (``Encoder.sentence_embeddings``: its pooling, Dense layers and default prompt; mean
-    pooling without a modules.json); the model is loaded on first use, once per process
-    (``rapidscore.encoder.get_encoder``). ``model``
+    pooling without a modules.json); the model is loaded on first use (or ``embed.load()``), once
+    per process (``rapidscore.encoder.get_encoder``), and the embedder keeps the encoder it got:
+    one ``get_encoder`` per embedder, not one per call. ``model``
     defaults to rapidscore's embedded all-MiniLM-L6-v2; ``encoder_options``: ``get_encoder``'s
     keyword arguments (backend, device, precision, num_threads, ...) and ``progress`` (a bar
     while embedding)."""
 
     options = dict(encoder_options or {})
     progress = bool(options.pop("progress", False))  # a per-call option, not part of the encoder
+    got: list = []  # the encoder, once got (a benign race: get_encoder returns the same shared one)
 
     def load():
-        from rapidscore.encoder import get_encoder
+        if not got:
+            from rapidscore.encoder import get_encoder
 
-        return get_encoder(model, **options)
+            got.append(get_encoder(model, **options))
+        return got[0]
 
     def embed(labels: list) -> np.ndarray:
         return load().sentence_embeddings(list(labels), progress=progress)
