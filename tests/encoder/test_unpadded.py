@@ -217,3 +217,28 @@ def test_an_unpadded_encoder_runs_every_call_unpadded(tiny_model_path, tmp_path)
     assert encoder.loaded.runner_created and forced.tobytes() == got_tokens.tobytes()
     with pytest.raises(TypeError, match="unpadded must be a bool"):
         Encoder(model, layer=2, unpadded="yes")
+
+
+def test_an_unpadded_session_the_cache_dropped_is_shared_not_made_again(tiny_model_path, tmp_path, monkeypatch) -> None:
+    """The model cache (an LRU of ``MAX_MODELS``) may drop the unpadded graph's loaded model while an
+    encoder still runs its session; another encoder of the same settings (a served window request's:
+    another ``long_texts``) finds it again rather than making a second session, a second copy of the
+    weights. The runtime held only the session, so it was made again: +85 MiB per MiniLM session in
+    a process that had loaded 8 other models (tests/serve/test_serve_memory.py in the full run)."""
+    import gc
+
+    from rapidscore.encoder.cache import MODELS
+
+    model = str(tiny_model_path("bert"))
+    monkeypatch.setattr(MODELS, "max_size", 1)
+    first = Encoder(model, layer=2, num_threads=1, cache_dir=tmp_path, unpadded=True)
+    ids = first.tokenize(random_texts(6, seed=8))
+    expected = first.embed_ids(ids).embeddings
+    Encoder(model, layer=2, num_threads=2, cache_dir=tmp_path)  # another key: the LRU of one drops the others
+    gc.collect()
+    builds = MODELS.builds
+    second = Encoder(model, layer=2, num_threads=1, cache_dir=tmp_path, unpadded=True, long_texts="window")
+    got = second.embed_ids(ids).embeddings
+    assert MODELS.builds == builds, "a model was loaded again"
+    assert second.runtime._unpadded_runner is first.runtime._unpadded_runner
+    assert got.tobytes() == expected.tobytes()

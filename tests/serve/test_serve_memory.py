@@ -53,9 +53,12 @@ def test_concurrent_window_requests_give_their_memory_back(minilm_path, live_ser
     serve``'s process settings are never made for it): the memory held once a round is answered stays
     within 128 MiB of what the server held before any of them, and does not grow over the later
     rounds. ONNX Runtime's CPU arena kept every region it grew by (300+ MiB after the first round,
-    more with each new mix of shapes)."""
+    more with each new mix of shapes). And the rounds load no model: in a process whose model cache
+    had dropped the workers' unpadded graphs, the window requests' encoders made second sessions of
+    them, a second copy of the weights each (+175 MiB in the full test run)."""
     import sys
 
+    from rapidscore.encoder import cache_info
     from rapidscore.serve.config import ServeConfig
 
     if not sys.platform.startswith("linux"):
@@ -63,11 +66,14 @@ def test_concurrent_window_requests_give_their_memory_back(minilm_path, live_ser
     server = live_server_class(ServeConfig(model=str(minilm_path)))
     try:
         server.wait_ready()
+        models = cache_info()["models_loaded"]
         before = _rss_in_use_mib()
         held: list[float] = []
         _window_rounds(server.url, 3, lambda: held.append(_rss_in_use_mib()))
+        loads = cache_info()["models_loaded"] - models
     finally:
         server.stop()
+    assert loads == 0, f"the rounds loaded {loads} model(s) again (the server loads its models before ready)"
     rounds = ", ".join(f"{mib:.0f}" for mib in held)
     assert max(held) - before < 128, f"held {rounds} MiB after the rounds, {before:.0f} MiB before them"
     assert held[-1] - held[0] < 48, f"grew over the later rounds: {rounds} MiB"

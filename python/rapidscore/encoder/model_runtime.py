@@ -42,6 +42,9 @@ class ModelRuntime:
         # ConvBERT-like models read the padding: their batches hold sentences of one length only.
         self.padding_sensitive = loaded.padding_sensitive
         self._unpadded_load_args = unpadded_args
+        # The unpadded graph's loaded model, held (not only its runner) so that the model cache finds
+        # it again after its LRU dropped it: another encoder then shares this session, not a new copy
+        self._unpadded: LoadedModel | None = None
         self._unpadded_runner: Any = None
         # The loaded model's runner; a CPU ONNX Runtime session is made on first use (``runner``).
         self._runner: Any = None
@@ -172,7 +175,8 @@ class ModelRuntime:
             runner = self._unpadded_runner
             if runner is None:
                 assert self._unpadded_load_args is not None  # unpadded_available
-                runner = self._unpadded_runner = load_model(*self._unpadded_load_args, unpadded=True)[0].runner
+                self._unpadded = load_model(*self._unpadded_load_args, unpadded=True)[0]
+                runner = self._unpadded_runner = self._unpadded.runner
             return run_unpadded(runner, ids, lengths, offsets, destinations, hidden_size=self.hidden_size,
                                 batch_tokens=batch_tokens, max_batch_size=max_batch_size, pad_id=self.pad_id,
                                 roberta_positions=self.roberta_positions)
